@@ -1,0 +1,1 @@
+"""The metashell engine: a KRaft implementation (codec, storage, quorum, controller)."""

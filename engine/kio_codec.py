@@ -1,0 +1,74 @@
+"""The one door to kio: every kio import of the project goes through here.
+
+kio supplies Kafka's protocol dataclasses, its primitive types, the native
+entity reader and the entity writer. Metadata records (engine.metadata_records)
+are our own dataclasses in kio's form, so the same machinery encodes them.
+
+kio's own record-batch reader is not used for batches: it rounds record
+timestamps to whole seconds and has no compression support, and we need
+byte-identical re-encoding. Batches are framed in engine.record_batch with
+kio's varint primitives instead.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, TypeVar
+
+from crc32c import crc32c  # kio's own checksum dependency
+from kio.schema.control_record_type_schema.v0.data import ControlRecordTypeSchema
+from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
+from kio.schema.leader_change_message.v0.data import LeaderChangeMessage, Voter as LeaderChangeVoter
+from kio.schema.snapshot_footer_record.v0.data import SnapshotFooterRecord
+from kio.schema.snapshot_header_record.v0.data import SnapshotHeaderRecord
+from kio.schema.voters_record.v0.data import (
+    Endpoint as VotersEndpoint,
+    KRaftVersionFeature,
+    Voter as VotersVoter,
+    VotersRecord,
+)
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import BufferUnderflow
+from kio.serial.readers import read_signed_varint, read_signed_varlong, read_unsigned_varint
+from kio.serial.writers import write_signed_varint, write_signed_varlong, write_unsigned_varint
+from kio.static.constants import EntityType
+from kio.static.primitive import f64, i8, i16, i32, i64, u16
+
+__all__ = [
+    "BufferUnderflow", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
+    "KRaftVersionRecord", "LeaderChangeMessage", "LeaderChangeVoter", "SnapshotFooterRecord",
+    "SnapshotHeaderRecord", "VotersEndpoint", "VotersRecord", "VotersVoter", "crc32c",
+    "decode_entity", "encode_entity", "f64", "i8", "i16", "i32", "i64", "u16",
+    "read_signed_varint", "read_signed_varlong", "read_unsigned_varint",
+    "write_signed_varint", "write_signed_varlong", "write_unsigned_varint",
+]
+
+E = TypeVar("E")
+
+_readers: dict[type, Any] = {}
+_writers: dict[type, Any] = {}
+
+
+def decode_entity(entity_type: type[E], buffer: bytes | memoryview, offset: int = 0) -> tuple[E, int]:
+    """Decode one kio-style entity at ``offset``; returns (entity, bytes consumed)."""
+    reader = _readers.get(entity_type)
+    if reader is None:
+        reader = _readers[entity_type] = entity_reader(entity_type)
+    return reader(buffer, offset)
+
+
+def encode_entity(entity: Any) -> bytes:
+    """Encode one kio-style entity in Kafka's wire form."""
+    entity_type = type(entity)
+    writer = _writers.get(entity_type)
+    if writer is None:
+        writer = _writers[entity_type] = entity_writer(entity_type)
+    out = io.BytesIO()
+    writer(out, entity)
+    return out.getvalue()
+
+
+def encode_unsigned_varint(value: int) -> bytes:
+    out = io.BytesIO()
+    write_unsigned_varint(out, value)
+    return out.getvalue()

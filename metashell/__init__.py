@@ -1,0 +1,1 @@
+"""metashell: browse, watch and analyse KRaft cluster metadata."""

@@ -1,0 +1,1 @@
+"""Textual stylesheets and Pygments styles shipped with metashell."""
