@@ -38,7 +38,7 @@ __all__ = [
     "BufferUnderflow", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
     "KRaftVersionRecord", "LeaderChangeMessage", "LeaderChangeVoter", "SnapshotFooterRecord",
     "SnapshotHeaderRecord", "VotersEndpoint", "VotersRecord", "VotersVoter", "crc32c",
-    "decode_entity", "encode_entity", "f64", "i8", "i16", "i32", "i64", "u16",
+    "decode_entity", "encode_entity", "entity_reader", "f64", "i8", "i16", "i32", "i64", "u16",
     "read_signed_varint", "read_signed_varlong", "read_unsigned_varint",
     "write_signed_varint", "write_signed_varlong", "write_unsigned_varint",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine import metadata_records
 from engine.kio_codec import (
@@ -25,6 +25,7 @@ from engine.kio_codec import (
     SnapshotHeaderRecord,
     VotersRecord,
     decode_entity,
+    entity_reader,
     encode_entity,
     encode_unsigned_varint,
     read_unsigned_varint,
@@ -49,15 +50,17 @@ _CONTROL_TYPE_OF = {cls: t for t, cls in CONTROL_CLASSES.items()}
 _CONTROL_KEY = struct.Struct(">hh")
 
 _RECORD_CLASSES = metadata_records.RECORD_CLASSES
+_READERS = {cls: entity_reader(cls) for cls in _RECORD_CLASSES.values()}
+# (api key, version) -> kio reader, for readers that decode values in place
+FAST_READERS = {key: _READERS[cls] for key, cls in _RECORD_CLASSES.items()}
 _HEADERS: dict[tuple[int, int], bytes] = {
     key: encode_unsigned_varint(FRAME_VERSION) + encode_unsigned_varint(key[0]) + encode_unsigned_varint(key[1])
     for key in _RECORD_CLASSES
 }
 
 
-@dataclass(frozen=True, slots=True)
-class MetadataRecord:
-    """A decoded metadata record (Kafka's ApiMessageAndVersion)."""
+class MetadataRecord(NamedTuple):
+    """A decoded metadata record (Kafka's ApiMessageAndVersion). A NamedTuple: built per record."""
 
     message: Any
 
@@ -114,6 +117,15 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
     """Decode a metadata record value; never raises on bad bytes."""
     if value is None:
         return UnknownRecord(key, value, "record has a null value")
+    if key is None and len(value) > 3 and value[0] == FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:
+        cls = _RECORD_CLASSES.get((value[1], value[2]))
+        if cls is not None:  # the common case: one-byte header fields, a known type
+            try:
+                message, size = _READERS[cls](value, 3)
+                if size + 3 == len(value):
+                    return MetadataRecord(message)
+            except Exception:  # noqa: BLE001 - the careful path below says what is wrong
+                pass
     try:
         frame, pos = read_unsigned_varint(value, 0)
         api_key, size = read_unsigned_varint(value, pos)

@@ -1,0 +1,76 @@
+"""``kraftd bench ...``: throughput figures, measured, never asserted in tests."""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from engine import metadata_records as m
+from engine.kio_codec import i32
+from engine.log_reader import read_log_dir
+from engine.metadata_log import MetadataLog
+from engine.metadata_record_serde import MetadataRecord
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeFigures:
+    records: int
+    bytes_read: int
+    seconds: float
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records / self.seconds if self.seconds else float("inf")
+
+
+def partition_heavy_records(partitions: int, brokers: int = 6, seed: int = 7) -> list[MetadataRecord]:
+    """TopicRecords each followed by their PartitionRecords (v2, with ELR fields), 100 per topic."""
+    rng = random.Random(seed)
+    records = []
+    for start in range(0, partitions, 100):
+        topic_id = uuid.UUID(int=rng.getrandbits(128))
+        records.append(MetadataRecord(m.TopicRecordV0(name=f"topic-{start // 100:05d}", topic_id=topic_id)))
+        for partition in range(min(100, partitions - start)):
+            replicas = tuple(i32(b) for b in rng.sample(range(1, brokers + 1), 3))
+            records.append(MetadataRecord(m.PartitionRecordV2(
+                partition_id=i32(partition), topic_id=topic_id, replicas=replicas, isr=replicas,
+                removing_replicas=(), adding_replicas=(), leader=replicas[0], leader_epoch=i32(rng.randrange(9)),
+                partition_epoch=i32(rng.randrange(9)), directories=(None, None, None),
+                eligible_leader_replicas=(), last_known_elr=())))
+    return records
+
+
+def write_bench_log(directory: Path, partitions: int, records_per_batch: int = 100) -> int:
+    records = partition_heavy_records(partitions)
+    with MetadataLog.create(directory, fsync_policy="never") as log:
+        for start in range(0, len(records), records_per_batch):
+            log.append(records[start:start + records_per_batch], epoch=1, timestamp_ms=1_700_000_000_000)
+    return len(records)
+
+
+def bench_decode(partitions: int = 200_000, rounds: int = 3, out: Callable[[str], None] = print) -> DecodeFigures:
+    """Decode a generated PartitionRecord-heavy log dir end to end (files, CRC, batches, records)."""
+    with tempfile.TemporaryDirectory(prefix="kraftd-bench-") as tmp:
+        expected = write_bench_log(Path(tmp), partitions)
+        size = sum(p.stat().st_size for p in Path(tmp).rglob("*.log"))
+        out(f"generated {expected} records ({size / 1e6:.1f} MB) in {tmp}")
+        best = None
+        for round_number in range(1, rounds + 1):
+            started = time.perf_counter()
+            count = sum(1 for _ in read_log_dir(Path(tmp)))
+            elapsed = time.perf_counter() - started
+            if count != expected:
+                raise RuntimeError(f"decoded {count} records, expected {expected}")
+            figures = DecodeFigures(count, size, elapsed)
+            out(f"round {round_number}: {count} records in {elapsed:.3f} s = "
+                f"{figures.records_per_second:,.0f} records/s")
+            if best is None or figures.seconds < best.seconds:
+                best = figures
+    out(f"decode: {best.records_per_second:,.0f} records/s "
+        f"({best.bytes_read / best.seconds / 1e6:.1f} MB/s), best of {rounds}")
+    return best
