@@ -127,8 +127,9 @@ class MetadataLog:
         if self._active.size_bytes > 0 and self._active.size_bytes + len(data) > self.segment_bytes:
             self.roll()
         self._active.append(data, next_offset)
-        if self.fsync_policy == "always":
-            self._active.flush(fsync=True)
+        # Always hand the bytes to the OS, so readers of the directory see them;
+        # only the fsync depends on the policy.
+        self._active.flush(fsync=self.fsync_policy == "always")
 
     def flush(self) -> None:
         self._active.flush(fsync=self.fsync_policy != "never")

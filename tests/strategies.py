@@ -126,6 +126,21 @@ def record_strategy(cls: type, max_items: int = 4) -> st.SearchStrategy:
     return st.builds(cls, **kwargs)
 
 
+def _simplest(tp: typing.Any, kafka_type: str | None) -> typing.Any:
+    inner, nullable = _split_optional(tp)
+    if typing.get_origin(inner) is tuple:
+        return ()
+    if dataclasses.is_dataclass(inner):
+        return simplest_record(inner)
+    return {"float64": 0.0, "bool": False, "string": "", "bytes": b"", "uuid": None}.get(kafka_type, 0)
+
+
+def simplest_record(cls: type) -> typing.Any:
+    """A deterministic, minimal instance of a kio-style dataclass (zeros, empty strings and tuples)."""
+    hints = typing.get_type_hints(cls)
+    return cls(**{f.name: _simplest(hints[f.name], f.metadata.get("kafka_type")) for f in dataclasses.fields(cls)})
+
+
 # --------------------------------------------------------------------------- record batches
 
 def _maybe_bytes(max_size: int = 200) -> st.SearchStrategy[bytes | None]:

@@ -1,0 +1,136 @@
+"""``kraftd``: the engine's command line (dump-log, storage, bench).
+
+Every error reaches the user as one line on stderr and exit code 1; a
+traceback never does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from engine.errors import ConfigError, MetadataError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line and exit 1, as for every other error
+        raise ConfigError(message)
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+def cmd_dump_log(args: argparse.Namespace) -> int:
+    from engine.dump_log import dump_file, expand_paths
+
+    for path in expand_paths(args.files):
+        dump_file(path, _out, skip_record_metadata=args.skip_record_metadata)
+    return 0
+
+
+def cmd_storage_format(args: argparse.Namespace) -> int:
+    from engine.storage_tool import format_storage
+
+    features = dict(_parse_feature(f) for f in args.feature or [])
+    format_storage(Path(args.config), args.cluster_id, release_version=args.release_version,
+                   standalone=args.standalone, initial_controllers=args.initial_controllers,
+                   no_initial_controllers=args.no_initial_controllers,
+                   ignore_formatted=args.ignore_formatted, features=features, out=_out)
+    return 0
+
+
+def _parse_feature(text: str) -> tuple[str, int]:
+    name, eq, level = text.partition("=")
+    if not eq or not level.strip().isdigit():
+        raise ConfigError(f"bad --feature {text!r} (expected NAME=LEVEL)")
+    return name.strip(), int(level)
+
+
+def cmd_storage_info(args: argparse.Namespace) -> int:
+    from engine.storage_tool import storage_info
+
+    return 1 if storage_info(Path(args.config), out=_out) else 0
+
+
+def cmd_random_uuid(args: argparse.Namespace) -> int:
+    from engine.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+
+    _out(uuid_to_kafka(random_kafka_uuid()))
+    return 0
+
+
+def cmd_bench_decode(args: argparse.Namespace) -> int:
+    from engine.bench import bench_decode
+
+    bench_decode(args.partitions, rounds=args.rounds, out=_out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kraftd", description="The metashell KRaft engine.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    dump = sub.add_parser("dump-log", help="print record batches and records of segments and snapshots")
+    dump.add_argument("files", nargs="+", help="segment (.log) or snapshot (.checkpoint) files, or directories")
+    dump.add_argument("--skip-record-metadata", action="store_true", help="print only the records' payloads")
+    dump.add_argument("--cluster-metadata-decoder", action="store_true",
+                      help="accepted for kafka-dump-log compatibility (always on)")
+    dump.set_defaults(run=cmd_dump_log)
+
+    storage = sub.add_parser("storage", help="format and inspect log directories")
+    storage_sub = storage.add_subparsers(dest="storage_command", required=True, parser_class=_Parser)
+    fmt = storage_sub.add_parser("format", help="format the log directories of a node")
+    fmt.add_argument("--config", "-c", required=True, help="the node's .properties file")
+    fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (see random-uuid)")
+    fmt.add_argument("--release-version", "-r", help="e.g. 3.7 or 3.7-IV4 (default: latest production)")
+    fmt.add_argument("--feature", "-f", action="append", help="NAME=LEVEL, a feature level to set")
+    fmt.add_argument("--ignore-formatted", "-g", action="store_true", help="skip directories already formatted")
+    voters = fmt.add_mutually_exclusive_group()
+    voters.add_argument("--standalone", "-s", action="store_true", help="this controller is the only voter")
+    voters.add_argument("--initial-controllers", "-I", help="ID@HOST:PORT:DIRECTORY_ID,... the initial voters")
+    voters.add_argument("--no-initial-controllers", "-N", action="store_true",
+                        help="join an existing dynamic quorum later")
+    fmt.set_defaults(run=cmd_storage_format)
+    info = storage_sub.add_parser("info", help="describe the log directories of a node")
+    info.add_argument("--config", "-c", required=True)
+    info.set_defaults(run=cmd_storage_info)
+    rnd = storage_sub.add_parser("random-uuid", help="print a new random cluster or directory id")
+    rnd.set_defaults(run=cmd_random_uuid)
+
+    bench = sub.add_parser("bench", help="measure throughput")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
+    decode = bench_sub.add_parser("decode", help="decoded records/s of a PartitionRecord-heavy log")
+    decode.add_argument("--partitions", type=int, default=300_000)
+    decode.add_argument("--rounds", type=int, default=3)
+    decode.set_defaults(run=cmd_bench_decode)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
+    err = err or (lambda line: sys.stderr.write(line + "\n"))
+    try:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+    except MetadataError as exc:
+        err(f"kraftd: {exc.one_line()}")
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        err("kraftd: interrupted")
+        return 130
+    except OSError as exc:
+        err(f"kraftd: {exc.filename or ''}{': ' if exc.filename else ''}{exc.strerror or exc}")
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        err(f"kraftd: internal error: {type(exc).__name__}: {exc}")
+    return 1
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()
