@@ -219,7 +219,7 @@ def test_batch_roundtrip_multibyte_varints(batch, data):
                                            value=st.binary(min_size=64, max_size=300)),
                              min_size=1, max_size=3))
     big = [_replace(r, offset_delta=r.offset_delta | (1 << 20),
-                               timestamp_delta=-(abs(r.timestamp_delta) % (1 << 60)) - (1 << 40)) for r in big]
+           timestamp_delta=-(abs(r.timestamp_delta) % (1 << 60)) - (1 << 40)) for r in big]
     batch = _replace(batch, records=batch.records + tuple(big))
     raw = encode_batch(batch)
     decoded, _ = decode_batch(raw)
