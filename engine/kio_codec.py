@@ -28,14 +28,14 @@ from kio.schema.voters_record.v0.data import (
     VotersRecord,
 )
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import BufferUnderflow
+from kio.serial.errors import BufferUnderflow, SerialError
 from kio.serial.readers import read_signed_varint, read_signed_varlong, read_unsigned_varint
 from kio.serial.writers import write_signed_varint, write_signed_varlong, write_unsigned_varint
 from kio.static.constants import EntityType
 from kio.static.primitive import f64, i8, i16, i32, i64, u16
 
 __all__ = [
-    "BufferUnderflow", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
+    "BufferUnderflow", "DECODE_ERRORS", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
     "KRaftVersionRecord", "LeaderChangeMessage", "LeaderChangeVoter", "SnapshotFooterRecord",
     "SnapshotHeaderRecord", "VotersEndpoint", "VotersRecord", "VotersVoter", "crc32c",
     "decode_entity", "encode_entity", "entity_reader", "f64", "i8", "i16", "i32", "i64", "u16",
@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 E = TypeVar("E")
+
+# Everything kio's readers raise on bad bytes (KeyError: an unknown tagged field).
+DECODE_ERRORS = (SerialError, KeyError, ValueError, TypeError, IndexError, UnicodeDecodeError, OverflowError)
 
 _readers: dict[type, Any] = {}
 _writers: dict[type, Any] = {}

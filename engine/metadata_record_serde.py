@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from engine import metadata_records
 from engine.kio_codec import (
-    BufferUnderflow,
+    DECODE_ERRORS,
     KRaftVersionRecord,
     LeaderChangeMessage,
     SnapshotFooterRecord,
@@ -132,7 +132,7 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
         pos += size
         version, size = read_unsigned_varint(value, pos)
         pos += size
-    except (BufferUnderflow, ValueError, IndexError):
+    except DECODE_ERRORS:
         return UnknownRecord(key, value, "truncated metadata record header")
     if frame != FRAME_VERSION:
         return UnknownRecord(key, value, f"unknown frame version {frame}", api_key, version)
@@ -142,7 +142,7 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
         return UnknownRecord(key, value, f"{reason} (api key {api_key}, version {version})", api_key, version)
     try:
         message, size = decode_entity(cls, value, pos)
-    except (BufferUnderflow, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
+    except DECODE_ERRORS as exc:
         return UnknownRecord(key, value, f"undecodable {cls.record_name} v{version}: {exc}", api_key, version)
     if pos + size != len(value):
         return UnknownRecord(key, value, f"{len(value) - pos - size} trailing bytes after {cls.record_name}",
@@ -167,7 +167,7 @@ def decode_control(key: bytes | None, value: bytes | None) -> ControlRecord | Un
         return UnknownRecord(key, value, f"control record {name} is kept raw", control=True)
     try:
         message, size = decode_entity(cls, value, 0)
-    except (BufferUnderflow, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
+    except DECODE_ERRORS as exc:
         return UnknownRecord(key, value, f"undecodable control record {control_type}: {exc}", control=True)
     if size != len(value):
         return UnknownRecord(key, value, f"{len(value) - size} trailing bytes in control record", control=True)

@@ -22,6 +22,7 @@ from typing import Iterable, NamedTuple
 from engine import compression
 from engine.errors import CorruptRecordError, MetadataError, TruncatedError
 from engine.kio_codec import (
+    DECODE_ERRORS,
     crc32c,
     read_signed_varint,
     read_signed_varlong,
@@ -169,7 +170,7 @@ def _decode_records(buf, pos: int, end: int, count: int, error_base: int | None 
         for _ in range(count):
             record, pos = _decode_record_fast(buf, pos)
             records.append(record)
-    except (IndexError, ValueError, TypeError) as exc:
+    except DECODE_ERRORS as exc:
         raise CorruptRecordError(f"malformed record {len(records)} of {count}: {exc}",
                                  byte_offset=error_base if error_base is not None else pos) from None
     if pos != end:

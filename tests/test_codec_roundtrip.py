@@ -392,7 +392,7 @@ def test_truncated_and_trailing_values_are_kept(key):
     check()
 
 
-# Garbage after a valid header that kio rejects with an error the engine does not catch.
+# Garbage after a valid header that kio rejects: kept as an UnknownRecord, never raised.
 _RAISING_VALUES = [
     pytest.param(_header(2, 0) + b"\x00" + b"\x00" * 17, id="TopicRecord-null-name-UnexpectedNull"),
     pytest.param(_header(2, 0) + b"\x03\xff\xfe" + b"\x00" * 17, id="TopicRecord-bad-utf8-InvalidUnicode"),
@@ -400,9 +400,6 @@ _RAISING_VALUES = [
 ]
 
 
-@pytest.mark.xfail(strict=True, raises=(KIO_DECODE_ERROR, KeyError),
-                   reason="engine bug: decode_metadata_value lets kio's UnexpectedNull / "
-                           "InvalidUnicode / KeyError (unknown tagged field) escape")
 @pytest.mark.parametrize("value", _RAISING_VALUES)
 def test_undecodable_value_is_kept_not_raised(value):
     _assert_unknown_keeps_bytes(decode_metadata_value(value), None, value)
@@ -419,9 +416,6 @@ def test_garbage_values_are_kept_when_they_underflow_or_are_invalid():
         _assert_unknown_keeps_bytes(decode_metadata_value(value), None, value)
 
 
-@pytest.mark.xfail(strict=True, raises=(KIO_DECODE_ERROR, KeyError),
-                   reason="engine bug: decode_metadata_value raises on some garbage "
-                           "(kio UnexpectedNull/InvalidUnicode/KeyError are not caught)")
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(RECORD_KEYS), st.binary(max_size=64))
 @example(key=(2, 0), garbage=b"\x00" + b"\x00" * 17)
@@ -464,9 +458,6 @@ def test_truncated_and_trailing_control_values_are_kept(cls):
     check()
 
 
-@pytest.mark.xfail(strict=True, raises=(KIO_DECODE_ERROR, KeyError),
-                   reason="engine bug: decode_control lets kio's KeyError (unknown tagged "
-                           "field) / UnexpectedNull escape")
 @pytest.mark.parametrize("key,value", [
     pytest.param(struct.pack(">hh", 0, 4), b"\x00\x00\x01\x00\x05abcde", id="SnapshotFooter-unknown-tag-KeyError"),
     pytest.param(struct.pack(">hh", 0, 6),
@@ -484,9 +475,6 @@ def _raw_batch(records_section: bytes, count: int = 1) -> bytes:
     return struct.pack(">qiibI", 0, 49 + len(records_section), 0, 2, crc32c(tail)) + tail
 
 
-@pytest.mark.xfail(strict=True, raises=BufferUnderflow,
-                   reason="engine bug: decode_batch lets kio's BufferUnderflow escape for a "
-                           "multi-byte varint cut off at the end of the records section")
 @pytest.mark.parametrize("section", [b"\x14\x00\xff", b"\x14\x00\x00\xff\xff"], ids=["ts-varlong", "offset-varint"])
 def test_cut_varint_in_records_is_corrupt_record_error(section):
     with pytest.raises(CorruptRecordError):
