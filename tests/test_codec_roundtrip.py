@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from engine import compression
 from engine.errors import CorruptRecordError, TruncatedError
 from engine.kio_codec import (
-    BufferUnderflow,
     KRaftVersionRecord,
     LeaderChangeMessage,
     SnapshotFooterRecord,
@@ -56,9 +55,6 @@ from tests.strategies import (
     simplest_record,
 )
 
-# kio's DecodeError (base of UnexpectedNull, InvalidUnicode, BufferUnderflow), reached through the one door
-KIO_DECODE_ERROR = BufferUnderflow.__mro__[1]
-assert KIO_DECODE_ERROR.__name__ == "DecodeError"
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MEDIUM = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
