@@ -5,24 +5,19 @@ follows ``java.util.Properties.load``: ``#``/``!`` comment lines, ``=``, ``:`` o
 whitespace separators, backslash line continuations and escapes. Writing follows
 ``Properties.store``: a ``#`` comment, a ``#<date>`` line, then ``key=value`` lines
 escaped as Java escapes them, in an order chosen to match the JVM that wrote a file.
-
-The small-file helpers here (``read_text_file``, ``write_bytes_atomically``) are
-shared by the other small Kafka files (quorum-state, checkpoints, partition.metadata).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, Mapping
 
 from engine.errors import StorageError
+from engine.file_io import StrPath, read_text_file, write_bytes_atomically
 
 KeyOrder = Literal["insertion", "sorted", "jdk-hash"]
-StrPath = str | os.PathLike
 
 _PHYSICAL_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Java's LineReader splits on
 _JAVA_WHITESPACE = " \t\f"
@@ -31,58 +26,6 @@ _SAVE_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f",
                  "=": "\\=", ":": "\\:", "#": "\\#", "!": "\\!", "\\": "\\\\"}
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-# ---------------------------------------------------------------- small-file I/O
-
-def read_text_file(path: StrPath) -> str:
-    """The UTF-8 text of ``path``; StorageError naming the file on any failure."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise StorageError("no such file", path=str(path)) from None
-    except OSError as e:
-        raise StorageError(f"cannot read: {e.strerror or e}", path=str(path)) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        reason = f"line {line}: byte 0x{data[e.start]:02x} is not valid UTF-8"
-        raise StorageError(reason, path=str(path), byte_offset=e.start) from None
-
-
-def write_bytes_atomically(path: StrPath, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a crash leaves the old or the new file, never half.
-
-    Temp file in the same directory (rename is only atomic within a file system),
-    fsync it, rename over the target, then fsync the directory so the rename is durable.
-    """
-    target = Path(path)
-    temp = target.with_name(f"{target.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, target)
-        _fsync_directory(target.parent)
-    except OSError as e:
-        temp.unlink(missing_ok=True)
-        raise StorageError(f"cannot write: {e.strerror or e}", path=str(target)) from None
-
-
-def _fsync_directory(directory: Path) -> None:
-    if os.name == "nt":  # Windows cannot open a directory for fsync; its rename is durable enough
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------- parsing

@@ -27,7 +27,8 @@ from engine.log_segment import (
 )
 from engine.metadata_record_serde import AnyRecord, ControlRecord, encode_record
 from engine.record_batch import build_batch, encode_batch
-from engine.snapshot_writer import SnapshotId, fsync_directory, write_snapshot
+from engine.file_io import fsync_directory
+from engine.snapshot_writer import SnapshotId, write_snapshot
 
 FsyncPolicy = Literal["always", "explicit", "never"]
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # metadata.log.segment.bytes default

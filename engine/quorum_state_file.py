@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import StorageError
-from engine.java_properties import StrPath, read_text_file, write_bytes_atomically
+from engine.file_io import StrPath, read_text_file, write_bytes_atomically
 from engine.kafka_uuid import ZERO_UUID, kafka_to_uuid, uuid_to_kafka
 
 QUORUM_STATE_FILE = "quorum-state"

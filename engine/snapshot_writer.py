@@ -9,11 +9,11 @@ atomically renamed, and the directory fsynced, so a reader sees all or nothing.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from engine.file_io import write_bytes_atomically
 from engine.kio_codec import SnapshotFooterRecord, SnapshotHeaderRecord, i16, i64
 from engine.metadata_record_serde import AnyRecord, ControlRecord, control_record, encode_record
 from engine.record_batch import build_batch, encode_batch
@@ -43,14 +43,6 @@ def parse_snapshot_name(name: str) -> SnapshotId | None:
     if dash and len(offset) == 20 and len(epoch) == 10 and offset.isdigit() and epoch.isdigit():
         return SnapshotId(int(offset), int(epoch))
     return None
-
-
-def fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def snapshot_bytes(
@@ -92,20 +84,6 @@ def snapshot_bytes(
     return bytes(out)
 
 
-def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> Path:
-    """Write ``data`` to ``path`` via ``path.part`` and a rename: all or nothing."""
-    partial = path.with_name(path.name + PARTIAL_SUFFIX)
-    with open(partial, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        if fsync:
-            os.fsync(handle.fileno())
-    os.replace(partial, path)
-    if fsync:
-        fsync_directory(path.parent)
-    return path
-
-
 def write_snapshot(
     directory: Path,
     snapshot_id: SnapshotId,
@@ -119,10 +97,11 @@ def write_snapshot(
     data = snapshot_bytes(records, epoch=snapshot_id.epoch,
                           last_contained_log_timestamp_ms=last_contained_log_timestamp_ms,
                           now_ms=now_ms, kraft_control=kraft_control)
-    return write_atomically(Path(directory) / snapshot_id.file_name, data, fsync=fsync)
+    return write_bytes_atomically(Path(directory) / snapshot_id.file_name, data, temp_suffix=PARTIAL_SUFFIX,
+                                  fsync=fsync)
 
 
 def write_bootstrap_checkpoint(directory: Path, records: Iterable[AnyRecord], *, now_ms: int) -> Path:
     """``bootstrap.checkpoint``: the feature levels a new cluster starts with, in snapshot form."""
     data = snapshot_bytes(records, epoch=0, last_contained_log_timestamp_ms=0, now_ms=now_ms)
-    return write_atomically(Path(directory) / BOOTSTRAP_FILE_NAME, data)
+    return write_bytes_atomically(Path(directory) / BOOTSTRAP_FILE_NAME, data)
