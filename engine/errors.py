@@ -24,9 +24,17 @@ class MetadataError(Exception):
             where.append(f"byte offset {self.byte_offset}")
         return f"{': '.join([', '.join(where), self.reason]) if where else self.reason}"
 
-    def at(self, path: str | None = None, base_offset: int = 0) -> "MetadataError":
-        """The same error, placed in a file and shifted by where its buffer started."""
-        offset = None if self.byte_offset is None else self.byte_offset + base_offset
+    def at(self, path: str | None = None, base_offset: int | None = None) -> "MetadataError":
+        """The same error, placed in a file and shifted by where its buffer started.
+
+        An error with no offset of its own is placed at ``base_offset``.
+        """
+        if base_offset is None:
+            offset = self.byte_offset
+        elif self.byte_offset is None:
+            offset = base_offset
+        else:
+            offset = self.byte_offset + base_offset
         return type(self)(self.reason, path=path if path is not None else self.path, byte_offset=offset)
 
 
