@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from engine.errors import ConfigError, MetadataError
+from engine.errors import ConfigError, MetadataError, StorageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,7 +52,11 @@ def _parse_feature(text: str) -> tuple[str, int]:
 def cmd_storage_info(args: argparse.Namespace) -> int:
     from engine.storage_tool import storage_info
 
-    return 1 if storage_info(Path(args.config), out=_out) else 0
+    problems = storage_info(Path(args.config), out=_out)
+    if problems:  # the report is on stdout, as Kafka prints it; the verdict is one line on stderr
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise StorageError(f"{problems[0]}{more}")
+    return 0
 
 
 def cmd_random_uuid(args: argparse.Namespace) -> int:

@@ -59,7 +59,8 @@ def batch_line(batch: RecordBatch, position: int) -> str:
 def record_lines(batch: RecordBatch, skip_record_metadata: bool) -> Iterable[str]:
     for record in batch.records:
         decoded = decode_record(record.key, record.value, batch.is_control)
-        parts = ["|"]
+        # Kafka's tool drops the "|" along with the metadata: " payload: {...}".
+        parts = [""] if skip_record_metadata else ["|"]
         if not skip_record_metadata:
             seq = NO_SEQUENCE if batch.base_sequence == NO_SEQUENCE else batch.base_sequence + record.offset_delta
             headers = ",".join(k.decode("utf-8", "replace") for k, _ in record.headers)

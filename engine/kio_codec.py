@@ -13,9 +13,16 @@ kio's varint primitives instead.
 from __future__ import annotations
 
 import io
+import os
 from typing import Any, TypeVar
 
-from crc32c import crc32c  # kio's own checksum dependency
+# kio registers hypothesis strategies at import when hypothesis is installed (the test
+# extras), and hypothesis then keeps a cache in ./.hypothesis of the user's working
+# directory. Point it at a cache directory of ours instead, unless told otherwise.
+_CACHE_HOME = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(_CACHE_HOME, "metashell", "hypothesis"))
+
+from crc32c import crc32c  # noqa: E402 - kio's own checksum dependency
 from kio.schema.control_record_type_schema.v0.data import ControlRecordTypeSchema
 from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
 from kio.schema.leader_change_message.v0.data import LeaderChangeMessage, Voter as LeaderChangeVoter

@@ -56,6 +56,29 @@ def version_name(level: int) -> str:
     return mv.name if mv else f"unknown({level})"
 
 
+# Features a formatter may set with --feature (Kafka's Feature enum, plus metadata.version).
+KNOWN_FEATURES = ("metadata.version", "kraft.version", "group.version", "transaction.version",
+                  "eligible.leader.replicas.version", "share.version", "streams.version")
+KRAFT_VERSION_1_MINIMUM = "3.9-IV0"  # dynamic quorums (KIP-853) need this metadata.version
+
+
+def check_feature_names(features: dict[str, int]) -> None:
+    for name in features:
+        if name not in KNOWN_FEATURES:
+            raise ConfigError(f"unsupported feature {name!r} (supported: {', '.join(KNOWN_FEATURES)})")
+
+
+def resolve_metadata_version(release_version: str | None, features: dict[str, int]) -> MetadataVersion:
+    """``--feature metadata.version=N`` wins over ``--release-version``, as in Kafka's formatter."""
+    if "metadata.version" not in features:
+        return parse_release_version(release_version)
+    level = features["metadata.version"]
+    if level not in BY_LEVEL:
+        raise ConfigError(f"unknown metadata.version level {level} "
+                          f"(known: {min(BY_LEVEL)} to {max(BY_LEVEL)})")
+    return BY_LEVEL[level]
+
+
 def default_feature_levels(mv: MetadataVersion) -> dict[str, int]:
     """The other finalized features a new cluster at ``mv`` starts with, as Kafka's formatter sets them."""
     levels = {}
@@ -69,8 +92,11 @@ def default_feature_levels(mv: MetadataVersion) -> dict[str, int]:
 
 
 def feature_levels_for(mv: MetadataVersion, overrides: dict[str, int] | None = None) -> list[tuple[str, int]]:
-    """(name, level) in bootstrap order: metadata.version first, then the rest by name."""
+    """(name, level) records for bootstrap.checkpoint: metadata.version first, then the rest by
+    name. Level 0 means "not enabled" and gets no record; kraft.version is never a record here
+    (it lives in the KRaftVersionRecord of the first snapshot)."""
     levels = default_feature_levels(mv)
     levels.update(overrides or {})
-    levels.pop("metadata.version", None)
-    return [("metadata.version", mv.level)] + sorted(levels.items())
+    for name in ("metadata.version", "kraft.version"):
+        levels.pop(name, None)
+    return [("metadata.version", mv.level)] + sorted((k, v) for k, v in levels.items() if v > 0)

@@ -21,7 +21,8 @@ from engine.metadata_record_serde import AnyRecord, ControlRecord, MetadataRecor
 
 _field_cache: dict[type, list[tuple[str, str, bool, Any]]] = {}
 
-# Names printed before control records' JSON, as Kafka's dump tool prints them.
+# Labels printed before control records' JSON, as Kafka's dump tool labels the ones it
+# decodes (it prints leader changes only as a control type; we decode them too).
 CONTROL_LABELS = {
     "LEADER_CHANGE": "LeaderChange",
     "SNAPSHOT_HEADER": "SnapshotHeader",

@@ -1,8 +1,8 @@
 """KRaft snapshot files (``<20-digit end offset>-<10-digit epoch>.checkpoint``) and bootstrap.checkpoint.
 
 A snapshot is a sequence of batches: a control batch with the
-SnapshotHeaderRecord, optionally a control batch with KRaftVersionRecord and
-VotersRecord (kraft.version 1), data batches of metadata records, and a control
+SnapshotHeaderRecord (followed, for kraft.version 1, by KRaftVersionRecord and
+VotersRecord in the same batch), data batches of metadata records, and a control
 batch with the SnapshotFooterRecord. It is written to ``NAME.part``, fsynced,
 atomically renamed, and the directory fsynced, so a reader sees all or nothing.
 """
@@ -65,9 +65,8 @@ def snapshot_bytes(
         offset += len(entries)
 
     header = SnapshotHeaderRecord(version=i16(0), last_contained_log_timestamp=i64(last_contained_log_timestamp_ms))
-    emit([encode_record(control_record(header))], control=True)
-    if kraft_control:
-        emit([encode_record(r) for r in kraft_control], control=True)
+    # Kafka puts the header and the kraft.version/voters records in one control batch.
+    emit([encode_record(control_record(header))] + [encode_record(r) for r in kraft_control], control=True)
     pending: list[tuple[bytes | None, bytes | None]] = []
     pending_bytes = 0
     for record in records:

@@ -25,7 +25,9 @@ from engine.kio_codec import (
 from engine.log_reader import METADATA_PARTITION_DIR
 from engine.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from engine.metadata_record_serde import MetadataRecord, control_record
-from engine.metadata_version import feature_levels_for, parse_release_version
+from engine.metadata_version import (
+    BY_NAME, KRAFT_VERSION_1_MINIMUM, check_feature_names, feature_levels_for, resolve_metadata_version,
+)
 from engine.snapshot_writer import SnapshotId, write_bootstrap_checkpoint, write_snapshot
 
 
@@ -126,8 +128,11 @@ def format_storage(config_path: Path, cluster_id: str, *, release_version: str |
     """Format every log directory of the node; returns the directories written."""
     config = load_node_config(config_path)
     _check_cluster_id(cluster_id)
-    level = parse_release_version(release_version)
+    features = dict(features or {})
+    check_feature_names(features)
+    level = resolve_metadata_version(release_version, features)
     voters = _initial_voters(config, standalone, initial_controllers, no_initial_controllers)
+    _check_kraft_version(level, features.get("kraft.version"), dynamic=bool(voters) or no_initial_controllers)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     directories = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
     todo = _unformatted(directories, ignore_formatted, out)
@@ -141,10 +146,23 @@ def format_storage(config_path: Path, cluster_id: str, *, release_version: str |
             random_kafka_uuid()
         write_meta_properties(directory, MetaProperties(1, cluster_id, config.node_id, directory_id))
         if directory == config.metadata_log_dir:
-            _write_metadata_files(directory, config, voters, level, features or {}, now_ms)
+            _write_metadata_files(directory, config, voters, level, features, now_ms)
         out(f"Formatting metadata directory {directory} with metadata.version "
             f"{level.name}." if directory == config.metadata_log_dir else f"Formatting data directory {directory}")
     return todo
+
+
+def _check_kraft_version(level, requested: int | None, *, dynamic: bool) -> None:
+    """kraft.version is 1 exactly when the voters live in the log (KIP-853), which needs 3.9-IV0."""
+    kraft_version = 1 if dynamic else 0
+    if requested is not None and requested != kraft_version:
+        how = "--standalone, --initial-controllers or --no-initial-controllers"
+        raise ConfigError(f"kraft.version {requested} conflicts with the quorum configuration "
+                          f"({'dynamic' if dynamic else 'static'} voters: kraft.version {kraft_version}; "
+                          f"kraft.version 1 comes with {how})")
+    if kraft_version == 1 and level.level < BY_NAME[KRAFT_VERSION_1_MINIMUM].level:
+        raise ConfigError(f"kraft.version 1 (dynamic voters) needs metadata.version {KRAFT_VERSION_1_MINIMUM} "
+                          f"or newer, not {level.name}")
 
 
 def _check_cluster_id(cluster_id: str) -> None:
@@ -171,10 +189,8 @@ def _initial_voters(config: NodeConfig, standalone: bool, initial: str | None, n
         host, port = _controller_endpoint(config)
         return [Voter(config.node_id, host, port, random_kafka_uuid())]
     if initial is not None:
-        voters = parse_initial_controllers(initial)
-        if all(v.node_id != config.node_id for v in voters):
-            raise ConfigError(f"--initial-controllers does not name this node (node.id={config.node_id})")
-        return voters
+        # A controller the list does not name is formatted too, and joins as an observer.
+        return parse_initial_controllers(initial)
     return []
 
 
@@ -213,8 +229,8 @@ def _write_metadata_files(directory: Path, config: NodeConfig, voters: list[Vote
                        now_ms=now_ms, kraft_control=voters_control_records(voters, listener))
 
 
-def storage_info(config_path: Path, out: Callable[[str], None] = print) -> int:
-    """Print what each log directory holds; returns the number of problems found."""
+def storage_info(config_path: Path, out: Callable[[str], None] = print) -> list[str]:
+    """Print what each log directory holds, as kafka-storage info does; returns the problems found."""
     config = load_node_config(config_path)
     directories = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
     problems: list[str] = []
@@ -245,4 +261,4 @@ def storage_info(config_path: Path, out: Callable[[str], None] = print) -> int:
         out(f"Found problem{'s' if len(problems) > 1 else ''}:")
         for problem in problems:
             out(f"  {problem}")
-    return len(problems)
+    return problems
