@@ -179,53 +179,6 @@ def _decode_records(buf, pos: int, end: int, count: int, error_base: int | None 
     return tuple(records)
 
 
-def record_value_span(buf, pos: int) -> tuple[int, int, int, int] | None:
-    """(offset delta, timestamp delta, value start, value end) of the record at ``pos``,
-    for the shape KRaft writes (see _decode_record_fast); None for any other shape."""
-    b = buf[pos]
-    if b < 0x80:
-        length = b
-        pos += 1
-    else:
-        c = buf[pos + 1]
-        if c >= 0x80:
-            return None
-        length = (b & 0x7F) | (c << 7)
-        pos += 2
-    body = pos
-    b = buf[pos + 1]
-    if b >= 0x80:
-        return None
-    ts_delta = (b >> 1) ^ -(b & 1)
-    pos += 2
-    b = buf[pos]
-    if b < 0x80:
-        offset_delta = b
-        pos += 1
-    else:
-        c = buf[pos + 1]
-        if c >= 0x80:
-            return None
-        offset_delta = (b & 0x7F) | (c << 7)
-        pos += 2
-    if buf[pos] != 1:
-        return None
-    b = buf[pos + 1]
-    if b < 0x80:
-        vlen = b
-        pos += 2
-    else:
-        c = buf[pos + 2]
-        if c >= 0x80:
-            return None
-        vlen = (b & 0x7F) | (c << 7)
-        pos += 3
-    vend = pos + (vlen >> 1)
-    if vlen & 1 or length & 1 or buf[vend] != 0 or vend + 1 - body != (length >> 1):
-        return None
-    return (offset_delta >> 1) ^ -(offset_delta & 1), ts_delta, pos, vend
-
-
 def _decode_record_fast(buf, pos: int) -> tuple[BatchRecord, int]:
     """Records whose varints take one or two bytes, with a null key and no headers (what
     KRaft writes), decoded inline without a call per field; anything else goes to the

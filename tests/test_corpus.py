@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.log_reader import list_log_dir, read_batches, read_file, read_log_dir
+from engine.log_reader import entries_of_batch, list_log_dir, read_batches, read_file, read_log_dir
 from engine.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record, encode_record
 from engine.record_batch import encode_batch
 from tests.conftest import CORPUS
@@ -80,3 +80,11 @@ def test_known_facts_of_the_corpus(corpus: Path) -> None:
     assert levels == {"metadata.version": 27, "group.version": 1, "eligible.leader.replicas.version": 1,
                       "transaction.version": 2}
     assert sum(r.type_name == "PARTITION_RECORD" for r in records) == 54
+
+
+@pytest.mark.parametrize("path", _record_files(), ids=_id)
+def test_fast_path_reads_what_the_general_path_reads(corpus: Path, path: Path) -> None:
+    """log_reader's in-place decoder is an optimisation: it must agree with batch decoding exactly."""
+    fast = list(read_file(path))
+    general = [entry for _, batch in read_batches(path) for entry in entries_of_batch(batch, fast[0].in_snapshot)]
+    assert fast == general
