@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from pathlib import Path
 from typing import Literal, Mapping
 
 from engine.errors import StorageError

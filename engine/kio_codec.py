@@ -42,7 +42,7 @@ from kio.static.constants import EntityType
 from kio.static.primitive import f64, i8, i16, i32, i64, u16
 
 __all__ = [
-    "BufferUnderflow", "DECODE_ERRORS", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
+    "BoundsError", "BufferUnderflow", "DECODE_ERRORS", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
     "KRaftVersionRecord", "LeaderChangeMessage", "LeaderChangeVoter", "SnapshotFooterRecord",
     "SnapshotHeaderRecord", "VotersEndpoint", "VotersRecord", "VotersVoter", "crc32c",
     "decode_entity", "encode_entity", "entity_reader", "f64", "i8", "i16", "i32", "i64", "u16",
@@ -59,12 +59,25 @@ _readers: dict[type, Any] = {}
 _writers: dict[type, Any] = {}
 
 
-def decode_entity(entity_type: type[E], buffer: bytes | memoryview, offset: int = 0) -> tuple[E, int]:
-    """Decode one kio-style entity at ``offset``; returns (entity, bytes consumed)."""
+def decode_entity(entity_type: type[E], buffer: bytes | memoryview, offset: int = 0,
+                  end: int | None = None) -> tuple[E, int]:
+    """Decode one kio-style entity at ``offset``; returns (entity, bytes consumed).
+
+    Its lengths are checked against the bytes up to ``end`` first (engine.bounds_check):
+    kio's native reader aborts the process on an absurd array count.
+    """
+    from engine.bounds_check import fits  # late: bounds_check itself reads varints through here
+
+    if not fits(entity_type, buffer, offset, len(buffer) if end is None else end):
+        raise BoundsError(f"a length inside {entity_type.__name__} runs past its bytes")
     reader = _readers.get(entity_type)
     if reader is None:
         reader = _readers[entity_type] = entity_reader(entity_type)
     return reader(buffer, offset)
+
+
+class BoundsError(ValueError):
+    """Message bytes whose declared lengths do not fit them (refused before kio reads them)."""
 
 
 def encode_entity(entity: Any) -> bytes:

@@ -14,7 +14,7 @@ from typing import Iterator, NamedTuple
 from engine.errors import MetadataError, StorageError
 from engine.log_segment import is_torn_tail, parse_segment_name, read_segment_bytes
 from engine.compression import NONE
-from engine.metadata_record_serde import AnyRecord, FAST_READER_TABLE, MetadataRecord, decode_record
+from engine.metadata_record_serde import AnyRecord, FAST_READER_TABLE, decode_record
 from engine.record_batch import HEADER_SIZE, RecordBatch, decode_batch
 from engine.snapshot_writer import BOOTSTRAP_FILE_NAME, SnapshotId, parse_snapshot_name
 
@@ -60,10 +60,10 @@ def _entries_in_place(buf, header: RecordBatch, start: int, end: int, record_cou
     The hot path of every replay, written for speed: no intermediate record objects,
     no copies of values, varints of one or two bytes read inline, tuples built with
     tuple.__new__ (skipping the NamedTuple constructors' Python frames). Handles the
-    record shape KRaft writes (as record_batch._decode_record_fast does); returns None for
-    anything else, and the caller takes the general path, which reports damage precisely.
+    record shape KRaft writes (null key, no headers, short varints, one timestamp for
+    the whole batch, offsets counting up); returns None for anything else, and the caller takes the general path, which reports damage precisely.
     """
-    base_offset, base_ts, epoch = header.base_offset, header.base_timestamp, header.partition_leader_epoch
+    base_offset, timestamp, epoch = header.base_offset, header.base_timestamp, header.partition_leader_epoch
     readers = FAST_READER_TABLE
     new = tuple.__new__
     entries = []
@@ -82,11 +82,9 @@ def _entries_in_place(buf, header: RecordBatch, start: int, end: int, record_cou
                 length = (b & 0x7F) | (c << 7)
                 pos += 2
             body = pos
-            b = buf[pos + 1]  # buf[pos] is the record's attributes, unused
-            if b >= 0x80:
+            if buf[pos + 1]:  # a timestamp delta: KRaft stamps a whole batch alike
                 return None
-            ts_delta = (b >> 1) ^ -(b & 1)
-            b = buf[pos + 2]
+            b = buf[pos + 2]  # buf[pos] is the record's attributes, unused
             if b < 0x80:
                 offset_delta = b
                 pos += 3
@@ -109,19 +107,17 @@ def _entries_in_place(buf, header: RecordBatch, start: int, end: int, record_cou
                 vlen = (b & 0x7F) | (c << 7)
                 pos += 3
             vend = pos + (vlen >> 1)
-            if vlen & 1 or length & 1 or buf[vend] != 0 or vend + 1 - body != (length >> 1):
-                return None
+            if (vlen | length | offset_delta) & 1 or buf[vend] or vend + 1 - body != (length >> 1):
+                return None  # a null value, negative lengths or deltas, headers, or lengths that disagree
             # the value: frame version 1, one-byte api key and version, then the message
             if buf[pos] != 1 or buf[pos + 2] >= 64:
                 return None
-            reader = readers[(buf[pos + 1] << 6) | buf[pos + 2]]
-            if reader is None:
+            # bounds walk, then kio (engine.bounds_check); unknown types read as None
+            message = readers[(buf[pos + 1] << 6) | buf[pos + 2]](buf, pos + 3, vend)
+            if message is None:
                 return None
-            message, size = reader(buf, pos + 3)
-            if pos + 3 + size != vend:
-                return None
-            append(new(LogEntry, (base_offset + ((offset_delta >> 1) ^ -(offset_delta & 1)), epoch,
-                                  base_ts + ts_delta, new(MetadataRecord, (message,)), False, in_snapshot)))
+            append(new(LogEntry, (base_offset + (offset_delta >> 1), epoch, timestamp,
+                                  message, False, in_snapshot)))
             pos = vend + 1
     except Exception:  # noqa: BLE001 - any surprise: the general path decodes and reports
         return None
@@ -149,8 +145,28 @@ def read_batches(path: Path, *, tolerate_torn_tail: bool = False) -> Iterator[tu
         pos = end
 
 
+def read_batch_headers(path: Path) -> Iterator[tuple[int, RecordBatch]]:
+    """(byte position, batch without its records) for every batch of a file: CRCs checked,
+    records not decoded. For scans that need only offsets and epochs."""
+    buf = read_segment_bytes(path)
+    pos = 0
+    while pos < len(buf):
+        try:
+            header, end = decode_batch(buf, pos, decode_records=False)
+        except MetadataError as exc:
+            raise exc.at(path=str(path)) from None
+        yield pos, header
+        pos = end
+
+
 def read_file(path: Path, *, tolerate_torn_tail: bool = False) -> Iterator[LogEntry]:
     """Every record of a segment or snapshot file, decoded."""
+    for entries in _entries_by_batch(path, tolerate_torn_tail):
+        yield from entries
+
+
+def _entries_by_batch(path: Path, tolerate_torn_tail: bool) -> Iterator[list[LogEntry]]:
+    """The decoded records of a file, a list per batch (fewer generator hops than per record)."""
     in_snapshot = parse_snapshot_name(path.name) is not None or path.name == BOOTSTRAP_FILE_NAME
     buf = read_segment_bytes(path)
     pos = 0
@@ -163,12 +179,12 @@ def read_file(path: Path, *, tolerate_torn_tail: bool = False) -> Iterator[LogEn
                 entries = _entries_in_place(buf, header, pos + HEADER_SIZE, end, count, in_snapshot)
             if entries is None:
                 batch, end = decode_batch(buf, pos)
-                entries = entries_of_batch(batch, in_snapshot)
+                entries = list(entries_of_batch(batch, in_snapshot))
         except MetadataError as exc:
             if tolerate_torn_tail and is_torn_tail(buf, pos):
                 return
             raise exc.at(path=str(path)) from None
-        yield from entries
+        yield entries
         pos = end
 
 
@@ -227,10 +243,11 @@ def read_log_dir(path: Path, *, use_snapshot: bool = True) -> Iterator[LogEntry]
         if nxt is not None and nxt <= start_offset:
             continue  # wholly before the snapshot
         try:
-            entries = read_file(segment_path, tolerate_torn_tail=is_last)
-            for entry in entries:
-                if entry.offset >= start_offset:
-                    yield entry
+            for entries in _entries_by_batch(segment_path, is_last):
+                if entries and entries[0].offset >= start_offset:
+                    yield from entries
+                else:
+                    yield from (entry for entry in entries if entry.offset >= start_offset)
         except StorageError:
             if not segment_path.exists():  # deleted by the running node's retention meanwhile
                 continue

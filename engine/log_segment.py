@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import CorruptRecordError, MetadataError, StorageError
-from engine.record_batch import RecordBatch, decode_batch, peek_batch_extent
+from engine.record_batch import decode_batch, peek_batch_extent
 
 LOG_SUFFIX = ".log"
 

@@ -12,12 +12,13 @@ leaves it to the OS (benchmarks).
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
 from engine.errors import ConfigError, StorageError
-from engine.log_reader import METADATA_PARTITION_DIR, list_log_dir, read_log_dir, LogEntry
+from engine.log_reader import METADATA_PARTITION_DIR, LogEntry, list_log_dir, read_batch_headers, read_log_dir
 from engine.log_segment import (
     SegmentWriter,
     read_segment_bytes,
@@ -28,6 +29,11 @@ from engine.log_segment import (
 from engine.metadata_record_serde import AnyRecord, ControlRecord, encode_record
 from engine.record_batch import build_batch, encode_batch
 from engine.file_io import fsync_directory
+from engine.leader_epoch_cache import LeaderEpochCache
+from engine.leader_epoch_checkpoint import (
+    LEADER_EPOCH_CHECKPOINT_FILE, read_leader_epoch_checkpoint, write_leader_epoch_checkpoint,
+)
+from engine.partition_metadata_file import PARTITION_METADATA_FILE, write_partition_metadata
 from engine.snapshot_writer import SnapshotId, write_snapshot
 
 FsyncPolicy = Literal["always", "explicit", "never"]
@@ -74,9 +80,12 @@ class MetadataLog:
             raise StorageError("no such metadata log directory", path=str(self.directory))
         for leftover in self.directory.glob("*.checkpoint.part"):
             leftover.unlink()  # an interrupted snapshot write; never visible to readers
+        if not (self.directory / PARTITION_METADATA_FILE).exists():
+            write_partition_metadata(self.directory / PARTITION_METADATA_FILE)
         listing = list_log_dir(self.directory)
         self._snapshots = [sid for sid, _ in listing.snapshots]
         if not listing.segments:
+            self.epochs = self._load_epochs(listing)
             start = self._snapshots[-1].end_offset if self._snapshots else 0
             self._start_segment(start)
             return
@@ -90,6 +99,25 @@ class MetadataLog:
         if self._snapshots:
             next_offset = max(next_offset, self._snapshots[-1].end_offset)
         self._active = SegmentWriter(path, base, scan.valid_bytes, next_offset)
+        self.epochs = self._load_epochs(listing)  # after recovery: the torn tail is gone
+        if self.epochs.truncate_from_end(next_offset):
+            self._save_epochs()
+
+    def _load_epochs(self, listing) -> LeaderEpochCache:
+        """The checkpoint if there is one, else rebuilt from the batches' leader epochs."""
+        path = self.directory / LEADER_EPOCH_CHECKPOINT_FILE
+        if path.exists():
+            return LeaderEpochCache(read_leader_epoch_checkpoint(path))
+        cache = LeaderEpochCache()
+        for _, segment in listing.segments:
+            for _, header in read_batch_headers(segment):
+                cache.assign(header.partition_leader_epoch, header.base_offset)
+        if cache.entries:
+            write_leader_epoch_checkpoint(path, cache.entries)
+        return cache
+
+    def _save_epochs(self) -> None:
+        write_leader_epoch_checkpoint(self.directory / LEADER_EPOCH_CHECKPOINT_FILE, self.epochs.entries)
 
     def _start_segment(self, base_offset: int) -> None:
         path = self.directory / segment_file_name(base_offset)
@@ -125,9 +153,15 @@ class MetadataLog:
 
     def append_batch_bytes(self, data: bytes, next_offset: int) -> None:
         """Append an already-encoded batch (e.g. one fetched from the leader)."""
+        base_offset, _, epoch = struct.unpack_from(">qii", data, 0)
+        if base_offset < self.end_offset:
+            raise StorageError(f"append at offset {base_offset} is below the log end offset {self.end_offset}",
+                               path=str(self.directory))
         if self._active.size_bytes > 0 and self._active.size_bytes + len(data) > self.segment_bytes:
             self.roll()
         self._active.append(data, next_offset)
+        if self.epochs.assign(epoch, base_offset):
+            self._save_epochs()
         # Always hand the bytes to the OS, so readers of the directory see them;
         # only the fsync depends on the policy.
         self._active.flush(fsync=self.fsync_policy == "always")
@@ -197,4 +231,50 @@ class MetadataLog:
         if doomed and self.fsync_policy != "never":
             fsync_directory(self.directory)
         self._snapshots = [latest]
+        if self.epochs.truncate_from_start(self.start_offset):
+            self._save_epochs()
         return doomed
+
+    def truncate_to(self, offset: int) -> int:
+        """Cut the log so that it ends at or below ``offset`` (a follower whose log diverged).
+
+        The cut falls on a batch boundary: a batch holding ``offset`` goes whole. Returns
+        the new log end offset. Offsets inside the newest snapshot cannot be cut.
+        """
+        if self._snapshots and offset < self._snapshots[-1].end_offset:
+            raise StorageError(f"cannot truncate to {offset}: below the snapshot at "
+                               f"{self._snapshots[-1].end_offset}", path=str(self.directory))
+        if offset >= self.end_offset:
+            return self.end_offset
+        self._active.close()
+        new_end = None
+        for base, path in reversed(list_log_dir(self.directory).segments):
+            if base >= offset and base > 0 and new_end is None:
+                os.unlink(path)
+                continue
+            new_end = self._cut_segment(path, base, offset)
+            break
+        new_end = offset if new_end is None else new_end
+        if self.fsync_policy != "never":
+            fsync_directory(self.directory)
+        if self.epochs.truncate_from_end(new_end):
+            self._save_epochs()
+        self._open_active_after_truncation(new_end)
+        return new_end
+
+    def _cut_segment(self, path: Path, base: int, offset: int) -> int:
+        position, end_offset = 0, base
+        for pos, header in read_batch_headers(path):
+            if header.last_offset >= offset:
+                break
+            position, end_offset = pos + header.size_bytes, header.last_offset + 1
+        truncate_file(path, position)
+        return end_offset
+
+    def _open_active_after_truncation(self, end_offset: int) -> None:
+        segments = list_log_dir(self.directory).segments
+        if not segments:
+            self._start_segment(end_offset)
+            return
+        base, path = segments[-1]
+        self._active = SegmentWriter(path, base, path.stat().st_size, end_offset)

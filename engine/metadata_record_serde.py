@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from engine import metadata_records
+from engine.metadata_records import MetadataRecord
+from engine.bounds_check import checked_reader, fits
 from engine.kio_codec import (
     DECODE_ERRORS,
     KRaftVersionRecord,
@@ -54,31 +56,14 @@ _READERS = {cls: entity_reader(cls) for cls in _RECORD_CLASSES.values()}
 # kio readers indexed by (api key << 6 | version), api key < 128 and version < 64: the
 # one-byte header fields of every record Kafka writes today. A list lookup is the
 # cheapest dispatch for the replay hot path (log_reader._entries_in_place).
-FAST_READER_TABLE: list = [None] * (128 << 6)
+# Each entry is read(buf, start, end) -> message or None: bounds walk, then kio's reader.
+FAST_READER_TABLE: list = [lambda buf, start, end: None] * (128 << 6)
 for (_key, _version), _cls in _RECORD_CLASSES.items():
-    FAST_READER_TABLE[(_key << 6) | _version] = _READERS[_cls]
+    FAST_READER_TABLE[(_key << 6) | _version] = checked_reader(_cls, _READERS[_cls])
 _HEADERS: dict[tuple[int, int], bytes] = {
     key: encode_unsigned_varint(FRAME_VERSION) + encode_unsigned_varint(key[0]) + encode_unsigned_varint(key[1])
     for key in _RECORD_CLASSES
 }
-
-
-class MetadataRecord(NamedTuple):
-    """A decoded metadata record (Kafka's ApiMessageAndVersion). A NamedTuple: built per record."""
-
-    message: Any
-
-    @property
-    def api_key(self) -> int:
-        return self.message.api_key
-
-    @property
-    def version(self) -> int:
-        return self.message.__version__
-
-    @property
-    def type_name(self) -> str:
-        return metadata_records.RECORD_TYPE_NAMES[self.message.api_key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,11 +108,11 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
         return UnknownRecord(key, value, "record has a null value")
     if key is None and len(value) > 3 and value[0] == FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:
         cls = _RECORD_CLASSES.get((value[1], value[2]))
-        if cls is not None:  # the common case: one-byte header fields, a known type
+        if cls is not None and fits(cls, value, 3, len(value)):  # the common case
             try:
                 message, size = _READERS[cls](value, 3)
                 if size + 3 == len(value):
-                    return MetadataRecord(message)
+                    return message
             except Exception:  # noqa: BLE001 - the careful path below says what is wrong
                 pass
     try:
@@ -153,7 +138,7 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
                              api_key, version)
     if key is not None:
         return UnknownRecord(key, value, "metadata record with a key", api_key, version)
-    return MetadataRecord(message)
+    return message
 
 
 def encode_metadata_value(message: Any) -> bytes:

@@ -12,6 +12,26 @@ from typing import ClassVar
 from engine.kio_codec import EntityType, f64, i8, i16, i32, i64, u16
 
 
+class MetadataRecord:
+    """Base of every metadata record class: a decoded record *is* its message, and knows
+    its api key, version and Kafka type name (what Kafka's ApiMessageAndVersion carries).
+    """
+
+    __slots__ = ()
+    api_key: ClassVar[int]
+    record_name: ClassVar[str]
+    type_name: ClassVar[str]
+
+    @property
+    def version(self) -> int:
+        return self.__version__
+
+    @property
+    def message(self) -> "MetadataRecord":
+        """The record itself (records and messages are one object here)."""
+        return self
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RegisterBrokerRecordV0BrokerEndpoint:
     __type__: ClassVar = EntityType.nested
@@ -34,12 +54,13 @@ class RegisterBrokerRecordV0BrokerFeature:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RegisterBrokerRecordV0:
+class RegisterBrokerRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 0
     record_name: ClassVar[str] = 'RegisterBrokerRecord'
+    type_name: ClassVar[str] = 'REGISTER_BROKER_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     incarnation_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
@@ -71,12 +92,13 @@ class RegisterBrokerRecordV1BrokerFeature:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RegisterBrokerRecordV1:
+class RegisterBrokerRecordV1(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(1)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 0
     record_name: ClassVar[str] = 'RegisterBrokerRecord'
+    type_name: ClassVar[str] = 'REGISTER_BROKER_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     incarnation_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
@@ -109,12 +131,13 @@ class RegisterBrokerRecordV2BrokerFeature:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RegisterBrokerRecordV2:
+class RegisterBrokerRecordV2(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(2)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 0
     record_name: ClassVar[str] = 'RegisterBrokerRecord'
+    type_name: ClassVar[str] = 'REGISTER_BROKER_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     is_migrating_zk_broker: bool = field(metadata={'kafka_type': 'bool'})
     incarnation_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
@@ -148,12 +171,13 @@ class RegisterBrokerRecordV3BrokerFeature:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RegisterBrokerRecordV3:
+class RegisterBrokerRecordV3(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(3)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 0
     record_name: ClassVar[str] = 'RegisterBrokerRecord'
+    type_name: ClassVar[str] = 'REGISTER_BROKER_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     is_migrating_zk_broker: bool = field(metadata={'kafka_type': 'bool'})
     incarnation_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
@@ -167,34 +191,37 @@ class RegisterBrokerRecordV3:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UnregisterBrokerRecordV0:
+class UnregisterBrokerRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 1
     record_name: ClassVar[str] = 'UnregisterBrokerRecord'
+    type_name: ClassVar[str] = 'UNREGISTER_BROKER_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TopicRecordV0:
+class TopicRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 2
     record_name: ClassVar[str] = 'TopicRecord'
+    type_name: ClassVar[str] = 'TOPIC_RECORD'
     name: str = field(metadata={'kafka_type': 'string'})
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionRecordV0:
+class PartitionRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 3
     record_name: ClassVar[str] = 'PartitionRecord'
+    type_name: ClassVar[str] = 'PARTITION_RECORD'
     partition_id: i32 = field(metadata={'kafka_type': 'int32'})
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     replicas: tuple[i32, ...] = field(metadata={'kafka_type': 'int32'})
@@ -208,12 +235,13 @@ class PartitionRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionRecordV1:
+class PartitionRecordV1(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(1)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 3
     record_name: ClassVar[str] = 'PartitionRecord'
+    type_name: ClassVar[str] = 'PARTITION_RECORD'
     partition_id: i32 = field(metadata={'kafka_type': 'int32'})
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     replicas: tuple[i32, ...] = field(metadata={'kafka_type': 'int32'})
@@ -228,12 +256,13 @@ class PartitionRecordV1:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionRecordV2:
+class PartitionRecordV2(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(2)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 3
     record_name: ClassVar[str] = 'PartitionRecord'
+    type_name: ClassVar[str] = 'PARTITION_RECORD'
     partition_id: i32 = field(metadata={'kafka_type': 'int32'})
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     replicas: tuple[i32, ...] = field(metadata={'kafka_type': 'int32'})
@@ -250,12 +279,13 @@ class PartitionRecordV2:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConfigRecordV0:
+class ConfigRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 4
     record_name: ClassVar[str] = 'ConfigRecord'
+    type_name: ClassVar[str] = 'CONFIG_RECORD'
     resource_type: i8 = field(metadata={'kafka_type': 'int8'})
     resource_name: str = field(metadata={'kafka_type': 'string'})
     name: str = field(metadata={'kafka_type': 'string'})
@@ -263,12 +293,13 @@ class ConfigRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionChangeRecordV0:
+class PartitionChangeRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 5
     record_name: ClassVar[str] = 'PartitionChangeRecord'
+    type_name: ClassVar[str] = 'PARTITION_CHANGE_RECORD'
     partition_id: i32 = field(metadata={'kafka_type': 'int32'})
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     isr: tuple[i32, ...] | None = field(metadata={'kafka_type': 'int32', 'tag': 0}, default=None)
@@ -280,12 +311,13 @@ class PartitionChangeRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionChangeRecordV1:
+class PartitionChangeRecordV1(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(1)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 5
     record_name: ClassVar[str] = 'PartitionChangeRecord'
+    type_name: ClassVar[str] = 'PARTITION_CHANGE_RECORD'
     partition_id: i32 = field(metadata={'kafka_type': 'int32'})
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     isr: tuple[i32, ...] | None = field(metadata={'kafka_type': 'int32', 'tag': 0}, default=None)
@@ -298,12 +330,13 @@ class PartitionChangeRecordV1:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PartitionChangeRecordV2:
+class PartitionChangeRecordV2(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(2)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 5
     record_name: ClassVar[str] = 'PartitionChangeRecord'
+    type_name: ClassVar[str] = 'PARTITION_CHANGE_RECORD'
     partition_id: i32 = field(metadata={'kafka_type': 'int32'})
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     isr: tuple[i32, ...] | None = field(metadata={'kafka_type': 'int32', 'tag': 0}, default=None)
@@ -318,44 +351,48 @@ class PartitionChangeRecordV2:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FenceBrokerRecordV0:
+class FenceBrokerRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 7
     record_name: ClassVar[str] = 'FenceBrokerRecord'
+    type_name: ClassVar[str] = 'FENCE_BROKER_RECORD'
     id: i32 = field(metadata={'kafka_type': 'int32'})
     epoch: i64 = field(metadata={'kafka_type': 'int64'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UnfenceBrokerRecordV0:
+class UnfenceBrokerRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 8
     record_name: ClassVar[str] = 'UnfenceBrokerRecord'
+    type_name: ClassVar[str] = 'UNFENCE_BROKER_RECORD'
     id: i32 = field(metadata={'kafka_type': 'int32'})
     epoch: i64 = field(metadata={'kafka_type': 'int64'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RemoveTopicRecordV0:
+class RemoveTopicRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 9
     record_name: ClassVar[str] = 'RemoveTopicRecord'
+    type_name: ClassVar[str] = 'REMOVE_TOPIC_RECORD'
     topic_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DelegationTokenRecordV0:
+class DelegationTokenRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 10
     record_name: ClassVar[str] = 'DelegationTokenRecord'
+    type_name: ClassVar[str] = 'DELEGATION_TOKEN_RECORD'
     owner: str = field(metadata={'kafka_type': 'string'})
     requester: str = field(metadata={'kafka_type': 'string'})
     renewers: tuple[str, ...] = field(metadata={'kafka_type': 'string'})
@@ -366,12 +403,13 @@ class DelegationTokenRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class UserScramCredentialRecordV0:
+class UserScramCredentialRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 11
     record_name: ClassVar[str] = 'UserScramCredentialRecord'
+    type_name: ClassVar[str] = 'USER_SCRAM_CREDENTIAL_RECORD'
     name: str = field(metadata={'kafka_type': 'string'})
     mechanism: i8 = field(metadata={'kafka_type': 'int8'})
     salt: bytes = field(metadata={'kafka_type': 'bytes'})
@@ -381,12 +419,13 @@ class UserScramCredentialRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FeatureLevelRecordV0:
+class FeatureLevelRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 12
     record_name: ClassVar[str] = 'FeatureLevelRecord'
+    type_name: ClassVar[str] = 'FEATURE_LEVEL_RECORD'
     name: str = field(metadata={'kafka_type': 'string'})
     feature_level: i16 = field(metadata={'kafka_type': 'int16'})
 
@@ -401,12 +440,13 @@ class ClientQuotaRecordV0EntityData:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ClientQuotaRecordV0:
+class ClientQuotaRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 14
     record_name: ClassVar[str] = 'ClientQuotaRecord'
+    type_name: ClassVar[str] = 'CLIENT_QUOTA_RECORD'
     entity: tuple[ClientQuotaRecordV0EntityData, ...]
     key: str = field(metadata={'kafka_type': 'string'})
     value: f64 = field(metadata={'kafka_type': 'float64'})
@@ -414,36 +454,39 @@ class ClientQuotaRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProducerIdsRecordV0:
+class ProducerIdsRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 15
     record_name: ClassVar[str] = 'ProducerIdsRecord'
+    type_name: ClassVar[str] = 'PRODUCER_IDS_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
     next_producer_id: i64 = field(metadata={'kafka_type': 'int64'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerRegistrationChangeRecordV0:
+class BrokerRegistrationChangeRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 17
     record_name: ClassVar[str] = 'BrokerRegistrationChangeRecord'
+    type_name: ClassVar[str] = 'BROKER_REGISTRATION_CHANGE_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
     fenced: i8 = field(metadata={'kafka_type': 'int8', 'tag': 0}, default=i8(0))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerRegistrationChangeRecordV1:
+class BrokerRegistrationChangeRecordV1(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(1)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 17
     record_name: ClassVar[str] = 'BrokerRegistrationChangeRecord'
+    type_name: ClassVar[str] = 'BROKER_REGISTRATION_CHANGE_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
     fenced: i8 = field(metadata={'kafka_type': 'int8', 'tag': 0}, default=i8(0))
@@ -451,12 +494,13 @@ class BrokerRegistrationChangeRecordV1:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BrokerRegistrationChangeRecordV2:
+class BrokerRegistrationChangeRecordV2(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(2)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 17
     record_name: ClassVar[str] = 'BrokerRegistrationChangeRecord'
+    type_name: ClassVar[str] = 'BROKER_REGISTRATION_CHANGE_RECORD'
     broker_id: i32 = field(metadata={'kafka_type': 'int32'})
     broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
     fenced: i8 = field(metadata={'kafka_type': 'int8', 'tag': 0}, default=i8(0))
@@ -465,12 +509,13 @@ class BrokerRegistrationChangeRecordV2:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AccessControlEntryRecordV0:
+class AccessControlEntryRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 18
     record_name: ClassVar[str] = 'AccessControlEntryRecord'
+    type_name: ClassVar[str] = 'ACCESS_CONTROL_ENTRY_RECORD'
     id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     resource_type: i8 = field(metadata={'kafka_type': 'int8'})
     resource_name: str = field(metadata={'kafka_type': 'string'})
@@ -482,81 +527,89 @@ class AccessControlEntryRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RemoveAccessControlEntryRecordV0:
+class RemoveAccessControlEntryRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 19
     record_name: ClassVar[str] = 'RemoveAccessControlEntryRecord'
+    type_name: ClassVar[str] = 'REMOVE_ACCESS_CONTROL_ENTRY_RECORD'
     id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NoOpRecordV0:
+class NoOpRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 20
     record_name: ClassVar[str] = 'NoOpRecord'
+    type_name: ClassVar[str] = 'NO_OP_RECORD'
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ZkMigrationStateRecordV0:
+class ZkMigrationStateRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 21
     record_name: ClassVar[str] = 'ZkMigrationStateRecord'
+    type_name: ClassVar[str] = 'ZK_MIGRATION_STATE_RECORD'
     zk_migration_state: i8 = field(metadata={'kafka_type': 'int8'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RemoveUserScramCredentialRecordV0:
+class RemoveUserScramCredentialRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 22
     record_name: ClassVar[str] = 'RemoveUserScramCredentialRecord'
+    type_name: ClassVar[str] = 'REMOVE_USER_SCRAM_CREDENTIAL_RECORD'
     name: str = field(metadata={'kafka_type': 'string'})
     mechanism: i8 = field(metadata={'kafka_type': 'int8'})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BeginTransactionRecordV0:
+class BeginTransactionRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 23
     record_name: ClassVar[str] = 'BeginTransactionRecord'
+    type_name: ClassVar[str] = 'BEGIN_TRANSACTION_RECORD'
     name: str | None = field(metadata={'kafka_type': 'string', 'tag': 0}, default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EndTransactionRecordV0:
+class EndTransactionRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 24
     record_name: ClassVar[str] = 'EndTransactionRecord'
+    type_name: ClassVar[str] = 'END_TRANSACTION_RECORD'
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AbortTransactionRecordV0:
+class AbortTransactionRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 25
     record_name: ClassVar[str] = 'AbortTransactionRecord'
+    type_name: ClassVar[str] = 'ABORT_TRANSACTION_RECORD'
     reason: str | None = field(metadata={'kafka_type': 'string', 'tag': 0}, default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RemoveDelegationTokenRecordV0:
+class RemoveDelegationTokenRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 26
     record_name: ClassVar[str] = 'RemoveDelegationTokenRecord'
+    type_name: ClassVar[str] = 'REMOVE_DELEGATION_TOKEN_RECORD'
     token_id: str = field(metadata={'kafka_type': 'string'})
 
 
@@ -582,12 +635,13 @@ class RegisterControllerRecordV0ControllerFeature:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RegisterControllerRecordV0:
+class RegisterControllerRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 27
     record_name: ClassVar[str] = 'RegisterControllerRecord'
+    type_name: ClassVar[str] = 'REGISTER_CONTROLLER_RECORD'
     controller_id: i32 = field(metadata={'kafka_type': 'int32'})
     incarnation_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
     zk_migration_ready: bool = field(metadata={'kafka_type': 'bool'})
@@ -596,12 +650,13 @@ class RegisterControllerRecordV0:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ClearElrRecordV0:
+class ClearElrRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
     __flexible__: ClassVar[bool] = True
     api_key: ClassVar[int] = 28
     record_name: ClassVar[str] = 'ClearElrRecord'
+    type_name: ClassVar[str] = 'CLEAR_ELR_RECORD'
     topic_name: str = field(metadata={'kafka_type': 'string'})
 
 

@@ -119,9 +119,9 @@ def decode_batch(buf: bytes | memoryview, pos: int = 0, *, verify_crc: bool = Tr
                  decode_records: bool = True) -> tuple[RecordBatch, int]:
     """Decode the batch at ``pos``; returns (batch, end position).
 
-    With ``decode_records=False`` an uncompressed batch is validated (lengths, magic,
-    CRC) but its records are left for the caller: ``records`` is empty and they
-    stand at buf[pos + HEADER_SIZE:end].
+    With ``decode_records=False`` the batch is validated (lengths, magic, CRC) but
+    its records are left for the caller: ``records`` is empty and they stand,
+    compressed or not, at buf[pos + HEADER_SIZE:end].
 
     Raises TruncatedError when the buffer ends inside the batch, CorruptRecordError
     for anything else wrong. Error byte offsets are positions in ``buf``.
@@ -148,8 +148,10 @@ def decode_batch(buf: bytes | memoryview, pos: int = 0, *, verify_crc: bool = Tr
         raise CorruptRecordError(f"absurd record count {count}", byte_offset=pos + 57)
     codec = attributes & ATTR_COMPRESSION_MASK
     compressed = None
-    if codec == compression.NONE:
-        records = _decode_records(buf, pos + HEADER_SIZE, end, count) if decode_records else ()
+    if not decode_records:
+        records = ()
+    elif codec == compression.NONE:
+        records = _decode_records(buf, pos + HEADER_SIZE, end, count)
     else:
         compressed = bytes(buf[pos + HEADER_SIZE:end])
         try:
@@ -168,7 +170,7 @@ def _decode_records(buf, pos: int, end: int, count: int, error_base: int | None 
     start = pos
     try:
         for _ in range(count):
-            record, pos = _decode_record_fast(buf, pos)
+            record, pos = _decode_record(buf, pos)
             records.append(record)
     except DECODE_ERRORS as exc:
         raise CorruptRecordError(f"malformed record {len(records)} of {count}: {exc}",
@@ -177,60 +179,6 @@ def _decode_records(buf, pos: int, end: int, count: int, error_base: int | None 
         raise CorruptRecordError(f"records end at byte {pos - start} of a {end - start}-byte records section",
                                  byte_offset=error_base if error_base is not None else pos)
     return tuple(records)
-
-
-def _decode_record_fast(buf, pos: int) -> tuple[BatchRecord, int]:
-    """Records whose varints take one or two bytes, with a null key and no headers (what
-    KRaft writes), decoded inline without a call per field; anything else goes to the
-    general decoder. This is the decode hot path, hence the repetition.
-    """
-    start = pos
-    b = buf[pos]
-    if b < 0x80:
-        length = b
-        pos += 1
-    else:
-        c = buf[pos + 1]
-        if c >= 0x80:
-            return _decode_record(buf, start)
-        length = (b & 0x7F) | (c << 7)
-        pos += 2
-    body = pos
-    attributes = buf[pos]
-    b = buf[pos + 1]
-    if b >= 0x80:
-        return _decode_record(buf, start)
-    ts_delta = (b >> 1) ^ -(b & 1)
-    pos += 2
-    b = buf[pos]
-    if b < 0x80:
-        offset_delta = b
-        pos += 1
-    else:
-        c = buf[pos + 1]
-        if c >= 0x80:
-            return _decode_record(buf, start)
-        offset_delta = (b & 0x7F) | (c << 7)
-        pos += 2
-    if buf[pos] != 1:  # key is not null
-        return _decode_record(buf, start)
-    b = buf[pos + 1]
-    if b < 0x80:
-        vlen = b
-        pos += 2
-    else:
-        c = buf[pos + 2]
-        if c >= 0x80:
-            return _decode_record(buf, start)
-        vlen = (b & 0x7F) | (c << 7)
-        pos += 3
-    if vlen & 1:  # a null (or negative-length) value
-        return _decode_record(buf, start)
-    vend = pos + (vlen >> 1)
-    if buf[vend] != 0 or vend + 1 - body != (length >> 1) or length & 1:
-        return _decode_record(buf, start)
-    value = bytes(buf[pos:vend])
-    return BatchRecord((offset_delta >> 1) ^ -(offset_delta & 1), ts_delta, None, value, (), attributes), vend + 1
 
 
 def _varint(buf, pos: int) -> tuple[int, int]:

@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 from engine.kafka_uuid import uuid_to_kafka
-from engine.metadata_record_serde import AnyRecord, ControlRecord, MetadataRecord, UnknownRecord
+from engine.metadata_record_serde import AnyRecord, ControlRecord, MetadataRecord
 
 _field_cache: dict[type, list[tuple[str, str, bool, Any]]] = {}
 

@@ -24,7 +24,7 @@ from engine.kio_codec import (
 )
 from engine.log_reader import METADATA_PARTITION_DIR
 from engine.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
-from engine.metadata_record_serde import MetadataRecord, control_record
+from engine.metadata_record_serde import control_record
 from engine.metadata_version import (
     BY_NAME, KRAFT_VERSION_1_MINIMUM, check_feature_names, feature_levels_for, resolve_metadata_version,
 )
@@ -208,7 +208,7 @@ def _unformatted(directories: list[Path], ignore_formatted: bool, out: Callable[
             if not ignore_formatted:
                 raise StorageError("already formatted (use --ignore-formatted to skip formatted directories)",
                                    path=str(directory))
-            out(f"All of the log directories are already formatted." if len(directories) == 1
+            out("All of the log directories are already formatted." if len(directories) == 1
                 else f"Skipping already formatted directory {directory}")
             continue
         todo.append(directory)
@@ -218,7 +218,7 @@ def _unformatted(directories: list[Path], ignore_formatted: bool, out: Callable[
 def _write_metadata_files(directory: Path, config: NodeConfig, voters: list[Voter], level, features: dict,
                           now_ms: int) -> None:
     levels = feature_levels_for(level, overrides=features)
-    records = [MetadataRecord(m.FeatureLevelRecordV0(name=name, feature_level=i16(value)))
+    records = [m.FeatureLevelRecordV0(name=name, feature_level=i16(value))
                for name, value in levels]
     write_bootstrap_checkpoint(directory, records, now_ms=now_ms)
     if voters:

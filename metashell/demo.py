@@ -30,31 +30,31 @@ def _broker(broker_id: int) -> MetadataRecord:
                                                       port=u16(9092), security_protocol=i16(0))
     feature = m.RegisterBrokerRecordV3BrokerFeature(name="metadata.version", min_supported_version=i16(7),
                                                     max_supported_version=i16(27))
-    return MetadataRecord(m.RegisterBrokerRecordV3(
+    return m.RegisterBrokerRecordV3(
         broker_id=i32(broker_id), is_migrating_zk_broker=False,
         incarnation_id=uuid.UUID(int=broker_id * 7919), broker_epoch=i64(10 + broker_id),
         end_points=(endpoint,), features=(feature,), rack=f"rack-{broker_id % 2}", fenced=True,
-        in_controlled_shutdown=False))
+        in_controlled_shutdown=False)
 
 
 def _fence(broker_id: int, fenced: bool) -> MetadataRecord:
-    return MetadataRecord(m.BrokerRegistrationChangeRecordV2(
-        broker_id=i32(broker_id), broker_epoch=i64(10 + broker_id), fenced=i8(1 if fenced else -1)))
+    return m.BrokerRegistrationChangeRecordV2(
+        broker_id=i32(broker_id), broker_epoch=i64(10 + broker_id), fenced=i8(1 if fenced else -1))
 
 
 def _isr(partition: int, isr: tuple[int, ...], leader: int = -2) -> MetadataRecord:
-    return MetadataRecord(m.PartitionChangeRecordV2(
-        partition_id=i32(partition), topic_id=TOPIC_ID, isr=tuple(i32(b) for b in isr), leader=i32(leader)))
+    return m.PartitionChangeRecordV2(
+        partition_id=i32(partition), topic_id=TOPIC_ID, isr=tuple(i32(b) for b in isr), leader=i32(leader))
 
 
 def demo_batches() -> list[tuple[int, list, bool]]:
     """(leader epoch, records, control?) batches in log order."""
-    features = [MetadataRecord(m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(27)))]
-    topic = [MetadataRecord(m.TopicRecordV0(name="orders", topic_id=TOPIC_ID))] + [
-        MetadataRecord(m.PartitionRecordV2(
+    features = [m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(27))]
+    topic = [m.TopicRecordV0(name="orders", topic_id=TOPIC_ID)] + [
+        m.PartitionRecordV2(
             partition_id=i32(p), topic_id=TOPIC_ID, replicas=(i32(1), i32(2), i32(3)),
             isr=(i32(1), i32(2), i32(3)), removing_replicas=(), adding_replicas=(), leader=i32(1 + p % 3),
-            leader_epoch=i32(0), partition_epoch=i32(0), directories=(None, None, None)))
+            leader_epoch=i32(0), partition_epoch=i32(0), directories=(None, None, None))
         for p in range(3)]
     return [
         (1, [_leader_change(1, (1, 2, 3))], True),

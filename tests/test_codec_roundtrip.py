@@ -112,7 +112,7 @@ def test_metadata_record_roundtrip(key):
         value = encode_metadata_value(msg)
         decoded = decode_metadata_value(value)
         assert isinstance(decoded, MetadataRecord), decoded
-        assert decoded == MetadataRecord(msg)
+        assert decoded == msg
         assert type(decoded.message) is cls
         assert (decoded.api_key, decoded.version) == key
         assert decoded.type_name == RECORD_TYPE_NAMES[key[0]]
@@ -311,7 +311,7 @@ def test_metadata_records_through_a_batch(messages, codec):
     raw = encode_batch(build_batch(0, entries, timestamp_ms=1, leader_epoch=1, codec=codec))
     batch, _ = decode_batch(raw)
     records = [decode_record(r.key, r.value, batch.is_control) for r in batch.records]
-    assert records == [MetadataRecord(m) for m in messages]
+    assert records == [m for m in messages]
 
 
 @FAST

@@ -16,7 +16,7 @@ from engine.snapshot_writer import SnapshotId
 
 
 def feature(i: int) -> MetadataRecord:
-    return MetadataRecord(m.FeatureLevelRecordV0(name=f"feature.{i}", feature_level=i16(i % 30000)))
+    return m.FeatureLevelRecordV0(name=f"feature.{i}", feature_level=i16(i % 30000))
 
 
 def write_batches(tmp: Path, batches: int, per_batch: int = 3) -> tuple[Path, list[int]]:
