@@ -160,6 +160,7 @@ def _function(cls: type, src: _Source, with_reader: bool = False) -> str:
     if flexible:
         _tag_section(tagged, body, src)
     if with_reader:  # the walk agrees with the bytes: now let kio decode them
+        body.lines = [line.replace("return -1", "return None") for line in body.lines]
         body.emit(1, "if pos != end: return None")
         body.emit(1, "message, size = reader(buf, start)")
         body.emit(1, "return message if size == end - start else None")
