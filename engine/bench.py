@@ -29,9 +29,15 @@ class DecodeFigures:
         return self.records / self.seconds if self.seconds else float("inf")
 
 
-def partition_heavy_records(partitions: int, brokers: int = 6, seed: int = 7) -> list[MetadataRecord]:
-    """TopicRecords each followed by their PartitionRecords (v2, with ELR fields), 100 per topic."""
+def partition_heavy_records(partitions: int, brokers: int = 6, seed: int = 7,
+                            directories: bool = False) -> list[MetadataRecord]:
+    """TopicRecords each followed by their PartitionRecords (v2, with ELR fields), 100 per topic.
+
+    ``directories`` gives every replica a log directory id, as Kafka 3.7+ assigns them (JBOD);
+    otherwise they are unassigned (all zero), which kio decodes without building UUID objects.
+    """
     rng = random.Random(seed)
+    dir_ids = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(brokers + 1)]
     records = []
     for start in range(0, partitions, 100):
         topic_id = uuid.UUID(int=rng.getrandbits(128))
@@ -41,23 +47,26 @@ def partition_heavy_records(partitions: int, brokers: int = 6, seed: int = 7) ->
             records.append(m.PartitionRecordV2(
                 partition_id=i32(partition), topic_id=topic_id, replicas=replicas, isr=replicas,
                 removing_replicas=(), adding_replicas=(), leader=replicas[0], leader_epoch=i32(rng.randrange(9)),
-                partition_epoch=i32(rng.randrange(9)), directories=(None, None, None),
+                partition_epoch=i32(rng.randrange(9)),
+                directories=tuple(dir_ids[b] for b in replicas) if directories else (None, None, None),
                 eligible_leader_replicas=(), last_known_elr=()))
     return records
 
 
-def write_bench_log(directory: Path, partitions: int, records_per_batch: int = 100) -> int:
-    records = partition_heavy_records(partitions)
+def write_bench_log(directory: Path, partitions: int, records_per_batch: int = 100,
+                    directories: bool = False) -> int:
+    records = partition_heavy_records(partitions, directories=directories)
     with MetadataLog.create(directory, fsync_policy="never") as log:
         for start in range(0, len(records), records_per_batch):
             log.append(records[start:start + records_per_batch], epoch=1, timestamp_ms=1_700_000_000_000)
     return len(records)
 
 
-def bench_decode(partitions: int = 200_000, rounds: int = 3, out: Callable[[str], None] = print) -> DecodeFigures:
+def bench_decode(partitions: int = 200_000, rounds: int = 3, out: Callable[[str], None] = print,
+                 directories: bool = False) -> DecodeFigures:
     """Decode a generated PartitionRecord-heavy log dir end to end (files, CRC, batches, records)."""
     with tempfile.TemporaryDirectory(prefix="kraftd-bench-") as tmp:
-        expected = write_bench_log(Path(tmp), partitions)
+        expected = write_bench_log(Path(tmp), partitions, directories=directories)
         size = sum(p.stat().st_size for p in Path(tmp).rglob("*.log"))
         out(f"generated {expected} records ({size / 1e6:.1f} MB) in {tmp}")
         best = None

@@ -262,19 +262,23 @@ def _tag_section(tagged: list, body: _Source, src: _Source) -> None:
     body.emit(3, "length, size = uvarint(buf, pos); pos += size")
     body.emit(2, "stop = pos + length")
     body.emit(2, "if stop > end: return -1")
-    first = True
+    simple, complex_ = [], []
     for tag, f, tp in tagged:
         inner, is_array = _unwrap(tp)
         size = _FIXED_SIZES.get(f.metadata.get("kafka_type")) if not dataclasses.is_dataclass(inner) else None
-        if not is_array and not (dataclasses.is_dataclass(inner) and _has_arrays(inner, set())):
-            continue
-        body.emit(2, f"{'if' if first else 'elif'} tag == {tag}:")
-        first = False
         if is_array and size is not None:
-            body.emit(3, f"if buf[pos] >= 0x80 and long_array(buf, pos, stop, {size}) < 0: return -1")
-            continue
+            simple.append((tag, size))
+        elif is_array or (dataclasses.is_dataclass(inner) and _has_arrays(inner, set())):
+            complex_.append((tag, f, tp))
+    for index, (tag, f, tp) in enumerate(complex_):  # arrays of structs or strings: walk them
+        body.emit(2, f"{'if' if index == 0 else 'elif'} tag == {tag}:")
         body.emit(3, "outer_end, end = end, stop")
         _field(f, tp, True, body, src, 3)
         body.emit(3, "end = outer_end")
         body.emit(3, "if pos > stop: return -1")
+    if simple:  # fixed-size arrays: only a multi-byte count needs a closer look
+        body.emit(2, "if length and buf[pos] >= 0x80:")
+        for index, (tag, size) in enumerate(simple):
+            body.emit(3, f"{'if' if index == 0 else 'elif'} tag == {tag}:")
+            body.emit(4, f"if long_array(buf, pos, stop, {size}) < 0: return -1")
     body.emit(2, "pos = stop")

@@ -69,7 +69,7 @@ def cmd_random_uuid(args: argparse.Namespace) -> int:
 def cmd_bench_decode(args: argparse.Namespace) -> int:
     from engine.bench import bench_decode
 
-    bench_decode(args.partitions, rounds=args.rounds, out=_out)
+    bench_decode(args.partitions, rounds=args.rounds, out=_out, directories=args.directories)
     return 0
 
 
@@ -109,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     decode = bench_sub.add_parser("decode", help="decoded records/s of a PartitionRecord-heavy log")
     decode.add_argument("--partitions", type=int, default=300_000)
     decode.add_argument("--rounds", type=int, default=3)
+    decode.add_argument("--directories", action="store_true",
+                        help="give replicas log directory ids, as Kafka 3.7+ writes them")
     decode.set_defaults(run=cmd_bench_decode)
     return parser
 
