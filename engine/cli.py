@@ -11,23 +11,22 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from engine.errors import ConfigError, MetadataError, StorageError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit 1, as for every other error
-        raise ConfigError(message)
+from engine.command_line import OneLineParser, run_guarded
+from engine.errors import ConfigError, StorageError
 
 
 def _out(line: str) -> None:
     sys.stdout.write(line + "\n")
 
 
-def cmd_dump_log(args: argparse.Namespace) -> int:
-    from engine.dump_log import dump_file, expand_paths
+def _note(line: str) -> None:
+    sys.stderr.write(f"kraftd: note: {line}\n")
 
-    for path in expand_paths(args.files):
-        dump_file(path, _out, skip_record_metadata=args.skip_record_metadata)
+
+def cmd_dump_log(args: argparse.Namespace) -> int:
+    from engine.dump_log import dump_files
+
+    dump_files(args.files, _out, _note, skip_record_metadata=args.skip_record_metadata)
     return 0
 
 
@@ -74,8 +73,8 @@ def cmd_bench_decode(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kraftd", description="The metashell KRaft engine.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog="kraftd", description="The metashell KRaft engine.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     dump = sub.add_parser("dump-log", help="print record batches and records of segments and snapshots")
     dump.add_argument("files", nargs="+", help="segment (.log) or snapshot (.checkpoint) files, or directories")
@@ -85,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     dump.set_defaults(run=cmd_dump_log)
 
     storage = sub.add_parser("storage", help="format and inspect log directories")
-    storage_sub = storage.add_subparsers(dest="storage_command", required=True, parser_class=_Parser)
+    storage_sub = storage.add_subparsers(dest="storage_command", required=True, parser_class=OneLineParser)
     fmt = storage_sub.add_parser("format", help="format the log directories of a node")
     fmt.add_argument("--config", "-c", required=True, help="the node's .properties file")
     fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (see random-uuid)")
@@ -105,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     rnd.set_defaults(run=cmd_random_uuid)
 
     bench = sub.add_parser("bench", help="measure throughput")
-    bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
     decode = bench_sub.add_parser("decode", help="decoded records/s of a PartitionRecord-heavy log")
     decode.add_argument("--partitions", type=int, default=300_000)
     decode.add_argument("--rounds", type=int, default=3)
@@ -116,22 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
-    err = err or (lambda line: sys.stderr.write(line + "\n"))
-    try:
+    def work() -> int:
         args = build_parser().parse_args(argv)
         return args.run(args)
-    except MetadataError as exc:
-        err(f"kraftd: {exc.one_line()}")
-    except BrokenPipeError:
-        return 0
-    except KeyboardInterrupt:
-        err("kraftd: interrupted")
-        return 130
-    except OSError as exc:
-        err(f"kraftd: {exc.filename or ''}{': ' if exc.filename else ''}{exc.strerror or exc}")
-    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
-        err(f"kraftd: internal error: {type(exc).__name__}: {exc}")
-    return 1
+
+    return run_guarded("kraftd", work, err)
 
 
 def main() -> None:

@@ -2,33 +2,88 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from engine.errors import StorageError
-from engine.log_reader import list_log_dir, read_batches
+from engine.errors import CorruptRecordError, StorageError
+from engine.log_reader import is_snapshot_file, list_log_dir, read_batches
 from engine.log_segment import parse_segment_name
-from engine.metadata_record_serde import ControlRecord, MetadataRecord, decode_record
+from engine.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record
 from engine.record_batch import ATTR_DELETE_HORIZON, NO_SEQUENCE, RecordBatch
 from engine.compression import codec_name
 from engine.record_json import control_payload, record_to_json
 from engine.snapshot_writer import BOOTSTRAP_FILE_NAME, parse_snapshot_name
 
 
-def expand_paths(paths: Iterable[str]) -> list[Path]:
-    """Files as given; a directory stands for its segments and snapshots, in order."""
-    out: list[Path] = []
+# Files of a log directory that hold no record batches, and what they are.
+_NOT_BATCHES = {
+    ".index": "an offset index", ".timeindex": "a time index", ".txnindex": "a transaction index",
+    ".snapshot": "a producer-state snapshot", ".part": "an unfinished snapshot",
+    ".deleted": "a segment awaiting deletion",
+}
+_NOT_BATCH_NAMES = {
+    "quorum-state": "the quorum state (JSON)", "leader-epoch-checkpoint": "a leader-epoch checkpoint",
+    "partition.metadata": "the partition's metadata", "meta.properties": "a properties file",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A record shown raw: unknown type or version, or bytes that do not decode."""
+
+    path: Path
+    byte_offset: int  # of its batch
+    offset: int
+    reason: str
+
+
+def not_batches(path: Path) -> str | None:
+    """What a file is when it is a Kafka file that holds no record batches, else None."""
+    if path.name in _NOT_BATCH_NAMES:
+        return _NOT_BATCH_NAMES[path.name]
+    return _NOT_BATCHES.get(path.suffix) if parse_segment_name(path.name) is None else None
+
+
+def expand_paths(paths: Iterable[str]) -> list[tuple[Path, bool]]:
+    """(file, named explicitly) for each argument; a directory stands for its snapshots and
+    segments, in order."""
+    out: list[tuple[Path, bool]] = []
     for name in paths:
         path = Path(name)
         if path.is_dir():
             listing = list_log_dir(path)
-            out.extend(p for _, p in listing.snapshots)
-            out.extend(p for _, p in listing.segments)
+            out.extend((p, False) for _, p in listing.snapshots)
+            out.extend((p, False) for _, p in listing.segments)
         elif not path.exists():
             raise StorageError("no such file", path=name)
         else:
-            out.append(path)
+            out.append((path, True))
     return out
+
+
+def dump_files(paths: Iterable[str], out: Callable[[str], None], note: Callable[[str], None], *,
+               skip_record_metadata: bool = False) -> int:
+    """Dump every file; returns the record count. Raises, after printing everything, one error
+    naming the first record that could only be shown raw."""
+    unreadable: list[Unreadable] = []
+    dumped = records = 0
+    for path, explicit in expand_paths(paths):
+        kind = not_batches(path)
+        if kind is not None:
+            note(f"skipping {path}: {kind}, not record batches")
+            continue
+        records += dump_file(path, out, skip_record_metadata=skip_record_metadata,
+                             empty_ok=not explicit, unreadable=unreadable)
+        dumped += 1
+    if not dumped:
+        raise StorageError("no segment or snapshot among the files given")
+    if unreadable:
+        first = unreadable[0]
+        more = f" ({len(unreadable) - 1} more records shown raw)" if len(unreadable) > 1 else ""
+        raise CorruptRecordError(f"record at offset {first.offset} shown raw: {first.reason}{more}",
+                                 path=str(first.path), byte_offset=first.byte_offset)
+    return records
 
 
 def file_banner(path: Path) -> str | None:
@@ -56,9 +111,12 @@ def batch_line(batch: RecordBatch, position: int) -> str:
             f"crc: {batch.crc} isvalid: true")
 
 
-def record_lines(batch: RecordBatch, skip_record_metadata: bool) -> Iterable[str]:
+def record_lines(batch: RecordBatch, skip_record_metadata: bool,
+                 on_unreadable: Callable[[int, str], None] = lambda offset, reason: None) -> Iterable[str]:
     for record in batch.records:
         decoded = decode_record(record.key, record.value, batch.is_control)
+        if isinstance(decoded, UnknownRecord) and decoded.problem:
+            on_unreadable(batch.record_offset(record), decoded.reason)
         # Kafka's tool drops the "|" along with the metadata: " payload: {...}".
         parts = [""] if skip_record_metadata else ["|"]
         if not skip_record_metadata:
@@ -76,21 +134,43 @@ def record_lines(batch: RecordBatch, skip_record_metadata: bool) -> Iterable[str
         yield " ".join(parts)
 
 
-def dump_file(path: Path, out: Callable[[str], None], *, skip_record_metadata: bool = False) -> int:
-    """Print one file; returns the number of records. Damage raises an error naming file and offset."""
+def dump_file(path: Path, out: Callable[[str], None], *, skip_record_metadata: bool = False,
+              empty_ok: bool = False, unreadable: list[Unreadable] | None = None) -> int:
+    """Print one file; returns the number of records. Damage raises an error naming file and
+    offset; records shown raw are added to ``unreadable``. An empty segment is fine where
+    ``empty_ok`` (Kafka's active segment starts empty); a snapshot must end in its footer."""
     out(f"Dumping {path}")
     banner = file_banner(path)
     if banner:
         out(banner)
     if path.stat().st_size == 0:
+        if empty_ok and parse_segment_name(path.name) is not None:
+            return 0
         raise StorageError("empty file: no record batches", path=str(path), byte_offset=0)
     count = 0
+    last_type = None
     for position, batch in read_batches(path):
         out(batch_line(batch, position))
-        for line in record_lines(batch, skip_record_metadata):
+
+        def collect(offset: int, reason: str, position: int = position) -> None:
+            if unreadable is not None:
+                unreadable.append(Unreadable(path, position, offset, reason))
+
+        for line in record_lines(batch, skip_record_metadata, collect):
             out(line)
         count += len(batch.records)
+        last_type = _last_control_type(batch)
+    if is_snapshot_file(path) and last_type != "SNAPSHOT_FOOTER":
+        raise StorageError("snapshot ends without a SnapshotFooter: cut short or not a snapshot",
+                           path=str(path), byte_offset=path.stat().st_size)
     return count
+
+
+def _last_control_type(batch: RecordBatch) -> str | None:
+    if not batch.is_control or not batch.records:
+        return None
+    last = batch.records[-1]
+    return decode_record(last.key, last.value, True).type_name
 
 
 def _bool(value: bool) -> str:

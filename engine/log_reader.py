@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from engine.errors import MetadataError, StorageError
-from engine.log_segment import is_torn_tail, parse_segment_name, read_segment_bytes
+from engine.log_segment import TornTailHandler, iter_batches, parse_segment_name, read_segment_bytes
 from engine.compression import NONE
 from engine.metadata_record_serde import AnyRecord, FAST_READER_TABLE, decode_record
 from engine.record_batch import HEADER_SIZE, RecordBatch, decode_batch
@@ -126,66 +126,63 @@ def _entries_in_place(buf, header: RecordBatch, start: int, end: int, record_cou
     return entries
 
 
-def read_batches(path: Path, *, tolerate_torn_tail: bool = False) -> Iterator[tuple[int, RecordBatch]]:
-    """(byte position, batch) for a segment or snapshot file.
-
-    Strict by default: any damage raises an error naming file and offset. With
-    ``tolerate_torn_tail`` a torn tail (see log_segment) ends the iteration quietly.
-    """
-    buf = read_segment_bytes(path)
-    pos = 0
-    while pos < len(buf):
-        try:
-            batch, end = decode_batch(buf, pos)
-        except MetadataError as exc:
-            if tolerate_torn_tail and is_torn_tail(buf, pos):
-                return
-            raise exc.at(path=str(path)) from None
+def read_batches(path: Path, *, on_torn_tail: TornTailHandler | None = None) -> Iterator[tuple[int, RecordBatch]]:
+    """(byte position, batch) for a segment or snapshot file; strict unless ``on_torn_tail``."""
+    for pos, batch, _ in iter_batches(read_segment_bytes(path), str(path), on_torn_tail=on_torn_tail):
         yield pos, batch
-        pos = end
 
 
 def read_batch_headers(path: Path) -> Iterator[tuple[int, RecordBatch]]:
     """(byte position, batch without its records) for every batch of a file: CRCs checked,
     records not decoded. For scans that need only offsets and epochs."""
-    buf = read_segment_bytes(path)
-    pos = 0
-    while pos < len(buf):
-        try:
-            header, end = decode_batch(buf, pos, decode_records=False)
-        except MetadataError as exc:
-            raise exc.at(path=str(path)) from None
+    for pos, header, _ in iter_batches(read_segment_bytes(path), str(path), decode_records=False):
         yield pos, header
-        pos = end
 
 
-def read_file(path: Path, *, tolerate_torn_tail: bool = False) -> Iterator[LogEntry]:
-    """Every record of a segment or snapshot file, decoded."""
-    for entries in _entries_by_batch(path, tolerate_torn_tail):
+def is_snapshot_file(path: Path) -> bool:
+    return parse_snapshot_name(path.name) is not None or path.name == BOOTSTRAP_FILE_NAME
+
+
+def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
+              snapshot: bool | None = None) -> Iterator[LogEntry]:
+    """Every record of a segment or snapshot file, decoded.
+
+    A snapshot (by its name, or ``snapshot=True``) must run from its SnapshotHeader to its
+    SnapshotFooter: one that does not was cut short, and reading it ends in an error
+    naming the file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise StorageError("is a directory, not a segment or snapshot file", path=str(path))
+    snapshot = is_snapshot_file(path) if snapshot is None else snapshot
+    last = None
+    for entries in _entries_by_batch(path, on_torn_tail, snapshot):
+        if snapshot and last is None and entries and entries[0].record.type_name != "SNAPSHOT_HEADER":
+            raise StorageError("snapshot does not start with a SnapshotHeader", path=str(path), byte_offset=0)
+        if entries:
+            last = entries[-1]
         yield from entries
+    if snapshot and (last is None or last.record.type_name != "SNAPSHOT_FOOTER"):
+        raise StorageError("snapshot ends without a SnapshotFooter: cut short or not a snapshot",
+                           path=str(path), byte_offset=path.stat().st_size)
 
 
-def _entries_by_batch(path: Path, tolerate_torn_tail: bool) -> Iterator[list[LogEntry]]:
+def _entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
+                      in_snapshot: bool) -> Iterator[list[LogEntry]]:
     """The decoded records of a file, a list per batch (fewer generator hops than per record)."""
-    in_snapshot = parse_snapshot_name(path.name) is not None or path.name == BOOTSTRAP_FILE_NAME
     buf = read_segment_bytes(path)
-    pos = 0
-    while pos < len(buf):
-        try:
-            header, end = decode_batch(buf, pos, decode_records=False)
-            entries = None
-            if header.compression == NONE and not header.is_control:
-                count = int.from_bytes(buf[pos + HEADER_SIZE - 4:pos + HEADER_SIZE], "big", signed=True)
-                entries = _entries_in_place(buf, header, pos + HEADER_SIZE, end, count, in_snapshot)
-            if entries is None:
-                batch, end = decode_batch(buf, pos)
-                entries = list(entries_of_batch(batch, in_snapshot))
-        except MetadataError as exc:
-            if tolerate_torn_tail and is_torn_tail(buf, pos):
-                return
-            raise exc.at(path=str(path)) from None
+    for pos, header, end in iter_batches(buf, str(path), decode_records=False, on_torn_tail=on_torn_tail):
+        entries = None
+        if header.compression == NONE and not header.is_control:
+            count = int.from_bytes(buf[pos + HEADER_SIZE - 4:pos + HEADER_SIZE], "big", signed=True)
+            entries = _entries_in_place(buf, header, pos + HEADER_SIZE, end, count, in_snapshot)
+        if entries is None:
+            try:
+                batch, _ = decode_batch(buf, pos, verify_crc=False)  # the CRC was checked above
+            except MetadataError as exc:
+                raise exc.at(path=str(path)) from None
+            entries = list(entries_of_batch(batch, in_snapshot))
         yield entries
-        pos = end
 
 
 def resolve_metadata_dir(path: Path) -> Path:
@@ -224,11 +221,13 @@ def list_log_dir(path: Path) -> LogDirListing:
     return LogDirListing(directory, tuple(sorted(segments)), tuple(sorted(snapshots)))
 
 
-def read_log_dir(path: Path, *, use_snapshot: bool = True) -> Iterator[LogEntry]:
+def read_log_dir(path: Path, *, use_snapshot: bool = True,
+                 on_torn_tail: TornTailHandler | None = None) -> Iterator[LogEntry]:
     """The newest snapshot's records, then the segments' records after it.
 
-    Records at or past the snapshot's end offset come from the segments; the
-    active segment's torn tail (a write in progress) is not read.
+    Records at or past the snapshot's end offset come from the segments. The active
+    segment's torn tail (a write in progress, or a crash's leftover) is not read; it is
+    reported to ``on_torn_tail`` when one is given.
     """
     listing = list_log_dir(path)
     start_offset = 0
@@ -243,7 +242,8 @@ def read_log_dir(path: Path, *, use_snapshot: bool = True) -> Iterator[LogEntry]
         if nxt is not None and nxt <= start_offset:
             continue  # wholly before the snapshot
         try:
-            for entries in _entries_by_batch(segment_path, is_last):
+            tolerate = (on_torn_tail or _ignore_torn_tail) if is_last else None
+            for entries in _entries_by_batch(segment_path, tolerate, False):
                 if entries and entries[0].offset >= start_offset:
                     yield from entries
                 else:
@@ -253,3 +253,6 @@ def read_log_dir(path: Path, *, use_snapshot: bool = True) -> Iterator[LogEntry]
                 continue
             raise
 
+
+def _ignore_torn_tail(position: int, error: MetadataError) -> None:
+    """A running node's active segment often ends in a batch still being written."""

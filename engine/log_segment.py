@@ -1,21 +1,24 @@
 """Log segment files (``<20-digit base offset>.log``): scanning, recovery, appending.
 
 Recovery rule: when a segment's bytes stop parsing, the damage is a *torn tail*
-(a crash in the middle of a write) only if nothing valid can follow it: the bad
-batch claims to run to or past the end of the file, or everything after the
-last good batch is zero fill. Then the tail is cut off and reported. Anything
-else is corruption before the tail: an error naming file and byte offset, and
-nothing is truncated.
+(a crash in the middle of a write) only if no complete, CRC-valid batch starts
+anywhere after it — a half-written batch, a length that runs past the end, zero
+fill. Then the tail is cut off and reported. If a valid batch follows, the log
+goes on past the damage: that is corruption, an error naming file and byte
+offset, and nothing is truncated.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 from engine.errors import CorruptRecordError, MetadataError, StorageError
-from engine.record_batch import decode_batch, peek_batch_extent
+from engine.kio_codec import crc32c
+from engine.record_batch import HEADER_SIZE, RecordBatch, decode_batch, peek_batch_extent
 
 LOG_SUFFIX = ".log"
 
@@ -46,34 +49,67 @@ class SegmentScan:
         return self.tail_error is not None
 
 
-def scan_segment(buf: bytes | memoryview, path: str) -> SegmentScan:
-    """Validate every batch; classify the first bad one as a torn tail or raise."""
+TornTailHandler = Callable[[int, MetadataError], None]
+
+
+def iter_batches(buf: bytes | memoryview, path: str, *, decode_records: bool = True,
+                 on_torn_tail: TornTailHandler | None = None) -> Iterator[tuple[int, RecordBatch, int]]:
+    """(position, batch, end position) for every batch of a file's bytes: the one batch loop.
+
+    Damage raises an error naming ``path`` and the byte offset. With ``on_torn_tail``, a
+    torn tail (see is_torn_tail) instead ends the iteration and is reported to it.
+    """
     pos = 0
-    count = 0
-    next_offset = None
     while pos < len(buf):
         try:
-            batch, end = decode_batch(buf, pos)
+            batch, end = decode_batch(buf, pos, decode_records=decode_records)
         except MetadataError as exc:
             error = exc.at(path=path)
-            if is_torn_tail(buf, pos):
-                return SegmentScan(pos, count, next_offset, error)
+            if on_torn_tail is not None and is_torn_tail(buf, pos):
+                on_torn_tail(pos, error)
+                return
             raise error from None
+        yield pos, batch, end
+        pos = end
+
+
+def scan_segment(buf: bytes | memoryview, path: str) -> SegmentScan:
+    """Validate every batch (lengths, magic, CRC, offsets going forward); a torn tail is
+    reported in the result, any other damage raises."""
+    torn: list[tuple[int, MetadataError]] = []
+    count, valid_bytes, next_offset = 0, 0, None
+    for pos, batch, end in iter_batches(buf, path, decode_records=False,
+                                        on_torn_tail=lambda at, err: torn.append((at, err))):
         if next_offset is not None and batch.base_offset < next_offset:
             raise CorruptRecordError(
                 f"batch base offset {batch.base_offset} goes back (expected >= {next_offset})",
                 path=path, byte_offset=pos)
-        count += 1
-        next_offset = batch.last_offset + 1
-        pos = end
-    return SegmentScan(pos, count, next_offset, None)
+        count, valid_bytes, next_offset = count + 1, end, batch.last_offset + 1
+    return SegmentScan(valid_bytes, count, next_offset, torn[0][1] if torn else None)
 
 
 def is_torn_tail(buf: bytes | memoryview, pos: int) -> bool:
-    extent = peek_batch_extent(buf, pos)
-    if extent is None or extent >= len(buf):
-        return True
-    return not any(bytes(buf[pos:]))
+    """Whether the bad bytes from ``pos`` on are a write cut short, not damage inside the log.
+
+    A crash mid-write leaves garbage only at the end: so if any complete, CRC-valid batch
+    starts after ``pos``, the log goes on past the damage and this is corruption.
+    """
+    return find_next_valid_batch(buf, pos + 1) is None
+
+
+def find_next_valid_batch(buf: bytes | memoryview, start: int) -> int | None:
+    """The position of the first complete, CRC-valid batch at or after ``start``, if any."""
+    data = bytes(buf) if isinstance(buf, memoryview) else buf
+    magic_at = data.find(b"\x02", start + 16)
+    while magic_at != -1:
+        candidate = magic_at - 16  # the magic byte stands 16 bytes into a batch
+        extent = peek_batch_extent(data, candidate)
+        if extent is not None and candidate + HEADER_SIZE <= extent <= len(data):
+            (crc,) = struct.unpack_from(">I", data, candidate + 17)
+            if crc32c(data[candidate + 21:extent]) == crc:
+                return candidate
+        magic_at = data.find(b"\x02", magic_at + 1)
+    return None
 
 
 def read_segment_bytes(path: Path) -> bytes:

@@ -89,6 +89,7 @@ class UnknownRecord:
     api_key: int | None = None
     version: int | None = None
     control: bool = False
+    problem: bool = True  # False for what is raw by design (transaction markers)
 
     @property
     def type_name(self) -> str:
@@ -153,7 +154,9 @@ def decode_control(key: bytes | None, value: bytes | None) -> ControlRecord | Un
     cls = CONTROL_CLASSES.get(control_type)
     if cls is None or value is None:
         name = CONTROL_TYPE_NAMES.get(control_type, f"UNKNOWN({control_type})")
-        return UnknownRecord(key, value, f"control record {name} is kept raw", control=True)
+        by_design = control_type in (ABORT, COMMIT) and value is not None
+        return UnknownRecord(key, value, f"control record {name} is kept raw", control=True,
+                             problem=not by_design)
     try:
         message, size = decode_entity(cls, value, 0)
     except DECODE_ERRORS as exc:

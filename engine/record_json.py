@@ -13,13 +13,14 @@ import base64
 import dataclasses
 import json
 import math
+import typing
 import uuid
 from typing import Any
 
 from engine.kafka_uuid import uuid_to_kafka
 from engine.metadata_record_serde import AnyRecord, ControlRecord, MetadataRecord
 
-_field_cache: dict[type, list[tuple[str, str, bool, Any]]] = {}
+_field_cache: dict[type, list[tuple[str, str, bool, Any, bool | str]]] = {}
 
 # Labels printed before control records' JSON, as Kafka's dump tool labels the ones it
 # decodes (it prints leader changes only as a control type; we decode them too).
@@ -37,11 +38,14 @@ def camel_case(snake: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _fields(cls: type) -> list[tuple[str, str, bool, Any]]:
+def _fields(cls: type) -> list[tuple[str, str, bool, Any, bool | str]]:
     cached = _field_cache.get(cls)
     if cached is None:
+        hints = typing.get_type_hints(cls)
         cached = [
-            (f.name, camel_case(f.name), "tag" in f.metadata, f.default)
+            (f.name, camel_case(f.name), "tag" in f.metadata, f.default,
+             "uuid-array" if f.metadata.get("kafka_type") == "uuid" and "tuple" in str(hints[f.name])
+             else f.metadata.get("kafka_type") == "uuid")
             for f in dataclasses.fields(cls)
         ]
         _field_cache[cls] = cached
@@ -51,11 +55,16 @@ def _fields(cls: type) -> list[tuple[str, str, bool, Any]]:
 def message_to_jsonable(message: Any) -> dict[str, Any]:
     """A kio-style message as Kafka's JsonConverter would write it."""
     out: dict[str, Any] = {}
-    for name, json_name, tagged, default in _fields(type(message)):
+    for name, json_name, tagged, default, is_uuid in _fields(type(message)):
         value = getattr(message, name)
         if tagged and value == default:
             continue
-        out[json_name] = _value(value)
+        if is_uuid == "uuid-array":  # kio reads Kafka's all-zero UUID as None; Kafka prints it
+            out[json_name] = None if value is None else [uuid_to_kafka(v) for v in value]
+        elif is_uuid:
+            out[json_name] = uuid_to_kafka(value)
+        else:
+            out[json_name] = _value(value)
     return out
 
 

@@ -70,8 +70,10 @@ def test_absurd_count_in_a_crc_valid_segment_survives_replay_and_dump(tmp_path: 
     assert "NO_OP_RECORD" in proc.stdout and proc.stdout.count("RECORD") == 4
     dump = subprocess.run([sys.executable, "-m", "engine.cli", "dump-log", str(segment)],
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert dump.returncode == 0, dump.stderr[-2000:]
+    # every record is shown; the run ends in one line naming the first one shown raw
     assert dump.stdout.count('"error":"undecodable') == 3
+    assert dump.returncode == 1 and dump.stderr.count("\n") == 1, dump.stderr[-2000:]
+    assert "byte offset 0: record at offset 1 shown raw" in dump.stderr and "2 more" in dump.stderr
 
 
 def test_control_records_are_walked_too() -> None:

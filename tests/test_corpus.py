@@ -9,7 +9,7 @@ import pytest
 from engine.log_reader import entries_of_batch, list_log_dir, read_batches, read_file, read_log_dir
 from engine.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record, encode_record
 from engine.record_batch import encode_batch
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, corpus_params
 
 
 def _record_files() -> list[Path]:
@@ -22,11 +22,11 @@ def _node_dirs() -> list[Path]:
     return sorted(p.parent for p in CORPUS.rglob("__cluster_metadata-0")) if CORPUS.is_dir() else []
 
 
-def _id(path: Path) -> str:
-    return str(path.relative_to(CORPUS)) if CORPUS.is_dir() else str(path)
+def _id(path: Path | None) -> str:
+    return str(path.relative_to(CORPUS)) if path is not None else "no-corpus"
 
 
-@pytest.mark.parametrize("path", _record_files(), ids=_id)
+@pytest.mark.parametrize("path", corpus_params(_record_files()), ids=_id)
 def test_every_batch_and_record_round_trips(corpus: Path, path: Path) -> None:
     data = path.read_bytes()
     rebuilt = bytearray()
@@ -45,7 +45,7 @@ def test_every_batch_and_record_round_trips(corpus: Path, path: Path) -> None:
     assert records > 0
 
 
-@pytest.mark.parametrize("node_dir", _node_dirs(), ids=_id)
+@pytest.mark.parametrize("node_dir", corpus_params(_node_dirs()), ids=_id)
 def test_log_dir_reads_snapshot_then_segments(corpus: Path, node_dir: Path) -> None:
     listing = list_log_dir(node_dir)
     entries = list(read_log_dir(node_dir))
@@ -82,7 +82,7 @@ def test_known_facts_of_the_corpus(corpus: Path) -> None:
     assert sum(r.type_name == "PARTITION_RECORD" for r in records) == 54
 
 
-@pytest.mark.parametrize("path", _record_files(), ids=_id)
+@pytest.mark.parametrize("path", corpus_params(_record_files()), ids=_id)
 def test_fast_path_reads_what_the_general_path_reads(corpus: Path, path: Path) -> None:
     """log_reader's in-place decoder is an optimisation: it must agree with batch decoding exactly."""
     fast = list(read_file(path))

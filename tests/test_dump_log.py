@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from engine.cli import run
+from tests.conftest import CORPUS, NO_CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 HIAGE_SEGMENT = ("hiage__kafka-raft", "kafka1", "__cluster_metadata-0", "00000000000000000000.log")
 ADILET_SNAPSHOT = ("AdiletBatyrbayev0520__air_analyzer", "__cluster_metadata-0",
                    "00000000000000019240-0000000003.checkpoint")
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.corpus
 def corpus_file(*parts: str) -> Path:
     path = CORPUS.joinpath(*parts)
     if not path.is_file():
-        pytest.skip(f"real Kafka corpus not found at {CORPUS} (../shared/corpus beside the repo)")
+        pytest.skip(NO_CORPUS)
     return path
 
 
@@ -229,3 +229,18 @@ def test_several_files_in_the_order_given(capsys) -> None:
     lines = dump(capsys, b, a)
     assert [line for line in lines if line.startswith("Dumping ")] == [f"Dumping {b}", f"Dumping {a}"]
     assert lines == dump(capsys, b) + dump(capsys, a)
+
+
+def test_zero_uuids_print_as_kafka_prints_them() -> None:
+    """kio reads Kafka's all-zero UUID as None; the JSON must still say AAAAAAAAAAAAAAAAAAAAAA."""
+    from engine.kio_codec import i32
+    from engine.metadata_records import PartitionChangeRecordV1, PartitionRecordV1
+    from engine.record_json import record_to_json
+
+    record = PartitionRecordV1(partition_id=i32(0), topic_id=None, replicas=(i32(1),), isr=(i32(1),),
+                               removing_replicas=(), adding_replicas=(), leader=i32(1), leader_epoch=i32(0),
+                               partition_epoch=i32(0), directories=(None,))
+    text = record_to_json(record)
+    assert '"topicId":"AAAAAAAAAAAAAAAAAAAAAA"' in text and '"directories":["AAAAAAAAAAAAAAAAAAAAAA"]' in text
+    change = PartitionChangeRecordV1(partition_id=i32(0), topic_id=None)  # tagged directories null: left out
+    assert "directories" not in record_to_json(change)

@@ -18,11 +18,11 @@ from engine.leader_epoch_checkpoint import read_leader_epoch_checkpoint, write_l
 from engine.meta_properties import read_meta_properties, write_meta_properties
 from engine.partition_metadata_file import read_partition_metadata, write_partition_metadata
 from engine.quorum_state_file import read_quorum_state, write_quorum_state
+from tests.conftest import CORPUS, NO_CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 pytestmark = [
     pytest.mark.corpus,
-    pytest.mark.skipif(not CORPUS.is_dir(), reason=f"Kafka corpus not found at {CORPUS}"),
+    pytest.mark.skipif(not CORPUS.is_dir(), reason=NO_CORPUS),
 ]
 
 # Facts read from the corpus files with `cat`:
