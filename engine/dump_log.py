@@ -68,13 +68,16 @@ def dump_files(paths: Iterable[str], out: Callable[[str], None], note: Callable[
     naming the first record that could only be shown raw."""
     unreadable: list[Unreadable] = []
     dumped = records = 0
-    for path, explicit in expand_paths(paths):
+    files = expand_paths(paths)
+    for path, explicit in files:
         kind = not_batches(path)
         if kind is not None:
             note(f"skipping {path}: {kind}, not record batches")
             continue
+        # An empty segment among others is Kafka's fresh active segment; alone, it is all
+        # that was asked for and there is nothing in it.
         records += dump_file(path, out, skip_record_metadata=skip_record_metadata,
-                             empty_ok=not explicit, unreadable=unreadable)
+                             empty_ok=not explicit or len(files) > 1, unreadable=unreadable)
         dumped += 1
     if not dumped:
         raise StorageError("no segment or snapshot among the files given")
