@@ -72,6 +72,12 @@ def cmd_bench_decode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kraftd", description="The metashell KRaft engine.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -106,8 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="measure throughput")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
     decode = bench_sub.add_parser("decode", help="decoded records/s of a PartitionRecord-heavy log")
-    decode.add_argument("--partitions", type=int, default=300_000)
-    decode.add_argument("--rounds", type=int, default=3)
+    decode.add_argument("--partitions", type=_positive, default=300_000)
+    decode.add_argument("--rounds", type=_positive, default=3)
     decode.add_argument("--directories", action="store_true",
                         help="give replicas log directory ids, as Kafka 3.7+ writes them")
     decode.set_defaults(run=cmd_bench_decode)

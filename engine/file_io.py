@@ -11,8 +11,8 @@ from engine.errors import StorageError
 StrPath = str | os.PathLike
 
 
-def read_text_file(path: StrPath) -> str:
-    """The UTF-8 text of ``path``; StorageError naming the file on any failure."""
+def read_text_file(path: StrPath, encoding: str = "utf-8") -> str:
+    """The text of ``path``; StorageError naming the file on any failure."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -20,10 +20,10 @@ def read_text_file(path: StrPath) -> str:
     except OSError as e:
         raise StorageError(f"cannot read: {e.strerror or e}", path=str(path)) from None
     try:
-        return data.decode("utf-8")
+        return data.decode(encoding)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        reason = f"line {line}: byte 0x{data[e.start]:02x} is not valid UTF-8"
+        reason = f"line {line}: byte 0x{data[e.start]:02x} is not valid {encoding.upper()}"
         raise StorageError(reason, path=str(path), byte_offset=e.start) from None
 
 

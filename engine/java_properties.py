@@ -30,8 +30,9 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 # ---------------------------------------------------------------- parsing
 
 def load_properties(path: StrPath) -> dict[str, str]:
-    """The properties in the file at ``path``."""
-    return parse_properties(read_text_file(path), path=path)
+    """The properties in the file at ``path``, read as ISO-8859-1 the way Java's
+    ``Properties.load(InputStream)`` reads Kafka's configs (other characters come as \\uXXXX)."""
+    return parse_properties(read_text_file(path, encoding="latin-1"), path=path)
 
 
 def parse_properties(text: str, path: StrPath | None = None) -> dict[str, str]:

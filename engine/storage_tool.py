@@ -249,9 +249,10 @@ def storage_info(config_path: Path, out: Callable[[str], None] = print) -> list[
     cluster_ids = {meta.cluster_id for _, meta in found}
     for directory, meta in found:
         out("")
-        out(f"Found metadata in {directory}: {{cluster.id={meta.cluster_id}, "
-            f"directory.id={uuid_to_kafka(meta.directory_id) if meta.directory_id else None}, "
-            f"node.id={meta.node_id}, version={meta.version}}}")
+        shown = {"cluster.id": meta.cluster_id, "node.id": meta.node_id, "version": meta.version,
+                 "directory.id": uuid_to_kafka(meta.directory_id) if meta.directory_id else None}
+        fields = ", ".join(f"{key}={value}" for key, value in sorted(shown.items()) if value is not None)
+        out(f"Found metadata in {directory}: {{{fields}}}")
         if meta.node_id is not None and meta.node_id != config.node_id:
             problems.append(f"{directory}: node.id {meta.node_id} does not match the configured {config.node_id}")
     if len(cluster_ids) > 1:

@@ -93,13 +93,11 @@ def test_malformed_unicode_escape_names_file_and_line(tmp_path: Path) -> None:
     assert str(path) in str(e.value) and "line 3" in str(e.value) and "\\uxxxx" in str(e.value)
 
 
-def test_undecodable_bytes_name_file_and_line(tmp_path: Path) -> None:
+def test_high_bytes_read_as_latin1_like_java(tmp_path: Path) -> None:
+    """Properties.load(InputStream) reads ISO-8859-1: every byte is a character, none is an error."""
     path = tmp_path / "server.properties"
-    path.write_bytes(b"a=1\nb=\xff\xfe\n")
-    with pytest.raises(StorageError) as e:
-        load_properties(path)
-    assert str(path) in str(e.value) and "line 2" in str(e.value) and "UTF-8" in str(e.value)
-    assert e.value.byte_offset == 6
+    path.write_bytes(b"a=1\nb=\xff\xfe\nc=caf\\u00e9\n")
+    assert load_properties(path) == {"a": "1", "b": "\u00ff\u00fe", "c": "caf\u00e9"}
 
 
 def test_missing_properties_file(tmp_path: Path) -> None:
