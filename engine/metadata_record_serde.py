@@ -18,7 +18,7 @@ from typing import Any
 
 from engine import metadata_records
 from engine.metadata_records import MetadataRecord
-from engine.bounds_check import checked_reader, fits
+from engine.bounds_check import checked_reader
 from engine.kio_codec import (
     DECODE_ERRORS,
     KRaftVersionRecord,
@@ -107,15 +107,6 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
     """Decode a metadata record value; never raises on bad bytes."""
     if value is None:
         return UnknownRecord(key, value, "record has a null value")
-    if key is None and len(value) > 3 and value[0] == FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:
-        cls = _RECORD_CLASSES.get((value[1], value[2]))
-        if cls is not None and fits(cls, value, 3, len(value)):  # the common case
-            try:
-                message, size = _READERS[cls](value, 3)
-                if size + 3 == len(value):
-                    return message
-            except Exception:  # noqa: BLE001 - the careful path below says what is wrong
-                pass
     try:
         frame, pos = read_unsigned_varint(value, 0)
         api_key, size = read_unsigned_varint(value, pos)

@@ -134,7 +134,8 @@ def test_every_batch_and_record_line(capsys, parts: tuple[str, ...]) -> None:
 
 
 def test_known_lines_match_kafka(capsys) -> None:
-    """Lines as Kafka 3.3.1's kafka-dump-log prints them for hiage__kafka-raft/kafka1."""
+    """Lines in the form of kafka-dump-log (the format of its source, DumpLogSegments), with the
+    values of hiage__kafka-raft/kafka1: batch fields, CRC and positions as they stand in the file."""
     lines = dump(capsys, corpus_file(*HIAGE_SEGMENT))
     assert lines[1] == "Log starting offset: 0"
     assert lines[2] == (
