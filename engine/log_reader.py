@@ -156,7 +156,7 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
         raise StorageError("is a directory, not a segment or snapshot file", path=str(path))
     snapshot = is_snapshot_file(path) if snapshot is None else snapshot
     last = None
-    for entries in _entries_by_batch(path, on_torn_tail, snapshot):
+    for entries in entries_by_batch(path, on_torn_tail, snapshot):
         if snapshot and last is None and entries and entries[0].record.type_name != "SNAPSHOT_HEADER":
             raise StorageError("snapshot does not start with a SnapshotHeader", path=str(path), byte_offset=0)
         if entries:
@@ -167,7 +167,7 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
                            path=str(path), byte_offset=path.stat().st_size)
 
 
-def _entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
+def entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
                       in_snapshot: bool) -> Iterator[list[LogEntry]]:
     """The decoded records of a file, a list per batch (fewer generator hops than per record)."""
     buf = read_segment_bytes(path)
@@ -243,7 +243,7 @@ def read_log_dir(path: Path, *, use_snapshot: bool = True,
             continue  # wholly before the snapshot
         try:
             tolerate = (on_torn_tail or _ignore_torn_tail) if is_last else None
-            for entries in _entries_by_batch(segment_path, tolerate, False):
+            for entries in entries_by_batch(segment_path, tolerate, False):
                 if entries and entries[0].offset >= start_offset:
                     yield from entries
                 else:
