@@ -90,10 +90,15 @@ def _entries_in_place(buf, header: RecordBatch, start: int, end: int, record_cou
                 pos += 3
             else:
                 c = buf[pos + 3]
-                if c >= 0x80:
-                    return None
-                offset_delta = (b & 0x7F) | (c << 7)
-                pos += 4
+                if c < 0x80:
+                    offset_delta = (b & 0x7F) | (c << 7)
+                    pos += 4
+                else:  # a big snapshot batch: offsets past 8191 take three bytes
+                    d = buf[pos + 4]
+                    if d >= 0x80:
+                        return None
+                    offset_delta = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)
+                    pos += 5
             if buf[pos] != 1:  # a key
                 return None
             b = buf[pos + 1]
