@@ -1,22 +1,25 @@
-"""``metashell``: the operator's command line.
+"""``metashell``: browse the metadata of a KRaft cluster like a filesystem.
 
-For now it lists the records of a snapshot, a log directory or the demo history, one
-line each (offset, leader epoch, timestamp, JSON as Kafka's tools print it). The shell,
-dashboard and export arrive in later issues.
+    metashell --log-dir DIR                 interactive shell (a terminal), or commands from stdin
+    metashell --snapshot FILE -- ls -l /topics
+    metashell --log-dir DIR --offset 1200 -c "cd /brokers; ls"
+    metashell --demo -c summary             a generated cluster history
+
+Exit code 0 when the (last) command succeeded, 1 otherwise; errors are one line.
 """
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from engine.command_line import OneLineParser, run_guarded, stderr_line
-from engine.errors import ConfigError, CorruptRecordError, MetadataError
-from engine.log_reader import LogEntry, read_file, read_log_dir
-from engine.metadata_record_serde import UnknownRecord
-from engine.record_json import record_to_json
+from engine.errors import ConfigError
+from metashell.shell.session import ExitShell, Session
+from metashell.shell.source import Source
 
 
 def build_parser() -> OneLineParser:
@@ -25,47 +28,71 @@ def build_parser() -> OneLineParser:
     source.add_argument("--snapshot", help="a .checkpoint snapshot file")
     source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
     source.add_argument("--demo", action="store_true", help="a small generated cluster history")
+    point = parser.add_mutually_exclusive_group()
+    point.add_argument("--offset", type=int, help="the image as of this offset (log directories)")
+    point.add_argument("--time", help="the image as of this time: ISO 8601 or epoch milliseconds")
+    parser.add_argument("--show-secrets", action="store_true", help="print SCRAM keys and secret configs")
+    parser.add_argument("-c", dest="commands", help='commands to run, separated by ";"')
+    parser.add_argument("command", nargs="*", help="a command to run (after --)")
     return parser
-
-
-def print_records(entries: Iterable[LogEntry], where: str, out: Callable[[str], None] = print) -> int:
-    """Print every record; then, if any could only be shown raw, raise one error naming the first."""
-    count = 0
-    raw: list[LogEntry] = []
-    for entry in entries:
-        out(f"{entry.offset}\t{entry.leader_epoch}\t{entry.timestamp_ms}\t{record_to_json(entry.record)}")
-        if isinstance(entry.record, UnknownRecord) and entry.record.problem:
-            raw.append(entry)
-        count += 1
-    if raw:
-        more = f" ({len(raw) - 1} more shown raw)" if len(raw) > 1 else ""
-        raise CorruptRecordError(f"record at offset {raw[0].offset} shown raw: {raw[0].record.reason}{more}",
-                                 path=where)
-    return count
 
 
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
     err = err or stderr_line
 
-    def note_torn_tail(position: int, error: MetadataError) -> None:
-        err(f"metashell: note: not read, a batch still being written or cut short: {error.one_line()}")
-
     def work() -> int:
         args = build_parser().parse_args(argv)
-        if args.snapshot:
-            print_records(read_file(Path(args.snapshot), snapshot=True), args.snapshot)
-        elif args.log_dir:
-            print_records(read_log_dir(Path(args.log_dir), on_torn_tail=note_torn_tail), args.log_dir)
-        elif args.demo:
-            from metashell.demo import write_demo_log_dir
-
-            with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
-                print_records(read_log_dir(write_demo_log_dir(Path(tmp))), "demo")
-        else:
-            raise ConfigError("give a source: --log-dir DIR, --snapshot FILE or --demo")
-        return 0
+        with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
+            session = Session(_source(args, Path(tmp)), out=print, err=err, show_secrets=args.show_secrets)
+            _load(session, args)
+            for note in session.info.notes if session.info else ():
+                err(f"metashell: note: {note}")
+            return _drive(session, args)
 
     return run_guarded("metashell", work, err)
+
+
+def _source(args, tmp: Path) -> Source:
+    if args.snapshot:
+        return Source(snapshot=Path(args.snapshot))
+    if args.log_dir:
+        return Source(log_dir=Path(args.log_dir))
+    if args.demo:
+        from metashell.demo import write_demo_log_dir
+
+        return Source(log_dir=write_demo_log_dir(tmp))
+    raise ConfigError("give a source: --log-dir DIR, --snapshot FILE or --demo")
+
+
+def _load(session: Session, args) -> None:
+    time_ms = None
+    if args.time:
+        from metashell.shell.commands import parse_time_ms
+        from metashell.shell.session import ShellError
+
+        try:
+            time_ms = parse_time_ms(args.time)
+        except ShellError as exc:
+            raise ConfigError(str(exc)) from None
+    session.load(offset=args.offset, time_ms=time_ms)
+
+
+def _drive(session: Session, args) -> int:
+    try:
+        if args.commands is not None:
+            return session.run_line(args.commands)
+        if args.command:
+            return session.run_line(shlex.join(args.command))
+        if sys.stdin.isatty():
+            from metashell.shell.repl import run_repl
+
+            return run_repl(session)
+        status = 0
+        for line in sys.stdin:
+            status = session.run_line(line)
+        return status
+    except ExitShell:
+        return 0
 
 
 def main() -> None:

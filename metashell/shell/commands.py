@@ -1,0 +1,283 @@
+"""Shell commands: one small handler each, with its own argument parser and ``man`` text."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from metashell.nodes import walk
+from metashell.shell.session import ExitShell, Session, ShellError
+
+
+class _ArgParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise ShellError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:
+        raise ShellError(message or "bad arguments")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    man: str  # usage and examples, shown by man
+    parser: _ArgParser
+    handler: Callable[[Session, argparse.Namespace], int]
+
+    def run(self, session: Session, words: list[str]) -> int:
+        args = self.parser.parse_args(words)
+        return self.handler(session, args) or 0
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, summary: str, man: str, arguments: Callable[[_ArgParser], None] = lambda p: None):
+    """Register a handler as a shell command."""
+    def register(handler: Callable[[Session, argparse.Namespace], int]) -> Callable:
+        parser = _ArgParser(prog=name, add_help=False)
+        arguments(parser)
+        COMMANDS[name] = Command(name, summary, man.strip(), parser, handler)
+        return handler
+    return register
+
+
+def render(value: Any) -> str:
+    """A file's value as the shell prints it: text as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2 if isinstance(value, (dict, list)) and value else None, default=str)
+
+
+# -- navigation -----------------------------------------------------------------------
+
+@command("pwd", "print the current directory", "pwd\n\n  Prints the current directory, e.g. /topics/orders.")
+def _pwd(session: Session, args: argparse.Namespace) -> int:
+    session.out(session.cwd)
+    return 0
+
+
+@command("cd", "change directory", """
+cd [PATH]
+
+  Changes the current directory; no PATH goes to /. PATH may be relative and use
+  .. and globs that match one directory.
+
+  Examples:  cd /topics/orders    cd ..    cd /brokers/1
+""", lambda p: p.add_argument("path", nargs="?", default="/"))
+def _cd(session: Session, args: argparse.Namespace) -> int:
+    matches = session.paths(args.path)
+    if len(matches) > 1:
+        raise ShellError(f"{args.path}: matches {len(matches)} nodes")
+    if not session.node(matches[0]).is_directory:
+        raise ShellError(f"{matches[0]}: not a directory")
+    session.cwd = matches[0]
+    return 0
+
+
+@command("ls", "list directories", """
+ls [-l] [PATH...]
+
+  Lists the children of each directory PATH (default: the current one); a file PATH
+  lists itself. -l adds each child's kind and, for files, its value.
+
+  Examples:  ls /brokers    ls -l /topics/orders    ls /topics/*/0
+""", lambda p: (p.add_argument("-l", dest="long", action="store_true"), p.add_argument("paths", nargs="*")))
+def _ls(session: Session, args: argparse.Namespace) -> int:
+    targets = [path for pattern in (args.paths or ["."]) for path in session.paths(pattern)]
+    for index, path in enumerate(targets):
+        node = session.node(path)
+        if not node.is_directory:
+            session.out(_long_line(path.rsplit("/", 1)[-1], node) if args.long else path)
+            continue
+        if len(targets) > 1:
+            if index:
+                session.out("")
+            session.out(f"{path}:")
+        for name in node.child_names():
+            session.out(_long_line(name, node.child(name)) if args.long else name)
+    return 0
+
+
+def _long_line(name: str, node: Any) -> str:
+    if node.is_directory:
+        return f"d  {name}/"
+    value = node.value()
+    value = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+    return f"-  {name}  {value if len(value) <= 120 else value[:117] + '...'}"
+
+
+@command("cat", "print files", """
+cat PATH...
+
+  Prints the value of each file: text as is, records and structures as JSON.
+
+  Examples:  cat /features/metadata.version    cat /topics/orders/0    cat /brokers/*/state
+""", lambda p: p.add_argument("paths", nargs="+"))
+def _cat(session: Session, args: argparse.Namespace) -> int:
+    for pattern in args.paths:
+        for path in session.paths(pattern):
+            node = session.node(path)
+            if node.is_directory:
+                raise ShellError(f"{path}: is a directory")
+            session.out(render(node.value()))
+    return 0
+
+
+@command("find", "find nodes by name and kind", """
+find [PATH] [-name GLOB] [-type f|d]
+
+  Prints every node under PATH (default: the current directory) whose name matches
+  GLOB and whose kind is f (file) or d (directory).
+
+  Examples:  find /topics -name 0    find /brokers -type d    find / -name '*epoch*'
+""", lambda p: (p.add_argument("path", nargs="?", default="."), p.add_argument("-name"),
+                p.add_argument("-type", choices=["f", "d"])))
+def _find(session: Session, args: argparse.Namespace) -> int:
+    for base in session.paths(args.path):
+        for path, node in walk(session.node(base), base):
+            name = path.rsplit("/", 1)[-1]
+            if args.name and not fnmatch.fnmatchcase(name, args.name):
+                continue
+            if args.type and (args.type == "d") != node.is_directory:
+                continue
+            session.out(path)
+    return 0
+
+
+@command("tree", "show a subtree", """
+tree [PATH] [-d DEPTH]
+
+  Draws the tree under PATH (default: the current directory), DEPTH levels deep (default 2).
+
+  Examples:  tree /brokers    tree / -d 1
+""", lambda p: (p.add_argument("path", nargs="?", default="."), p.add_argument("-d", "--depth", type=int, default=2)))
+def _tree(session: Session, args: argparse.Namespace) -> int:
+    for base in session.paths(args.path):
+        session.out(base)
+        _draw(session, session.node(base), "", args.depth)
+    return 0
+
+
+def _draw(session: Session, node: Any, prefix: str, depth: int) -> None:
+    if depth <= 0 or not node.is_directory:
+        return
+    names = node.child_names()
+    for index, name in enumerate(names):
+        last = index == len(names) - 1
+        child = node.child(name)
+        session.out(f"{prefix}{'└── ' if last else '├── '}{name}{'/' if child.is_directory else ''}")
+        _draw(session, child, prefix + ("    " if last else "│   "), depth - 1)
+
+
+# -- time travel and records ---------------------------------------------------------------
+
+@command("seek", "move the image to a point in the log's history", """
+seek OFFSET | seek --time TIME | seek latest
+
+  Reloads the image as it was right after OFFSET, or after the last record stamped at
+  or before TIME (ISO 8601, e.g. 2025-05-16T03:42:00Z, or epoch milliseconds).
+  Needs a log directory (--log-dir).
+
+  Examples:  seek 1200    seek --time 2025-05-16T03:42:00Z    seek latest
+""", lambda p: (p.add_argument("offset", nargs="?"), p.add_argument("--time")))
+def _seek(session: Session, args: argparse.Namespace) -> int:
+    if args.time:
+        session.load(time_ms=parse_time_ms(args.time))
+    elif args.offset in (None, "latest"):
+        session.load()
+    elif args.offset.isdigit():
+        session.load(offset=int(args.offset))
+    else:
+        raise ShellError(f"{args.offset}: expected an offset, 'latest' or --time TIME")
+    session.out(f"at offset {session.image.provenance.last_offset}")
+    return 0
+
+
+def parse_time_ms(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ShellError(f"{text}: not a time (ISO 8601 or epoch milliseconds)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+@command("summary", "the cluster at a glance", """
+summary
+
+  Brokers by state, topics, partitions, leaderless and under-min-ISR partitions,
+  partitions with ELR, offline replicas, finalized features, quorum leader and voters.
+""")
+def _summary(session: Session, args: argparse.Namespace) -> int:
+    from metashell.shell.summary import summarize
+
+    for line in summarize(session.image, session.info):
+        session.out(line)
+    return 0
+
+
+@command("records", "the decoded records between two offsets", """
+records [--from OFFSET] [--to OFFSET] [--type TYPE...]
+
+  Prints the records of the source, as kafka-dump-log does: offset, leader epoch,
+  timestamp and the record's JSON. --type filters by record type (globs allowed,
+  e.g. PARTITION_*).
+
+  Examples:  records --from 100 --to 120    records --type BROKER_REGISTRATION_CHANGE_RECORD
+""", lambda p: (p.add_argument("--from", dest="start", type=int, default=0),
+                p.add_argument("--to", dest="stop", type=int), p.add_argument("--type", nargs="+")))
+def _records(session: Session, args: argparse.Namespace) -> int:
+    from engine.log_reader import read_file, read_log_dir
+    from engine.record_json import record_to_json
+
+    source = session.source
+    entries = read_log_dir(source.log_dir, use_snapshot=False) if source.log_dir else read_file(source.snapshot)
+    for entry in entries:
+        if entry.offset < args.start:
+            continue
+        if args.stop is not None and entry.offset > args.stop:
+            break
+        if args.type and not any(fnmatch.fnmatchcase(entry.record.type_name, t) for t in args.type):
+            continue
+        session.out(f"{entry.offset}\t{entry.leader_epoch}\t{entry.timestamp_ms}\t{record_to_json(entry.record)}")
+    return 0
+
+
+# -- the shell itself -----------------------------------------------------------------------
+
+@command("help", "list the commands", "help\n\n  Lists the commands; man COMMAND tells more.")
+def _help(session: Session, args: argparse.Namespace) -> int:
+    for name in sorted(COMMANDS):
+        session.out(f"{name:<9} {COMMANDS[name].summary}")
+    return 0
+
+
+@command("man", "show a command's manual", "man COMMAND\n\n  Usage and examples of COMMAND.\n\n  Example:  man ls",
+         lambda p: p.add_argument("name"))
+def _man(session: Session, args: argparse.Namespace) -> int:
+    found = COMMANDS.get(args.name)
+    if found is None:
+        raise ShellError(f"{args.name}: no such command")
+    session.out(f"{found.name} — {found.summary}\n\n{found.man}")
+    return 0
+
+
+@command("history", "commands run in this session", "history\n\n  The commands typed so far, numbered.")
+def _history(session: Session, args: argparse.Namespace) -> int:
+    for number, line in enumerate(session.history, 1):
+        session.out(f"{number:5}  {line}")
+    return 0
+
+
+@command("exit", "leave the shell", "exit\n\n  Leaves the shell (so does Ctrl-D).")
+def _exit(session: Session, args: argparse.Namespace) -> int:
+    raise ExitShell()

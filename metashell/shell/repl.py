@@ -1,0 +1,79 @@
+"""The interactive front: prompt-toolkit around a Session.
+
+Completion from completion.complete, history kept in ~/.metashell_history, JSON
+highlighted with Pygments (styles in themes/), long output paged.
+"""
+
+from __future__ import annotations
+
+import os
+import pydoc
+import shutil
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+from metashell.shell.completion import complete
+from metashell.shell.session import ExitShell, Session
+
+HISTORY_FILE = Path(os.environ.get("METASHELL_HISTORY", Path.home() / ".metashell_history"))
+
+
+class _SessionCompleter(Completer):
+    def __init__(self, session: Session):
+        self.session = session
+
+    def get_completions(self, document, complete_event):
+        for candidate in complete(self.session, document.text_before_cursor):
+            yield Completion(candidate.text, start_position=candidate.start, display=candidate.display)
+
+
+def highlight(text: str) -> str:
+    """JSON coloured for a terminal; anything else as is."""
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return text
+    from pygments import highlight as pyg_highlight
+    from pygments.formatters import TerminalFormatter
+    from pygments.lexers import JsonLexer
+
+    return pyg_highlight(text, JsonLexer(), TerminalFormatter()).rstrip("\n")
+
+
+def run_repl(session: Session) -> int:
+    """Read-eval-print until exit or Ctrl-D; errors are one line and the shell goes on."""
+    lines: list[str] = []
+    session.out = lines.append
+    session.err = lambda line: print(line, flush=True)
+    try:
+        history = FileHistory(str(HISTORY_FILE))
+    except OSError:
+        history = InMemoryHistory()
+    prompt = PromptSession(history=history, completer=_SessionCompleter(session), complete_while_typing=False)
+    while True:
+        try:
+            line = prompt.prompt(f"metashell:{session.cwd}> ")
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            return 0
+        try:
+            session.run_line(line)
+        except ExitShell:
+            return 0
+        finally:
+            _flush(lines)
+
+
+def _flush(lines: list[str]) -> None:
+    if not lines:
+        return
+    text = "\n".join(highlight(line) for line in lines)
+    lines.clear()
+    height = shutil.get_terminal_size((80, 24)).lines
+    if text.count("\n") + 1 > height - 2:
+        pydoc.pager(text)
+    else:
+        print(text, flush=True)

@@ -1,0 +1,127 @@
+"""A shell session: the current image and directory, history, and running command lines.
+
+Pure of any terminal: output goes to ``out`` (a function taking one line), so commands
+are tested by their captured output. The prompt-toolkit front (repl.py) and the one-shot
+mode (cli) are thin layers over ``run_line``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Callable
+
+from engine.errors import MetadataError
+from engine.metadata_image import MetadataImage
+from engine.metadata_loader import LoadInfo
+from metashell.nodes import Node, NodeError, expand, normalize, resolve
+from metashell.shell.source import Source
+from metashell.tree_layout import build_tree
+
+
+class ShellError(Exception):
+    """A command's one-line complaint; the shell prints it and carries on."""
+
+
+class ExitShell(Exception):
+    pass
+
+
+class Session:
+    def __init__(self, source: Source, out: Callable[[str], None] = print, err: Callable[[str], None] | None = None,
+                 show_secrets: bool = False):
+        self.source = source
+        self.out = out
+        self.err = err or out
+        self.show_secrets = show_secrets
+        self.cwd = "/"
+        self.history: list[str] = []
+        self.image: MetadataImage = MetadataImage()
+        self.info: LoadInfo | None = None
+        self.root: Node = build_tree(self.image)
+
+    def load(self, offset: int | None = None, time_ms: int | None = None) -> None:
+        image, info = self.source.load(offset=offset, time_ms=time_ms)
+        self.set_image(image, info)
+
+    def set_image(self, image: MetadataImage, info: LoadInfo | None) -> None:
+        """Swap in another image (time travel now; the live feed later). The tree is rebuilt
+        lazily over it; the current directory stays if it still exists."""
+        self.image, self.info = image, info
+        self.root = build_tree(image, info, self.show_secrets)
+        try:
+            if not resolve(self.root, self.cwd).is_directory:
+                self.cwd = "/"
+        except NodeError:
+            self.cwd = "/"
+
+    # -- paths ---------------------------------------------------------------------
+
+    def absolute(self, path: str) -> str:
+        return normalize(self.cwd, path)
+
+    def node(self, path: str) -> Node:
+        try:
+            return resolve(self.root, self.absolute(path))
+        except NodeError as exc:
+            raise ShellError(str(exc)) from None
+
+    def paths(self, pattern: str) -> list[str]:
+        """Absolute paths for an argument, globs expanded; an error when a glob matches nothing."""
+        try:
+            matches = expand(self.root, self.cwd, pattern)
+        except NodeError as exc:
+            raise ShellError(str(exc)) from None
+        if not matches:
+            raise ShellError(f"{pattern}: no match")
+        return matches
+
+    # -- running -------------------------------------------------------------------------
+
+    def run_line(self, line: str) -> int:
+        """Run ``cmd args; cmd args ...``; returns the last command's status (0 ok, 1 error)."""
+        from metashell.shell.commands import COMMANDS
+
+        line = line.strip()
+        if not line:
+            return 0
+        self.history.append(line)
+        status = 0
+        for part in _split_commands(line):
+            try:
+                words = shlex.split(part)
+            except ValueError as exc:
+                self.err(f"metashell: {exc}")
+                return 1
+            if not words:
+                continue
+            command = COMMANDS.get(words[0])
+            if command is None:
+                self.err(f"metashell: {words[0]}: unknown command (try: help)")
+                status = 1
+                continue
+            try:
+                status = command.run(self, words[1:])
+            except ShellError as exc:
+                self.err(f"metashell: {words[0]}: {exc}")
+                status = 1
+            except MetadataError as exc:
+                self.err(f"metashell: {words[0]}: {exc.one_line()}")
+                status = 1
+        return status
+
+
+def _split_commands(line: str) -> list[str]:
+    """Split on ``;`` outside quotes."""
+    parts, current, quote = [], [], None
+    for char in line:
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == ";":
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return parts

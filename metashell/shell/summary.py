@@ -1,0 +1,50 @@
+"""``summary``: the cluster at a glance, from an image."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from engine.metadata_image import MetadataImage
+from engine.metadata_loader import LoadInfo
+
+
+def min_isr(image: MetadataImage, topic: str) -> int:
+    """min.insync.replicas: the topic's, else the cluster default, else Kafka's default of 1."""
+    for resource in ((2, topic), (4, "")):
+        value = image.configs.get(resource, {}).get("min.insync.replicas")
+        if value is not None and value.isdigit():
+            return int(value)
+    return 1
+
+
+def summarize(image: MetadataImage, info: LoadInfo | None) -> list[str]:
+    brokers = image.cluster.brokers
+    states = Counter(b.state for b in brokers.values())
+    live = {b.id for b in brokers.values() if not b.fenced}
+    partitions = leaderless = under_min = with_elr = offline = 0
+    for topic in image.topics.by_id.values():
+        needed = min_isr(image, topic.name)
+        for p in topic.partitions.values():
+            partitions += 1
+            leaderless += p.leader < 0
+            under_min += len(p.isr) < needed
+            with_elr += bool(p.elr)
+            offline += sum(1 for r in p.replicas if r not in live)
+    leader = image.quorum.leader
+    voters = [v.id for v in image.quorum.voters] if image.quorum.voters else (list(leader.voters) if leader else [])
+    features = ", ".join(f"{k}={v}" for k, v in sorted(image.features.items())) or "none"
+    lines = [
+        f"offset:       {image.provenance.last_offset}" + (f" of {info.log_end_offset - 1}" if info else ""),
+        f"brokers:      {len(brokers)} ({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'})",
+        f"controllers:  {len(image.cluster.controllers)}",
+        f"topics:       {len(image.topics.by_id)}",
+        f"partitions:   {partitions}",
+        f"leaderless:   {leaderless}",
+        f"under min ISR: {under_min}",
+        f"with ELR:     {with_elr}",
+        f"offline replicas: {offline}",
+        f"features:     {features}",
+        f"quorum:       leader {leader.leader_id if leader else 'unknown'}, epoch {leader.epoch if leader else '-'}, "
+        f"voters {voters or 'unknown'}",
+    ]
+    return lines
