@@ -86,3 +86,44 @@ def bench_decode(partitions: int = 200_000, rounds: int = 3, out: Callable[[str]
     out(f"decode: {best.records_per_second:,.0f} records/s "
         f"({best.bytes_read / best.seconds / 1e6:.1f} MB/s), best of {rounds}")
     return best
+
+
+def bench_replay(topics: int = 10_000, partitions_per_topic: int = 100, out: Callable[[str], None] = print) -> None:
+    """Load a generated snapshot of topics x partitions: replay rate, peak memory, and the time
+    a fresh ``metashell --snapshot`` process takes to answer its first command."""
+    import subprocess
+    import sys
+
+    from engine.kio_codec import i16
+    from engine.snapshot_writer import SnapshotId, write_snapshot
+
+    partitions = topics * partitions_per_topic
+    with tempfile.TemporaryDirectory(prefix="kraftd-bench-") as tmp:
+        started = time.perf_counter()
+        records = [m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(27))]
+        records += partition_heavy_records(partitions)
+        path = write_snapshot(Path(tmp), SnapshotId(len(records), 1), records, last_contained_log_timestamp_ms=0,
+                              now_ms=0, fsync=False)
+        count = len(records)
+        del records
+        out(f"generated a snapshot of {topics} topics x {partitions_per_topic} partitions: {count} records, "
+            f"{path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - started:.1f} s")
+        probe = ("import resource, sys, time; from engine.metadata_loader import load_snapshot; "
+                 "t = time.perf_counter(); image, info = load_snapshot(sys.argv[1]); "
+                 "print(time.perf_counter() - t, image.partition_count, "
+                 "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+        result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True)
+        seconds, loaded, rss_kb = result.stdout.split()
+        out(f"replay: {loaded} partitions in {float(seconds):.2f} s = {count / float(seconds):,.0f} records/s, "
+            f"peak memory {int(rss_kb) / 1e6:.2f} GB")
+        started = time.perf_counter()
+        shell = subprocess.Popen([sys.executable, "-m", "metashell.cli", "--snapshot", str(path), "-c", "pwd"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first_line = shell.stdout.readline()  # the first answer: the shell is ready
+        answered = time.perf_counter() - started
+        shell.wait()
+        if first_line.strip() == "/":
+            out(f"first prompt (metashell --snapshot: start to first answer): {answered:.2f} s")
+        else:
+            out(f"first prompt: metashell did not answer ({shell.stderr.read().strip()[:100]})")
+

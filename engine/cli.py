@@ -78,6 +78,13 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def cmd_bench_replay(args: argparse.Namespace) -> int:
+    from engine.bench import bench_replay
+
+    bench_replay(args.topics, args.partitions_per_topic, out=_out)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kraftd", description="The metashell KRaft engine.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -117,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("--directories", action="store_true",
                         help="give replicas log directory ids, as Kafka 3.7+ writes them")
     decode.set_defaults(run=cmd_bench_decode)
+    replay = bench_sub.add_parser("replay", help="load a generated snapshot: replay rate, memory, first prompt")
+    replay.add_argument("--topics", type=_positive, default=10_000)
+    replay.add_argument("--partitions-per-topic", type=_positive, default=100)
+    replay.set_defaults(run=cmd_bench_replay)
     return parser
 
 

@@ -23,6 +23,7 @@ from engine.metadata_image import (
     MetadataImage, Provenance, QuorumImage, TopicImage, TopicsImage, Voter,
 )
 from engine.metadata_record_serde import ControlRecord, UnknownRecord
+from engine.metadata_records import RECORD_CLASSES
 from engine.partition_registration import PartitionRegistration
 
 _REMOVED = object()
@@ -55,6 +56,10 @@ class MetadataDelta:
         """Apply one record (metadata, control or unknown) at its place in the log."""
         if offset >= 0:
             self._provenance = Provenance(offset, epoch, timestamp_ms)
+        handler = _BY_CLASS.get(type(record))
+        if handler is not None and self._transaction is None:  # the common case, first
+            handler(self, record)
+            return
         if isinstance(record, ControlRecord):
             self._replay_control(record, offset, epoch, timestamp_ms)
             return
@@ -358,6 +363,11 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "EndTransactionRecord": MetadataDelta._end,
     "AbortTransactionRecord": MetadataDelta._abort,
 }
+
+
+# record class -> handler, for every version of every handled record type
+_BY_CLASS = {cls: _HANDLERS[cls.record_name] for cls in RECORD_CLASSES.values()
+             if cls.record_name in _HANDLERS and cls.record_name not in _TRANSACTION_MARKERS}
 
 
 def replay_entries(entries, image: MetadataImage | None = None) -> MetadataImage:

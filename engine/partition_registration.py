@@ -35,13 +35,20 @@ class PartitionRegistration(NamedTuple):
 
     @classmethod
     def from_record(cls, record: Any) -> "PartitionRegistration":
-        """From a PartitionRecord of any version (v0 has no directories, v0/v1 no ELR)."""
-        replicas = tuple(record.replicas)
-        directories = getattr(record, "directories", None) or (None,) * len(replicas)
-        return cls(replicas, tuple(record.isr), tuple(record.removing_replicas), tuple(record.adding_replicas),
-                   record.leader, record.leader_recovery_state, record.leader_epoch, record.partition_epoch,
-                   tuple(directories), tuple(getattr(record, "eligible_leader_replicas", None) or ()),
-                   tuple(getattr(record, "last_known_elr", None) or ()))
+        """From a PartitionRecord of any version (v0 has no directories, v0/v1 no ELR).
+
+        On the replay hot path: kio's arrays are tuples already, and tuple.__new__ skips
+        the NamedTuple constructor's Python frame.
+        """
+        version = record.__version__
+        replicas = record.replicas
+        directories = record.directories if version >= 1 else None
+        elr = record.eligible_leader_replicas if version >= 2 else None
+        last_known = record.last_known_elr if version >= 2 else None
+        return tuple.__new__(cls, (
+            replicas, record.isr, record.removing_replicas, record.adding_replicas, record.leader,
+            record.leader_recovery_state, record.leader_epoch, record.partition_epoch,
+            directories or (None,) * len(replicas), elr or (), last_known or ()))
 
     def merge(self, change: Any) -> "PartitionRegistration":
         """The state after a PartitionChangeRecord (any version)."""
