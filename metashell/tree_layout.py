@@ -9,6 +9,7 @@
     /configs/<TYPE>/<name>/<key>
     /client-quotas/<entity>/<key>, /acls/<uuid>, /scram/<mechanism>/<user>,
     /delegation-tokens/<id>, /producer-ids, /local/ (where the image came from)
+    /image/...            the layout of Kafka's kafka-metadata-shell (metashell/image_layout.py)
 
 Secrets are redacted unless ``show_secrets``: SCRAM salts and keys, and config values
 whose names say they are passwords, keys or JAAS configs.
@@ -52,6 +53,8 @@ class TreeBuilder:
         self._leadership: tuple[dict, dict] | None = None
 
     def root(self) -> DirNode:
+        from metashell.image_layout import image_dir  # the Kafka-compatible view of the same builder
+
         return static_dir("", {
             "brokers": self.brokers, "controllers": self.controllers, "topics": self.topics,
             "topic-ids": self.topic_ids, "quorum": self.quorum, "features": self.features,
@@ -59,6 +62,7 @@ class TreeBuilder:
             "scram": self.scram, "delegation-tokens": self.delegation_tokens,
             "producer-ids": lambda: FileNode("producer-ids", lambda: self.image.next_producer_id),
             "local": self.local,
+            "image": lambda: image_dir(self),
         })
 
     # -- brokers and controllers ---------------------------------------------------

@@ -104,3 +104,22 @@ def test_the_tree_is_lazy() -> None:
                                                         {"big": topic_id}))
     root = build_tree(image)
     assert resolve(root, "/topics/big/0").value()["leader"] == 1
+
+
+def test_kafka_metadata_shell_paths_work_unchanged(corpus: Path) -> None:
+    """Paths of kafka-metadata-shell (3.6+) under /image, as runbooks use them."""
+    image, info = load_log_dir(corpus / "Yashasvi960__kafka-service")
+    root = build_tree(image, info)
+    assert resolve(root, "/image").child_names() == ["acls", "clientQuotas", "cluster", "configs", "delegationToken",
+                                                     "features", "producerIds", "provenance", "scram", "topics"]
+    assert resolve(root, "/image/features/metadataVersion").value() == "4.1-IV1"
+    assert resolve(root, "/image/features/finalized_group.version").value() == 1
+    assert resolve(root, "/image/features/zkMigrationState").value() == "NONE"
+    assert resolve(root, "/image/cluster/brokers/1").value()["fenced"] is False
+    topic_id = resolve(root, "/image/topics/byName/telemetry/id").value()
+    assert resolve(root, f"/image/topics/byId/{topic_id}/name").value() == "telemetry"
+    assert resolve(root, "/image/topics/byName/telemetry/0").value()["leader"] == 1
+    assert "BROKER" in resolve(root, "/image/configs").child_names()
+    assert resolve(root, "/image/configs/TOPIC:__consumer_offsets/cleanup.policy").value() == "compact"
+    assert resolve(root, "/image/producerIds/nextProducerId").value() == image.next_producer_id
+    assert resolve(root, "/image/provenance").value()["last_offset"] == image.provenance.last_offset

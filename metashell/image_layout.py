@@ -1,0 +1,87 @@
+"""``/image``: the same data in the layout of Kafka's own ``kafka-metadata-shell`` (3.6+),
+so runbooks written for Kafka's tool work unchanged.
+
+    /image/provenance, /image/features/{metadataVersion, zkMigrationState, finalized_<name>},
+    /image/cluster/{brokers,controllers}/<id>, /image/topics/{byName/<name>, byId/<uuid>}/{name,id,<p>},
+    /image/configs/<TYPE>[:<name>]/<key>, /image/clientQuotas/<entity>/<key>,
+    /image/producerIds/nextProducerId, /image/acls/byId/<uuid>, /image/scram/<mechanism>/<user>,
+    /image/delegationToken/<id>
+
+Values are our JSON, where Kafka's tool prints Java objects' toString().
+"""
+
+from __future__ import annotations
+
+from engine.metadata_image import CONFIG_RESOURCE_TYPES
+from engine.metadata_version import version_name
+from metashell.nodes import DirNode, FileNode, Node, static_dir
+from metashell.tree_layout import TreeBuilder
+
+ZK_MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION"}
+
+
+def image_dir(tree: TreeBuilder) -> DirNode:
+    image = tree.image
+    return static_dir("image", {
+        "provenance": lambda: FileNode("provenance", lambda: image.provenance._asdict()),
+        "features": lambda: _features(tree),
+        "cluster": lambda: static_dir("cluster", {
+            "brokers": lambda: _leaves("brokers", image.cluster.brokers),
+            "controllers": lambda: _leaves("controllers", image.cluster.controllers)}),
+        "topics": lambda: static_dir("topics", {"byName": _renamed(tree.topics, "byName"),
+                                                "byId": _renamed(tree.topic_ids, "byId")}),
+        "configs": lambda: _configs(tree),
+        "clientQuotas": _renamed(tree.client_quotas, "clientQuotas"),
+        "producerIds": lambda: static_dir("producerIds", {
+            "nextProducerId": lambda: FileNode("nextProducerId", lambda: image.next_producer_id)}),
+        "acls": lambda: static_dir("acls", {"byId": _renamed(tree.acls, "byId")}),
+        "scram": tree.scram,
+        "delegationToken": _renamed(tree.delegation_tokens, "delegationToken"),
+    })
+
+
+def _leaves(name: str, registrations) -> DirNode:
+    """Kafka's tool shows each registration as one leaf; here, its fields as JSON."""
+    def make(text: str) -> Node | None:
+        if not text.isdigit() or int(text) not in registrations:
+            return None
+        return FileNode(text, lambda: _registration_json(registrations[int(text)]))
+    return DirNode(name, lambda: map(str, registrations), make)
+
+
+def _registration_json(registration) -> dict:
+    from engine.kafka_uuid import uuid_to_kafka
+
+    data = registration._asdict()
+    data["incarnation_id"] = uuid_to_kafka(registration.incarnation_id)
+    data["endpoints"] = [e._asdict() for e in registration.endpoints]
+    data["supported_features"] = {f.name: [f.min_version, f.max_version] for f in registration.supported_features}
+    if "directories" in data:
+        data["directories"] = [uuid_to_kafka(d) for d in registration.directories]
+    return data
+
+
+def _renamed(make, name: str):
+    def build() -> Node:
+        node = make()
+        node.name = name
+        return node
+    return build
+
+
+def _features(tree: TreeBuilder) -> DirNode:
+    image = tree.image
+    files = {"metadataVersion": lambda: version_name(image.metadata_version) if image.metadata_version else None,
+             "zkMigrationState": lambda: ZK_MIGRATION_STATES.get(image.zk_migration_state or 0, "NONE")}
+    files.update({f"finalized_{name}": (lambda level=level: level) for name, level in image.features.items()
+                  if name != "metadata.version"})
+    return DirNode("features", lambda: files.keys(), lambda n: FileNode(n, files[n]) if n in files else None)
+
+
+def _configs(tree: TreeBuilder) -> DirNode:
+    names = {}
+    for resource_type, name in tree.image.configs:
+        type_name = CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type))
+        names[type_name if name == "" else f"{type_name}:{name}"] = (resource_type, name)
+    return DirNode("configs", lambda: names.keys(),
+                   lambda n: tree.config_dir(n, names[n]) if n in names else None)
