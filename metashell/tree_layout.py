@@ -216,6 +216,8 @@ class TreeBuilder:
             "voters": lambda: DirNode("voters", lambda: voters.keys(), lambda n: _files(n, {
                 "id": lambda: voters[n].id, "directory-id": lambda: uuid_to_kafka(voters[n].directory_id),
                 "endpoints": lambda: [list(e) for e in voters[n].endpoints]}) if n in voters else None),
+            # observers are known only to a live leader (DescribeQuorum); offline the directory is empty
+            "observers": lambda: static_dir("observers", {}),
             "leader-changes": lambda: DirNode("leader-changes", lambda: changes.keys(), lambda n: FileNode(
                 n, lambda: changes[n]._asdict()) if n in changes else None),
         })

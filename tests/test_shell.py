@@ -165,3 +165,15 @@ def test_interactive_shell_through_a_pty(tmp_path: Path) -> None:
             proc.kill()
         os.close(main)
     assert "cd /brokers/" in (tmp_path / "history").read_text()
+
+
+def test_json_is_highlighted_with_the_theme_styles(monkeypatch) -> None:
+    from metashell.shell.repl import highlight
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    coloured = highlight('{"leader": 1}', "dark")
+    assert "\x1b[" in coloured and "leader" in coloured
+    assert highlight('{"leader": 1}', "light") != coloured
+    assert highlight("active", "dark") == "active"  # plain text stays plain
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert highlight('{"leader": 1}', "dark") == '{"leader": 1}'

@@ -30,16 +30,20 @@ class _SessionCompleter(Completer):
             yield Completion(candidate.text, start_position=candidate.start, display=candidate.display)
 
 
-def highlight(text: str) -> str:
-    """JSON coloured for a terminal; anything else as is."""
+def highlight(text: str, theme: str | None = None) -> str:
+    """JSON coloured for a terminal with the theme's Pygments style (themes/pygments_styles.py,
+    ``METASHELL_THEME=dark|light``, ``NO_COLOR`` for none); anything else as is."""
     stripped = text.lstrip()
-    if not stripped.startswith(("{", "[")):
+    if not stripped.startswith(("{", "[")) or os.environ.get("NO_COLOR"):
         return text
     from pygments import highlight as pyg_highlight
-    from pygments.formatters import TerminalFormatter
+    from pygments.formatters import Terminal256Formatter
     from pygments.lexers import JsonLexer
 
-    return pyg_highlight(text, JsonLexer(), TerminalFormatter()).rstrip("\n")
+    from themes.pygments_styles import STYLES
+
+    style = STYLES.get(theme or os.environ.get("METASHELL_THEME", "dark"), STYLES["dark"])
+    return pyg_highlight(text, JsonLexer(), Terminal256Formatter(style=style)).rstrip("\n")
 
 
 def run_repl(session: Session) -> int:
