@@ -89,7 +89,8 @@ def _partition_record(topic_id: Any, partition_id: int, p: PartitionRegistration
                   removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=i32(p.leader),
                   leader_recovery_state=i8(p.leader_recovery_state), leader_epoch=i32(p.leader_epoch),
                   partition_epoch=i32(p.partition_epoch))
-    has_dirs = any(d is not None for d in p.directories)
+    # v0 cannot say anything but "unassigned, one per replica"
+    has_dirs = p.directories != (None,) * len(p.replicas)
     if elr or p.elr or p.last_known_elr:
         # Kafka leaves empty ELR lists out (null), as their tags' default
         return m.PartitionRecordV2(**fields, directories=p.directories, eligible_leader_replicas=p.elr or None,

@@ -69,9 +69,19 @@ def _replay(history) -> MetadataImage:
     return delta.apply()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(records, max_size=40))
 def test_written_image_replays_to_itself(history) -> None:
     image = _replay(history)
     again = _replay(image_records(image))
     assert dataclasses.replace(again, provenance=None) == dataclasses.replace(image, provenance=None)
+
+
+def test_directories_that_are_not_one_unassigned_per_replica_survive() -> None:
+    """Found by the property above: a v0 PartitionRecord can only say 'unassigned, one per replica'."""
+    topic = _topic(0)
+    odd = m.PartitionRecordV2(partition_id=i32(0), topic_id=TOPICS[0], replicas=(), isr=(), removing_replicas=(),
+                              adding_replicas=(), leader=i32(0), leader_recovery_state=i8(0), leader_epoch=i32(0),
+                              partition_epoch=i32(0), directories=(None,))
+    image = _replay([topic, odd])
+    assert _replay(image_records(image)) == image
