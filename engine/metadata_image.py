@@ -52,10 +52,11 @@ class BrokerRegistration(NamedTuple):
 
     @property
     def state(self) -> str:
-        """active, fenced or controlled-shutdown: how an operator names it."""
-        if self.in_controlled_shutdown:
-            return "controlled-shutdown"
-        return "fenced" if self.fenced else "active"
+        """active, fenced or controlled-shutdown: how an operator names it. Fenced wins: a
+        broker that finished its controlled shutdown is fenced, and serves nothing."""
+        if self.fenced:
+            return "fenced"
+        return "controlled-shutdown" if self.in_controlled_shutdown else "active"
 
 
 class ControllerRegistration(NamedTuple):

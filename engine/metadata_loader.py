@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Iterable
 
 from engine.errors import MetadataError, StorageError
-from engine.log_reader import LogEntry, entries_by_batch, list_log_dir, read_file, resolve_metadata_dir
+from engine.log_reader import (
+    LogEntry, entries_by_batch, entries_of_batch, list_log_dir, read_file, resolve_metadata_dir,
+)
 from engine.log_segment import iter_batches, read_segment_bytes
 from engine.meta_properties import MetaProperties, read_meta_properties
 from engine.metadata_delta import MetadataDelta
-from engine.metadata_image import MetadataImage, Provenance
+from engine.metadata_image import MetadataImage, Provenance, QuorumImage
+from engine.record_batch import decode_batch
 from engine.quorum_state_file import QuorumStateData, read_quorum_state
 from engine.snapshot_writer import SnapshotId, parse_snapshot_name
 
@@ -60,9 +63,11 @@ def load_log_dir(path: Path, *, offset: int | None = None, time_ms: int | None =
     directory = resolve_metadata_dir(Path(path))
     listing = list_log_dir(directory)
     segments_start = listing.segments[0][0] if listing.segments else None
-    start = _starting_snapshot(listing, offset, segments_start)
+    start = _starting_snapshot(listing, offset, time_ms, segments_start)
     image, info = (MetadataImage(), LoadInfo(directory)) if start is None else load_snapshot(start[1])
     begin = 0 if start is None else start[0].end_offset
+    if start is not None and segments_start is not None and segments_start < begin:
+        image = replace(image, quorum=_quorum_before(listing, begin))
     delta = MetadataDelta(image)
     notes: list[str] = []
     last = None
@@ -80,16 +85,53 @@ def load_log_dir(path: Path, *, offset: int | None = None, time_ms: int | None =
     return image, info
 
 
-def _starting_snapshot(listing, offset: int | None, segments_start: int | None):
-    """The newest snapshot at or before ``offset``; None to replay the log from its start."""
-    candidates = [s for s in listing.snapshots if offset is None or s[0].end_offset <= offset + 1]
+def _starting_snapshot(listing, offset: int | None, time_ms: int | None, segments_start: int | None):
+    """The newest snapshot at or before the point asked for; None to replay the log from its start."""
+    candidates = [s for s in listing.snapshots
+                  if (offset is None or s[0].end_offset <= offset + 1)
+                  and (time_ms is None or _snapshot_time_ms(s[1]) <= time_ms)]
     if candidates:
         return candidates[-1]
     if listing.snapshots and segments_start not in (None, 0):
         oldest = listing.snapshots[0][0].end_offset
-        raise StorageError(f"offset {offset} is before the oldest data here (snapshot at {oldest}, "
+        point = f"offset {offset}" if offset is not None else f"time {time_ms}"
+        raise StorageError(f"{point} is before the oldest data here (snapshot at {oldest}, "
                            f"log from {segments_start})", path=str(listing.path))
     return None
+
+
+def _snapshot_time_ms(path: Path) -> int:
+    """The append time of the last record a snapshot holds (its header's), from the first batch only."""
+    buf = read_segment_bytes(path)
+    for _, batch, _ in iter_batches(buf, str(path)):
+        for entry in entries_of_batch(batch, True):
+            if entry.record.type_name == "SNAPSHOT_HEADER":
+                return entry.record.message.last_contained_log_timestamp
+        break
+    return -1
+
+
+def _quorum_before(listing, end_offset: int) -> QuorumImage:
+    """The quorum's control records (leader changes, kraft.version, voters) from segments that a
+    snapshot replaced, which Kafka's snapshots do not carry. Only control batches are decoded."""
+    delta = MetadataDelta(MetadataImage())
+    for base, segment in listing.segments:
+        if base >= end_offset:
+            break
+        buf = read_segment_bytes(segment)
+        try:
+            for pos, header, _ in iter_batches(buf, str(segment), decode_records=False,
+                                               on_torn_tail=lambda at, err: None):
+                if header.base_offset >= end_offset:
+                    break
+                if header.is_control:
+                    batch, _ = decode_batch(buf, pos)
+                    for entry in entries_of_batch(batch):
+                        if entry.offset < end_offset:
+                            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        except MetadataError:
+            break  # damage in history the snapshot replaced: the snapshot still stands
+    return delta.apply().quorum
 
 
 def _segment_entries(listing, begin: int, notes: list[str]) -> Iterable[LogEntry]:

@@ -5,7 +5,7 @@
     metashell --log-dir DIR --offset 1200 -c "cd /brokers; ls"
     metashell --demo -c summary             a generated cluster history
 
-Exit code 0 when the (last) command succeeded, 1 otherwise; errors are one line.
+Exit code 0 when every command succeeded, 1 otherwise; errors are one line.
 """
 
 from __future__ import annotations

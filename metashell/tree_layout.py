@@ -36,6 +36,20 @@ def is_secret_config(key: str) -> bool:
     return any(marker in key.lower() for marker in _SECRET_MARKERS)
 
 
+def redact_record_json(data: dict) -> dict:
+    """A record's JSON (as record_json makes it) with its secrets replaced: SCRAM salts and keys,
+    secret config values."""
+    kind, fields = data.get("type"), data.get("data")
+    if kind == "USER_SCRAM_CREDENTIAL_RECORD" and fields:
+        fields = {**fields, "salt": REDACTED, "storedKey": REDACTED, "serverKey": REDACTED}
+    elif kind == "CONFIG_RECORD" and fields and fields.get("value") is not None \
+            and is_secret_config(fields.get("name", "")):
+        fields = {**fields, "value": REDACTED}
+    else:
+        return data
+    return {**data, "data": fields}
+
+
 def partition_json(topic_id: Any, partition_id: int, p: PartitionRegistration) -> dict:
     return {"partitionId": partition_id, "topicId": uuid_to_kafka(topic_id), "replicas": list(p.replicas),
             "isr": list(p.isr), "removingReplicas": list(p.removing_replicas),
@@ -77,7 +91,7 @@ class TreeBuilder:
         return _files(str(broker_id), {
             "id": lambda: b.id, "epoch": lambda: b.epoch, "incarnation-id": lambda: uuid_to_kafka(b.incarnation_id),
             "state": lambda: b.state, "fenced": lambda: b.fenced, "in-controlled-shutdown": lambda: b.in_controlled_shutdown,
-            "rack": lambda: b.rack, "endpoints": lambda: [e._asdict() for e in b.endpoints],
+            "rack": lambda: b.rack, "endpoints": lambda: [_endpoint_json(e) for e in b.endpoints],
             "features": lambda: {f.name: [f.min_version, f.max_version] for f in b.supported_features},
             "directories": lambda: [uuid_to_kafka(d) for d in b.directories],
             "leader-of": lambda: self.leadership()[0].get(broker_id, []),
@@ -107,7 +121,7 @@ class TreeBuilder:
             return None if c is None else _files(n, {
                 "id": lambda: c.id, "incarnation-id": lambda: uuid_to_kafka(c.incarnation_id),
                 "zk-migration-ready": lambda: c.zk_migration_ready,
-                "endpoints": lambda: [e._asdict() for e in c.endpoints],
+                "endpoints": lambda: [_endpoint_json(e) for e in c.endpoints],
                 "features": lambda: {f.name: [f.min_version, f.max_version] for f in c.supported_features}})
         return DirNode("controllers", lambda: map(str, controllers), make)
 
@@ -206,16 +220,17 @@ class TreeBuilder:
         state = self.info.quorum_state if self.info else None
         leader = q.leader
         changes = {str(i): c for i, c in enumerate(q.leader_changes)}
-        voters = {str(v.id): v for v in q.voters or ()}
+        voters = quorum_voters(self.image, self.info)
         return static_dir("quorum", {
             "leader": lambda: FileNode("leader", lambda: leader.leader_id if leader else
                                        (state.leader_id if state else -1)),
             "epoch": lambda: FileNode("epoch", lambda: leader.epoch if leader else (state.leader_epoch if state else -1)),
             "kraft-version": lambda: FileNode("kraft-version", lambda: q.kraft_version or 0),
             "high-watermark": lambda: FileNode("high-watermark", lambda: self.info.end_offset if self.info else None),
-            "voters": lambda: DirNode("voters", lambda: voters.keys(), lambda n: _files(n, {
-                "id": lambda: voters[n].id, "directory-id": lambda: uuid_to_kafka(voters[n].directory_id),
-                "endpoints": lambda: [list(e) for e in voters[n].endpoints]}) if n in voters else None),
+            "voters": lambda: DirNode("voters", lambda: map(str, voters), lambda n: _files(n, {
+                "id": lambda: voters[int(n)]["id"], "directory-id": lambda: voters[int(n)]["directoryId"],
+                "endpoints": lambda: voters[int(n)]["endpoints"], "source": lambda: voters[int(n)]["source"],
+            }) if _is_int(n) and int(n) in voters else None),
             # observers are known only to a live leader (DescribeQuorum); offline the directory is empty
             "observers": lambda: static_dir("observers", {}),
             "leader-changes": lambda: DirNode("leader-changes", lambda: changes.keys(), lambda n: FileNode(
@@ -237,9 +252,32 @@ class TreeBuilder:
         })
 
 
+def quorum_voters(image: MetadataImage, info: LoadInfo | None) -> dict[int, dict]:
+    """The voters, from the best source there is: the log's VotersRecord (KIP-853), else the
+    last leader change's voter set, else quorum-state's currentVoters (data_version 0)."""
+    q = image.quorum
+    if q.voters:
+        return {v.id: {"id": v.id, "directoryId": uuid_to_kafka(v.directory_id),
+                       "endpoints": [{"name": n, "host": h, "port": p} for n, h, p in v.endpoints],
+                       "source": "VotersRecord"} for v in q.voters}
+    if q.leader is not None:
+        return {v: {"id": v, "directoryId": None, "endpoints": [], "source": "LeaderChangeMessage"}
+                for v in q.leader.voters}
+    state = info.quorum_state if info else None
+    if state is not None and state.current_voters:
+        return {v: {"id": v, "directoryId": None, "endpoints": [], "source": "quorum-state"}
+                for v in state.current_voters}
+    return {}
+
+
 def _files(name: str, getters: dict[str, Callable[[], Any]]) -> DirNode:
     return DirNode(name, lambda: getters.keys(),
                    lambda n: FileNode(n, getters[n]) if n in getters else None)
+
+
+def _endpoint_json(endpoint: Any) -> dict:
+    return {"name": endpoint.name, "host": endpoint.host, "port": endpoint.port,
+            "securityProtocol": endpoint.security_protocol}
 
 
 def _map_dir(name: str, values: Any) -> DirNode:

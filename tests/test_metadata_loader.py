@@ -81,3 +81,25 @@ def test_node_files_come_along(corpus: Path, tmp_path: Path) -> None:
     (copy / "__cluster_metadata-0" / "quorum-state").write_text("{not json")
     _, info = load_log_dir(copy)
     assert info.quorum_state is None and any("quorum-state" in note for note in info.notes)
+
+
+def test_time_travel_before_a_snapshot_replays_the_log_from_its_start(tmp_path: Path) -> None:
+    """A snapshot newer than the time asked for must not be the starting point."""
+    directory = _history(tmp_path)
+    from engine.image_writer import image_records
+
+    with MetadataLog(directory / "__cluster_metadata-0") as log:
+        log.write_snapshot(SnapshotId(4, 2), image_records(load_log_dir(directory)[0]),
+                           last_contained_log_timestamp_ms=3000, now_ms=9)
+    image, info = load_log_dir(directory, time_ms=2500)
+    assert info.snapshot is None and _isr(image) == (1,) and image.provenance.last_offset == 2
+    image, info = load_log_dir(directory, time_ms=3000)
+    assert info.snapshot == SnapshotId(4, 2) and _isr(image) == (1, 2)
+
+
+def test_corpus_time_travel_across_a_kafka_snapshot(corpus: Path) -> None:
+    weebee = corpus / "weebee-io__backend"
+    image, info = load_log_dir(weebee, time_ms=1747000000000)  # before anything was written
+    assert info.snapshot is None and image.provenance.last_offset == -1 and image.topics.by_id == {}
+    image, info = load_log_dir(weebee, time_ms=1747366979728)  # offset 100's time, before the snapshot's
+    assert info.snapshot is None and image.provenance.last_timestamp_ms <= 1747366979728

@@ -63,7 +63,7 @@ def test_errors_are_one_line_and_the_shell_goes_on(session: Session) -> None:
              "seek soon": "metashell: seek: soon: expected an offset, 'latest' or --time TIME"}
     for line, expected in cases.items():
         assert run(session, line) == [expected], line
-    assert session.run_line("pwd; cat /nope; pwd") == 0  # the last command decides the status
+    assert session.run_line("pwd; cat /nope; pwd") == 1  # any failure fails the line, for scripts
     assert run(session, "pwd") == ["/"]
 
 
@@ -177,3 +177,24 @@ def test_json_is_highlighted_with_the_theme_styles(monkeypatch) -> None:
     assert highlight("active", "dark") == "active"  # plain text stays plain
     monkeypatch.setenv("NO_COLOR", "1")
     assert highlight('{"leader": 1}', "dark") == '{"leader": 1}'
+
+
+def test_records_redact_secrets_unless_asked(tmp_path: Path) -> None:
+    from engine import metadata_records as m
+    from engine.kio_codec import i8, i32
+    from engine.metadata_log import MetadataLog
+
+    with MetadataLog.create(tmp_path, fsync_policy="never") as log:
+        log.append([m.ConfigRecordV0(resource_type=i8(4), resource_name="", name="sasl.jaas.config", value="sekrit"),
+                    m.ConfigRecordV0(resource_type=i8(4), resource_name="", name="num.io.threads", value="8"),
+                    m.UserScramCredentialRecordV0(name="alice", mechanism=i8(1), salt=b"salt", stored_key=b"k1",
+                                                  server_key=b"k2", iterations=i32(4096))],
+                   epoch=1, timestamp_ms=1)
+    for show, visible in ((False, False), (True, True)):
+        lines: list[str] = []
+        session = Session(Source(log_dir=tmp_path), out=lines.append, show_secrets=show)
+        session.load()
+        session.run_line("records")
+        text = "\n".join(lines)
+        assert ("sekrit" in text) is visible and ("c2FsdA==" in text) is visible
+        assert '"value":"8"' in text and ("[redacted]" in text) is not visible

@@ -237,7 +237,8 @@ records [--from OFFSET] [--to OFFSET] [--type TYPE...]
                 p.add_argument("--to", dest="stop", type=int), p.add_argument("--type", nargs="+")))
 def _records(session: Session, args: argparse.Namespace) -> int:
     from engine.log_reader import read_file, read_log_dir
-    from engine.record_json import record_to_json
+    from engine.record_json import dumps, record_to_jsonable
+    from metashell.tree_layout import redact_record_json
 
     source = session.source
     entries = read_log_dir(source.log_dir, use_snapshot=False) if source.log_dir else read_file(source.snapshot)
@@ -248,7 +249,10 @@ def _records(session: Session, args: argparse.Namespace) -> int:
             break
         if args.type and not any(fnmatch.fnmatchcase(entry.record.type_name, t) for t in args.type):
             continue
-        session.out(f"{entry.offset}\t{entry.leader_epoch}\t{entry.timestamp_ms}\t{record_to_json(entry.record)}")
+        data = record_to_jsonable(entry.record)
+        if not session.show_secrets:
+            data = redact_record_json(data)
+        session.out(f"{entry.offset}\t{entry.leader_epoch}\t{entry.timestamp_ms}\t{dumps(data)}")
     return 0
 
 

@@ -50,7 +50,7 @@ def run_repl(session: Session) -> int:
     """Read-eval-print until exit or Ctrl-D; errors are one line and the shell goes on."""
     lines: list[str] = []
     session.out = lines.append
-    session.err = lambda line: print(line, flush=True)
+    session.err = lines.append  # in order with the output around it
     try:
         history = FileHistory(str(HISTORY_FILE))
     except OSError:

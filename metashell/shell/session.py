@@ -78,7 +78,7 @@ class Session:
     # -- running -------------------------------------------------------------------------
 
     def run_line(self, line: str) -> int:
-        """Run ``cmd args; cmd args ...``; returns the last command's status (0 ok, 1 error)."""
+        """Run ``cmd args; cmd args ...``; returns 1 if any command failed, else 0."""
         from metashell.shell.commands import COMMANDS
 
         line = line.strip()
@@ -100,7 +100,7 @@ class Session:
                 status = 1
                 continue
             try:
-                status = command.run(self, words[1:])
+                status = max(status, command.run(self, words[1:]))
             except ShellError as exc:
                 self.err(f"metashell: {words[0]}: {exc}")
                 status = 1

@@ -30,8 +30,13 @@ def summarize(image: MetadataImage, info: LoadInfo | None) -> list[str]:
             under_min += len(p.isr) < needed
             with_elr += bool(p.elr)
             offline += sum(1 for r in p.replicas if r not in live)
+    from metashell.tree_layout import quorum_voters
+
     leader = image.quorum.leader
-    voters = [v.id for v in image.quorum.voters] if image.quorum.voters else (list(leader.voters) if leader else [])
+    state = info.quorum_state if info else None
+    leader_id = leader.leader_id if leader else (state.leader_id if state else None)
+    epoch = leader.epoch if leader else (state.leader_epoch if state else None)
+    voters = sorted(quorum_voters(image, info))
     features = ", ".join(f"{k}={v}" for k, v in sorted(image.features.items())) or "none"
     lines = [
         f"offset:       {image.provenance.last_offset}" + (f" of {info.log_end_offset - 1}" if info else ""),
@@ -44,7 +49,7 @@ def summarize(image: MetadataImage, info: LoadInfo | None) -> list[str]:
         f"with ELR:     {with_elr}",
         f"offline replicas: {offline}",
         f"features:     {features}",
-        f"quorum:       leader {leader.leader_id if leader else 'unknown'}, epoch {leader.epoch if leader else '-'}, "
-        f"voters {voters or 'unknown'}",
+        f"quorum:       leader {leader_id if leader_id is not None else 'unknown'}, "
+        f"epoch {epoch if epoch is not None else '-'}, voters {voters or 'unknown'}",
     ]
     return lines
