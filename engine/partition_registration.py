@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, NamedTuple
 
+MIGRATING = uuid.UUID(int=2)  # Kafka's DirectoryId.MIGRATING: a replica from before directory assignment
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 LEADER_RECOVERY_RECOVERED = 0
@@ -29,7 +30,7 @@ class PartitionRegistration(NamedTuple):
     leader_recovery_state: int = LEADER_RECOVERY_RECOVERED
     leader_epoch: int = 0
     partition_epoch: int = 0
-    directories: tuple[uuid.UUID | None, ...] = ()  # None: Kafka's UNASSIGNED (all-zero) id
+    directories: tuple[uuid.UUID | None, ...] = ()  # None: UNASSIGNED (all-zero); MIGRATING: see below
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
 
@@ -48,7 +49,7 @@ class PartitionRegistration(NamedTuple):
         return tuple.__new__(cls, (
             replicas, record.isr, record.removing_replicas, record.adding_replicas, record.leader,
             record.leader_recovery_state, record.leader_epoch, record.partition_epoch,
-            directories or (None,) * len(replicas), elr or (), last_known or ()))
+            default_to_migrating(directories, len(replicas)), elr or (), last_known or ()))
 
     def merge(self, change: Any) -> "PartitionRegistration":
         """The state after a PartitionChangeRecord (any version)."""
@@ -58,8 +59,9 @@ class PartitionRegistration(NamedTuple):
         recovery = self.leader_recovery_state
         if change.leader_recovery_state != LEADER_RECOVERY_NO_CHANGE:
             recovery = change.leader_recovery_state
+        replicas = _keep(change.replicas, self.replicas)
         return PartitionRegistration(
-            replicas=_keep(change.replicas, self.replicas),
+            replicas=replicas,
             isr=_keep(change.isr, self.isr),
             removing_replicas=_keep(change.removing_replicas, self.removing_replicas),
             adding_replicas=_keep(change.adding_replicas, self.adding_replicas),
@@ -67,7 +69,8 @@ class PartitionRegistration(NamedTuple):
             leader_recovery_state=recovery,
             leader_epoch=leader_epoch,
             partition_epoch=self.partition_epoch + 1,
-            directories=_keep(getattr(change, "directories", None), self.directories),
+            directories=default_to_migrating(_keep(getattr(change, "directories", None), self.directories),
+                                             len(replicas)),
             elr=_keep(getattr(change, "eligible_leader_replicas", None), self.elr),
             last_known_elr=_keep(getattr(change, "last_known_elr", None), self.last_known_elr),
         )
@@ -83,6 +86,14 @@ class PartitionRegistration(NamedTuple):
     @property
     def is_reassigning(self) -> bool:
         return bool(self.adding_replicas or self.removing_replicas)
+
+
+def default_to_migrating(directories: tuple | None, replica_count: int) -> tuple:
+    """Kafka's rule: no directories (records from before KIP-858), or all MIGRATING, means one
+    MIGRATING per replica — resized when the replicas change."""
+    if not directories or all(d == MIGRATING for d in directories):
+        return (MIGRATING,) * replica_count
+    return tuple(directories)
 
 
 def _keep(new: Any, old: tuple) -> tuple:

@@ -191,3 +191,22 @@ def test_replaying_written_records_gives_the_image_back(corpus: Path) -> None:
         again = replay(*image_records(image))
         assert dataclasses.replace(again, provenance=None, quorum=None) == \
             dataclasses.replace(image, provenance=None, quorum=None), directory
+
+
+def test_directories_default_to_migrating_and_follow_the_replicas() -> None:
+    """Kafka: records without directories (before KIP-858) mean MIGRATING, one per replica."""
+    from engine.partition_registration import MIGRATING
+
+    topic = m.TopicRecordV0(name="orders", topic_id=TOPIC)
+    old = m.PartitionRecordV0(partition_id=i32(0), topic_id=TOPIC, replicas=(i32(1), i32(2)), isr=(i32(1),),
+                              removing_replicas=(), adding_replicas=(), leader=i32(1), leader_epoch=i32(0),
+                              partition_epoch=i32(0))
+    image = replay(topic, old)
+    assert partition(image).directories == (MIGRATING, MIGRATING)
+    grown = replay(m.PartitionChangeRecordV0(partition_id=i32(0), topic_id=TOPIC,
+                                             replicas=(i32(1), i32(2), i32(3))), image=image)
+    assert partition(grown).directories == (MIGRATING,) * 3
+    assigned = uuid.UUID(int=77)
+    moved = replay(m.PartitionChangeRecordV1(partition_id=i32(0), topic_id=TOPIC,
+                                             directories=(assigned, assigned, assigned)), image=grown)
+    assert partition(moved).directories == (assigned,) * 3
