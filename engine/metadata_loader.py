@@ -71,14 +71,17 @@ def load_log_dir(path: Path, *, offset: int | None = None, time_ms: int | None =
     delta = MetadataDelta(image)
     notes: list[str] = []
     last = None
+    stopped_early = False
     with _collector_paused():
         for entry in _segment_entries(listing, begin, notes):
             if (offset is not None and entry.offset > offset) or (time_ms is not None and entry.timestamp_ms > time_ms):
+                stopped_early = True
                 break
             delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
             last = entry
         image = delta.apply()
-    log_end = max(_log_end_offset(listing), begin)
+    # read to the end already, unless time travel stopped short: then look at batch headers only
+    log_end = max(_log_end_offset(listing) if stopped_early else (last.offset + 1 if last else 0), begin)
     info = LoadInfo(directory, start[0] if start else None, begin if last else None,
                     last.offset + 1 if last else begin, log_end, _quorum_state(directory, notes),
                     _meta(directory, notes), info.skipped_records + delta.skipped, tuple(notes))
