@@ -28,10 +28,10 @@ def image_dir(tree: TreeBuilder) -> DirNode:
         "cluster": lambda: static_dir("cluster", {
             "brokers": lambda: _leaves("brokers", image.cluster.brokers),
             "controllers": lambda: _leaves("controllers", image.cluster.controllers)}),
-        "topics": lambda: static_dir("topics", {"byName": _renamed(tree.topics, "byName"),
-                                                "byId": _renamed(tree.topic_ids, "byId")}),
+        "topics": lambda: static_dir("topics", {"byName": _renamed(lambda: _kafka_topics(tree.topics()), "byName"),
+                                                "byId": _renamed(lambda: _kafka_topics(tree.topic_ids()), "byId")}),
         "configs": lambda: _configs(tree),
-        "clientQuotas": _renamed(tree.client_quotas, "clientQuotas"),
+        "clientQuotas": lambda: _client_quotas(tree),
         "producerIds": lambda: static_dir("producerIds", {
             "nextProducerId": lambda: FileNode("nextProducerId", lambda: image.next_producer_id)}),
         "acls": lambda: static_dir("acls", {"byId": _renamed(tree.acls, "byId")}),
@@ -59,6 +59,44 @@ def _registration_json(registration) -> dict:
     if "directories" in data:
         data["directories"] = [uuid_to_kafka(d) for d in registration.directories]
     return data
+
+
+def _kafka_topics(topics: DirNode) -> DirNode:
+    """Kafka's topic node has name, id and the partitions; our configs/ lives elsewhere there."""
+    def make(name: str) -> Node | None:
+        topic = topics.child(name)
+        if topic is None:
+            return None
+        return DirNode(name, lambda: [n for n in topic.child_names() if n != "configs"],
+                       lambda n: topic.child(n) if n != "configs" else None)
+    return DirNode(topics.name, topics.child_names, make)
+
+
+_QUOTA_ENTITY_NAMES = (("client-id", "clientId"), ("ip", "ip"), ("user", "user"))
+
+
+def kafka_quota_entity_name(entity: tuple) -> str:
+    """``clientId(x)_ip(y)_user(z)``, as Kafka's ClientQuotasImageNode names an entity."""
+    values = dict(entity)
+    parts = []
+    for entity_type, label in _QUOTA_ENTITY_NAMES:
+        if entity_type in values:
+            value = values[entity_type] or ""
+            escaped = value.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            parts.append(f"{label}({escaped})")
+    return "_".join(parts)
+
+
+def _client_quotas(tree: TreeBuilder) -> DirNode:
+    quotas = tree.image.client_quotas
+    names = {kafka_quota_entity_name(entity): entity for entity in quotas}
+
+    def make(name: str) -> Node | None:
+        values = quotas.get(names.get(name))
+        if values is None:
+            return None
+        return DirNode(name, lambda: values.keys(), lambda k: FileNode(k, lambda: values[k]) if k in values else None)
+    return DirNode("clientQuotas", lambda: names.keys(), make)
 
 
 def _renamed(make, name: str):

@@ -242,6 +242,7 @@ class TreeBuilder:
         if info is None:
             return static_dir("local", {})
         return _files("local", {
+            "version": _tool_version,
             "source": lambda: str(info.source),
             "snapshot": lambda: info.snapshot.file_name if info.snapshot else None,
             "end-offset": lambda: info.end_offset, "log-end-offset": lambda: info.log_end_offset,
@@ -268,6 +269,16 @@ def quorum_voters(image: MetadataImage, info: LoadInfo | None) -> dict[int, dict
         return {v: {"id": v, "directoryId": None, "endpoints": [], "source": "quorum-state"}
                 for v in state.current_voters}
     return {}
+
+
+def _tool_version() -> str:
+    """This tool's version, as Kafka's shell shows its own under /local/version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("metashell")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _files(name: str, getters: dict[str, Callable[[], Any]]) -> DirNode:

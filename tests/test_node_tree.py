@@ -123,3 +123,19 @@ def test_kafka_metadata_shell_paths_work_unchanged(corpus: Path) -> None:
     assert resolve(root, "/image/configs/TOPIC:__consumer_offsets/cleanup.policy").value() == "compact"
     assert resolve(root, "/image/producerIds/nextProducerId").value() == image.next_producer_id
     assert resolve(root, "/image/provenance").value()["last_offset"] == image.provenance.last_offset
+
+
+def test_kafka_names_for_quota_entities_and_topic_nodes() -> None:
+    from metashell.image_layout import kafka_quota_entity_name
+
+    assert kafka_quota_entity_name((("user", "alice"), ("client-id", "app"))) == "clientId(app)_user(alice)"
+    assert kafka_quota_entity_name((("user", "a(b)\\c"),)) == "user(a\\(b\\)\\\\c)"
+    assert kafka_quota_entity_name((("ip", None),)) == "ip()"
+    delta = MetadataDelta(MetadataImage())
+    delta.replay(m.TopicRecordV0(name="orders", topic_id=uuid.UUID(int=3)))
+    entity = (m.ClientQuotaRecordV0EntityData(entity_type="user", entity_name="alice"),)
+    delta.replay(m.ClientQuotaRecordV0(entity=entity, key="producer_byte_rate", value=1024.0, remove=False))
+    root = build_tree(delta.apply())
+    assert resolve(root, "/image/topics/byName/orders").child_names() == ["id", "name"]
+    assert resolve(root, "/image/clientQuotas/user(alice)/producer_byte_rate").value() == 1024.0
+    assert resolve(root, "/local").child_names() == []  # no load info: nothing to say
