@@ -31,7 +31,8 @@ class DecodeFigures:
 
 def partition_heavy_records(partitions: int, brokers: int = 6, seed: int = 7,
                             directories: bool = False) -> list[MetadataRecord]:
-    """TopicRecords each followed by their PartitionRecords (v2, with ELR fields), 100 per topic.
+    """TopicRecords each followed by their PartitionRecords (v2), 100 per topic; empty ELR lists are
+    left out (null), as Kafka writes them (see the corpus snapshots).
 
     ``directories`` gives every replica a log directory id, as Kafka 3.7+ assigns them (JBOD);
     otherwise they are unassigned (all zero), which kio decodes without building UUID objects.
@@ -49,7 +50,7 @@ def partition_heavy_records(partitions: int, brokers: int = 6, seed: int = 7,
                 removing_replicas=(), adding_replicas=(), leader=replicas[0], leader_epoch=i32(rng.randrange(9)),
                 partition_epoch=i32(rng.randrange(9)),
                 directories=tuple(dir_ids[b] for b in replicas) if directories else (None, None, None),
-                eligible_leader_replicas=(), last_known_elr=()))
+                eligible_leader_replicas=None, last_known_elr=None))
     return records
 
 
