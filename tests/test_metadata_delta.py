@@ -17,6 +17,11 @@ from engine.metadata_image import MetadataImage
 from tests.conftest import CORPUS, corpus_params
 
 TOPIC = uuid.UUID(int=7)
+# corpus nodes that hold Kafka-made snapshots
+_SNAPSHOT_NODES = sorted(d for d in CORPUS.rglob("__cluster_metadata-0") if list_log_dir(d).snapshots) \
+    if CORPUS.is_dir() else []
+over_nodes_with_snapshots = pytest.mark.parametrize(
+    "directory", corpus_params(_SNAPSHOT_NODES), ids=lambda d: d.parent.name if d else "no-corpus")
 
 
 def replay(*records, image: MetadataImage | None = None) -> MetadataImage:
@@ -127,13 +132,10 @@ def test_untouched_parts_are_reused() -> None:
     assert after.topics is image.topics and after.cluster is image.cluster
 
 
-@pytest.mark.parametrize("directory", corpus_params(sorted(CORPUS.rglob("__cluster_metadata-0")) if CORPUS.is_dir()
-                                                    else []), ids=lambda d: d.parent.name if d else "no-corpus")
+@over_nodes_with_snapshots
 def test_kafka_snapshot_equals_log_replay_up_to_it(directory: Path) -> None:
     """Every Kafka-made snapshot in the corpus gives the image of the log replayed up to its offset."""
     snapshots = list_log_dir(directory).snapshots
-    if not snapshots:
-        pytest.skip("this node has no snapshot")
     compared = 0
     for snapshot_id, path in snapshots:
         from_log = replay_entries(e for e in read_log_dir(directory, use_snapshot=False)
@@ -167,16 +169,13 @@ def _normalized(record) -> str:
     return repr(record)
 
 
-@pytest.mark.parametrize("directory", corpus_params(sorted(CORPUS.rglob("__cluster_metadata-0")) if CORPUS.is_dir()
-                                                    else []), ids=lambda d: d.parent.name if d else "no-corpus")
+@over_nodes_with_snapshots
 def test_our_snapshot_records_are_kafkas(directory: Path) -> None:
     """Writing the image of a Kafka snapshot gives Kafka's own records: same types, versions, fields."""
     from engine.image_writer import image_records
     from engine.metadata_records import MetadataRecord
 
     snapshots = list_log_dir(directory).snapshots
-    if not snapshots:
-        pytest.skip("this node has no snapshot")
     for _, path in snapshots:
         kafka = [e.record for e in read_file(path) if isinstance(e.record, MetadataRecord)]
         ours = list(image_records(replay_entries(read_file(path))))
