@@ -38,11 +38,14 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import BufferUnderflow, SerialError
 from kio.serial.readers import read_signed_varint, read_signed_varlong, read_unsigned_varint
 from kio.serial.writers import write_signed_varint, write_signed_varlong, write_unsigned_varint
+from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map as API_NAMES  # Kafka api key -> kio module name
 from kio.static.constants import EntityType
 from kio.static.primitive import f64, i8, i16, i32, i64, u16
 
 __all__ = [
-    "BoundsError", "BufferUnderflow", "DECODE_ERRORS", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
+    "API_NAMES",
+    "BoundsError", "BufferUnderflow", "ErrorCode", "protocol_module", "DECODE_ERRORS", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
     "KRaftVersionRecord", "LeaderChangeMessage", "LeaderChangeVoter", "SnapshotFooterRecord",
     "SnapshotHeaderRecord", "VotersEndpoint", "VotersRecord", "VotersVoter", "crc32c",
     "decode_entity", "encode_entity", "entity_reader", "f64", "i8", "i16", "i32", "i64", "u16",
@@ -95,3 +98,16 @@ def encode_unsigned_varint(value: int) -> bytes:
     out = io.BytesIO()
     write_unsigned_varint(out, value)
     return out.getvalue()
+
+
+def protocol_module(api_name: str, version: int, kind: str) -> Any:
+    """kio's module for one Kafka protocol message: e.g. ("vote", 2, "request").
+
+    ``kind`` is "request", "response", or "header" (for request_header /
+    response_header). Modules are imported on first use and cached by Python.
+    """
+    import importlib
+
+    if kind not in ("request", "response", "header"):
+        raise ValueError(f"unknown message kind {kind!r}")
+    return importlib.import_module(f"kio.schema.{api_name}.v{version}.{kind}")

@@ -1,0 +1,328 @@
+"""An asyncio Kafka protocol client: one pooled, pipelined connection per address.
+
+Each new connection first negotiates ApiVersions (as Kafka's NetworkClient does) and
+remembers the peer's version ranges, so a request the peer cannot read fails here
+with UnsupportedVersionError instead of closing the connection on the far side.
+Responses arrive in request order; each is matched to its request by correlation id.
+A request timeout drops the connection (Kafka does the same: a late response would
+otherwise sit in the pipeline), and every failure makes the next connect to that
+address wait an exponential backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import random
+import time
+from typing import Any, Callable
+
+from engine.kio_codec import ErrorCode
+from engine.net.errors import NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
+from engine.net.kafka_protocol import (
+    API_VERSIONS_KEY, API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,
+    peek_correlation_id, peer_ranges, request_class,
+)
+from engine.net.kafka_server import DEFAULT_MAX_FRAME_BYTES, format_address
+
+Address = tuple[str, int]
+SOFTWARE_NAME = "metashell"
+SOFTWARE_VERSION = "0.1.0"
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+class ReconnectBackoff:
+    """Kafka's reconnect backoff for one address (ExponentialBackoff, multiplier 2, jitter 0.2).
+
+    The n-th failure in a row (since the last successful connect) makes the next connect
+    wait ``min(base * 2**(n-1) * jitter, max)`` ms, jitter uniform in [0.8, 1.2].
+    """
+
+    def __init__(self, base_ms: float, max_ms: float, *, rng: random.Random | None = None,
+                 clock: Callable[[], float] = monotonic_ms, jitter: float = 0.2):
+        self.base_ms = min(base_ms, max_ms)
+        self.max_ms = max_ms
+        self.jitter = jitter
+        self.rng = rng or random.Random()
+        self.clock = clock
+        self.failures = 0
+        self._ready_at = float("-inf")
+
+    def backoff_ms(self, failures: int) -> float:
+        """The wait after ``failures`` failures in a row (0 when there were none)."""
+        if failures <= 0:
+            return 0.0
+        term = min(self.base_ms * 2.0 ** (failures - 1), self.max_ms)
+        factor = self.rng.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
+        return min(term * factor, self.max_ms)
+
+    def record_failure(self) -> float:
+        """Note a failed connect or a dropped connection; returns the wait it imposes."""
+        self.failures += 1
+        delay = self.backoff_ms(self.failures)
+        self._ready_at = self.clock() + delay
+        return delay
+
+    def record_success(self) -> None:
+        self.failures = 0
+        self._ready_at = float("-inf")
+
+    def remaining_ms(self) -> float:
+        """How long the next connect must still wait."""
+        return max(0.0, self._ready_at - self.clock())
+
+
+class _Channel:
+    """One TCP connection with its in-flight requests, in the order they were sent."""
+
+    def __init__(self, client: "KafkaClient", address: Address, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter):
+        self.client = client
+        self.address = address
+        self.name = format_address(address)
+        self.reader = reader
+        self.writer = writer
+        self.pending: dict[int, tuple[int, int, asyncio.Future]] = {}  # dicts keep insertion (= send) order
+        self.next_id = 0
+        self.ranges: dict[int, tuple[int, int]] = {}
+        self.closed_reason: str | None = None
+        self.read_task = asyncio.create_task(self._read_loop(), name=f"kafka client reader {self.name}")
+
+    @property
+    def open(self) -> bool:
+        return self.closed_reason is None
+
+    def submit(self, request: Any) -> asyncio.Future:
+        """Write one request frame; the future gets its response."""
+        if self.closed_reason is not None:
+            raise NetworkError(f"connection to {self.name} {self.closed_reason}")
+        correlation_id = self.next_id
+        self.next_id = (correlation_id + 1) & 0x7FFFFFFF  # an int32 on the wire
+        cls = type(request)
+        frame = encode_request(request, correlation_id, self.client.client_id)
+        future = asyncio.get_running_loop().create_future()
+        self.pending[correlation_id] = (cls.__api_key__, cls.__version__, future)
+        self.writer.write(frame)
+        return future
+
+    async def call(self, request: Any) -> Any:
+        future = self.submit(request)
+        try:
+            await self.writer.drain()
+        except OSError as err:
+            self.close(f"failed: {err}")  # fails ``future`` too
+        return await future
+
+    async def _read_loop(self) -> None:
+        max_bytes = self.client.max_frame_bytes
+        try:
+            while True:
+                payload = await self.reader.readexactly(frame_size(await self.reader.readexactly(4), max_bytes))
+                correlation_id = peek_correlation_id(payload)
+                if not self.pending:
+                    raise ProtocolError(f"unexpected response with correlation id {correlation_id}")
+                oldest = next(iter(self.pending))
+                if correlation_id != oldest:
+                    raise ProtocolError(f"response correlation id {correlation_id} does not match the oldest "
+                                        f"request's {oldest}")
+                api_key, version, future = self.pending.pop(correlation_id)
+                try:
+                    _, response = decode_response_frame(payload, api_key, version)
+                except ProtocolError as err:
+                    if not future.done():
+                        future.set_exception(err)
+                    raise
+                if not future.done():
+                    future.set_result(response)
+        except asyncio.IncompleteReadError:
+            self.close("closed by the peer")
+        except ProtocolError as err:
+            self.close(f"closed: {err}")
+        except OSError as err:
+            self.close(f"failed: {err}")
+
+    def close(self, reason: str, *, failure: bool = True) -> None:
+        """Close once: fail every in-flight request with NetworkError; a failure also starts a backoff."""
+        if self.closed_reason is not None:
+            return
+        self.closed_reason = reason
+        for _, _, future in self.pending.values():
+            if not future.done():
+                future.set_exception(NetworkError(f"connection to {self.name} {reason}"))
+        self.pending.clear()
+        self.writer.close()
+        if asyncio.current_task() is not self.read_task:
+            self.read_task.cancel()
+        self.client._channel_closed(self, failure)
+
+
+class KafkaClient:
+    """Sends kio requests to Kafka-protocol peers and returns their responses."""
+
+    def __init__(self, *, client_id: str, request_timeout_ms: int = 2000, reconnect_backoff_ms: int = 50,
+                 reconnect_backoff_max_ms: int = 1000, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 rng: random.Random | None = None, clock: Callable[[], float] = monotonic_ms):
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.max_frame_bytes = max_frame_bytes
+        self._backoff = functools.partial(ReconnectBackoff, reconnect_backoff_ms, reconnect_backoff_max_ms,
+                                          rng=rng or random.Random(), clock=clock)
+        self._backoffs: dict[Address, ReconnectBackoff] = {}
+        self._channels: dict[Address, _Channel] = {}
+        self._connecting: dict[Address, asyncio.Task] = {}
+        self._closed = False
+
+    def backoff(self, address: Address) -> ReconnectBackoff:
+        address = (address[0], int(address[1]))
+        if address not in self._backoffs:
+            self._backoffs[address] = self._backoff()
+        return self._backoffs[address]
+
+    async def send(self, address: Address, request: Any, timeout_ms: int | None = None) -> Any:
+        """The peer's response to ``request``; the timeout covers connecting too.
+
+        Raises NetworkError (unreachable or connection lost), RequestTimeoutError,
+        UnsupportedVersionError (before sending) or ProtocolError (a malformed response).
+        """
+        cls = type(request)
+        what = f"{api_name(getattr(cls, '__api_key__', -1))} v{getattr(cls, '__version__', '?')}"
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        channel: _Channel | None = None
+        try:
+            async with asyncio.timeout(timeout_ms / 1000.0):
+                channel = await self._channel(address)
+                self._check_version(channel, cls)
+                return await channel.call(request)
+        except TimeoutError:
+            if channel is not None:
+                channel.close(f"closed: {what} request timed out after {timeout_ms} ms")
+            raise RequestTimeoutError(f"{what} request to {format_address(address)} timed out after "
+                                      f"{timeout_ms} ms") from None
+
+    async def api_versions(self, address: Address, timeout_ms: int | None = None) -> dict[int, tuple[int, int]]:
+        """api key -> (min, max) versions the peer serves (connecting if needed)."""
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        try:
+            async with asyncio.timeout(timeout_ms / 1000.0):
+                return dict((await self._channel(address)).ranges)
+        except TimeoutError:
+            raise RequestTimeoutError(f"connecting to {format_address(address)} timed out after "
+                                      f"{timeout_ms} ms") from None
+
+    def _check_version(self, channel: _Channel, cls: type) -> None:
+        api_key, version = cls.__api_key__, cls.__version__
+        served = channel.ranges.get(api_key)
+        if served is None or not served[0] <= version <= served[1]:
+            serves = f"it serves v{served[0]}-v{served[1]}" if served else "it does not serve that api"
+            raise UnsupportedVersionError(f"{channel.name} cannot take {api_name(api_key)} v{version} ({serves})")
+
+    async def _channel(self, address: Address) -> _Channel:
+        if self._closed:
+            raise NetworkError("the client is closed")
+        address = (address[0], int(address[1]))
+        channel = self._channels.get(address)
+        if channel is not None and channel.open:
+            return channel
+        task = self._connecting.get(address)
+        if task is None:
+            # One connect per address, shared by every sender; shielded so that one sender's
+            # timeout does not abort it for the others.
+            task = asyncio.create_task(self._connect(address), name=f"kafka connect {format_address(address)}")
+            self._connecting[address] = task
+            task.add_done_callback(functools.partial(self._connect_done, address))
+        return await asyncio.shield(task)
+
+    def _connect_done(self, address: Address, task: asyncio.Task) -> None:
+        self._connecting.pop(address, None)
+        if not task.cancelled():
+            task.exception()  # retrieved: the senders awaiting it (if any are left) re-raise it
+
+    async def _connect(self, address: Address) -> _Channel:
+        name = format_address(address)
+        backoff = self.backoff(address)
+        wait_ms = backoff.remaining_ms()
+        if wait_ms > 0:
+            await asyncio.sleep(wait_ms / 1000.0)
+        try:
+            async with asyncio.timeout(self.request_timeout_ms / 1000.0):
+                reader, writer = await asyncio.open_connection(address[0], address[1])
+        except (OSError, TimeoutError) as err:
+            backoff.record_failure()
+            reason = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+            raise NetworkError(f"cannot connect to {name}: {reason}") from None
+        channel = _Channel(self, address, reader, writer)
+        try:
+            async with asyncio.timeout(self.request_timeout_ms / 1000.0):
+                await self._negotiate(channel)
+        except TimeoutError:
+            channel.close("closed: no ApiVersions response")
+            raise NetworkError(f"cannot connect to {name}: no ApiVersions response within "
+                               f"{self.request_timeout_ms} ms") from None
+        except NetError as err:
+            channel.close(f"closed: {err}")
+            raise
+        except BaseException:
+            channel.close("closed: connect cancelled", failure=False)
+            raise
+        backoff.record_success()
+        self._channels[address] = channel
+        return channel
+
+    async def _negotiate(self, channel: _Channel) -> None:
+        version = API_VERSIONS_SPEC.max_version
+        while True:
+            response = await channel.call(self._api_versions_request(version))
+            if response.error_code == ErrorCode.none:
+                channel.ranges = peer_ranges(response)
+                return
+            if response.error_code != ErrorCode.unsupported_version or version == 0:
+                raise NetworkError(f"{channel.name} refused ApiVersions v{version}: "
+                                   f"{ErrorCode(response.error_code).name.upper()}")
+            # Like Kafka's NetworkClient: retry at the highest ApiVersions version the peer listed.
+            peer = peer_ranges(response).get(API_VERSIONS_KEY, (0, 0))
+            version = max(0, min(peer[1], version - 1))
+
+    @staticmethod
+    def _api_versions_request(version: int) -> Any:
+        cls = request_class(API_VERSIONS_KEY, version)
+        if version >= 3:
+            return cls(client_software_name=SOFTWARE_NAME, client_software_version=SOFTWARE_VERSION)
+        return cls()
+
+    def _channel_closed(self, channel: _Channel, failure: bool) -> None:
+        if self._channels.get(channel.address) is channel:
+            del self._channels[channel.address]
+        if failure and not self._closed:
+            self.backoff(channel.address).record_failure()
+
+    async def close(self) -> None:
+        """Close every connection; requests still in flight fail with NetworkError."""
+        self._closed = True
+        connecting = list(self._connecting.values())
+        for task in connecting:
+            task.cancel()
+        channels = list(self._channels.values())
+        for channel in channels:
+            channel.close("closed: the client is closing", failure=False)
+        await asyncio.gather(*connecting, *(c.read_task for c in channels), return_exceptions=True)
+        for channel in channels:
+            with contextlib.suppress(Exception):
+                await channel.writer.wait_closed()
+
+    async def __aenter__(self) -> "KafkaClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def request_once(address: Address, request: Any, *, timeout_ms: int = 2000, client_id: str = "metashell") -> Any:
+    """Send one request and return its response, for command-line tools (runs its own event loop)."""
+    async def once() -> Any:
+        async with KafkaClient(client_id=client_id, request_timeout_ms=timeout_ms) as client:
+            return await client.send(address, request, timeout_ms=timeout_ms)
+    return asyncio.run(once())

@@ -1,0 +1,223 @@
+"""An asyncio TCP server speaking Kafka's wire protocol to one request handler.
+
+Each connection has a reader that decodes frames and starts one handler task per
+request, and a writer that sends the responses strictly in request order (Kafka's
+guarantee), so a long-polling Fetch never stalls the reading of the requests behind
+it. ApiVersions is answered here. Anything wrong with a connection (a bad frame, a
+handler error) is logged as one line and closes that connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Mapping, NoReturn
+
+from engine.net.errors import ProtocolError, UnsupportedRequestError
+from engine.net.kafka_protocol import (
+    API_VERSIONS_KEY, API_VERSIONS_SPEC, RAFT_APIS, ApiSpec, answer_api_versions, decode_request_frame,
+    encode_response, frame_size, unsupported_api_versions_response,
+)
+
+log = logging.getLogger("engine.net")
+
+DEFAULT_MAX_FRAME_BYTES = 104857600  # Kafka's socket.request.max.bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """Where a request came from, handed to the handler with the request."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+    peer: tuple[str, int]
+    listener_name: str
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+def format_address(address: tuple[str, int]) -> str:
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class _ConnectionClosed(Exception):
+    """Raised inside a connection's loops to end it; the reason was logged already (or is EOF)."""
+
+
+class _Connection:
+    def __init__(self, server: "KafkaServer", reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
+        self.name = format_address(self.peer)
+        # Responses in request order; its bound makes a flooding client wait (backpressure).
+        self.queue: asyncio.Queue[tuple[int, int, int, asyncio.Future]] = asyncio.Queue(server.max_in_flight)
+        self.handlers: set[asyncio.Task] = set()
+        self.failed = asyncio.Event()  # set by a handler that raised, to close without waiting our turn
+
+    async def serve(self) -> None:
+        tasks = [asyncio.create_task(self._read_loop()), asyncio.create_task(self._write_loop()),
+                 asyncio.create_task(self.failed.wait())]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            children = (*tasks, *self.handlers)
+            for task in children:
+                task.cancel()
+            self.writer.close()  # before any await: a server shutdown may cancel us again right here
+            await asyncio.gather(*children, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+
+    def _drop(self, problem: str) -> NoReturn:
+        log.warning("closing connection from %s on %s: %s", self.name, self.server.listener_name, problem)
+        raise _ConnectionClosed(problem)
+
+    async def _read_loop(self) -> None:
+        with contextlib.suppress(_ConnectionClosed):
+            while True:
+                try:
+                    prefix = await self.reader.readexactly(4)
+                    size = frame_size(prefix, self.server.max_frame_bytes)
+                    payload = await self.reader.readexactly(size)
+                except asyncio.IncompleteReadError as err:
+                    if err.partial:
+                        self._drop(f"connection closed inside a frame ({len(err.partial)} bytes read)")
+                    return  # a clean close between frames
+                except ProtocolError as err:
+                    self._drop(str(err))
+                except OSError as err:
+                    return log.debug("connection from %s failed: %s", self.name, err)
+                await self._dispatch(payload)
+
+    async def _dispatch(self, payload: bytes) -> None:
+        server = self.server
+        try:
+            info, request = decode_request_frame(payload, server.apis)
+        except UnsupportedRequestError as err:
+            if err.api_key != API_VERSIONS_KEY:
+                self._drop(str(err))  # Kafka closes the connection: there is no header version to answer in
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(unsupported_api_versions_response(server.apis))
+            await self.queue.put((err.correlation_id, err.api_key, 0, done))
+            return
+        except ProtocolError as err:
+            self._drop(str(err))
+        if info.api_key == API_VERSIONS_KEY:
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(answer_api_versions(request, server.apis))
+            await self.queue.put((info.correlation_id, info.api_key, info.api_version, done))
+            return
+        ctx = RequestContext(info.api_key, info.api_version, info.correlation_id, info.client_id, self.peer,
+                             server.listener_name)
+        task = asyncio.create_task(server.handler(ctx, request),
+                                   name=f"{server.apis[info.api_key].name} v{info.api_version} "
+                                        f"(correlation id {info.correlation_id})")
+        self.handlers.add(task)
+        task.add_done_callback(self._handler_done)
+        await self.queue.put((info.correlation_id, info.api_key, info.api_version, task))
+
+    def _handler_done(self, task: asyncio.Task) -> None:
+        self.handlers.discard(task)
+        err = None if task.cancelled() else task.exception()
+        if err is not None and not self.failed.is_set():
+            # Close now, not when the write loop reaches this response behind a long poll.
+            log.warning("closing connection from %s on %s: handler of %s failed: %s: %s", self.name,
+                        self.server.listener_name, task.get_name(), type(err).__name__, " ".join(str(err).split()))
+            self.failed.set()
+
+    async def _write_loop(self) -> None:
+        with contextlib.suppress(_ConnectionClosed):
+            while True:
+                correlation_id, api_key, version, pending = await self.queue.get()
+                what = f"{self.server.apis[api_key].name} v{version} (correlation id {correlation_id})"
+                try:
+                    response = await pending
+                except Exception:  # noqa: BLE001 - logged by _handler_done; serve() closes the connection
+                    return
+                cls = type(response)
+                if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != version:
+                    self._drop(f"handler of {what} returned {cls.__name__} "
+                               f"v{getattr(cls, '__version__', '?')}, not a {self.server.apis[api_key].name} "
+                               f"v{version} response")
+                try:
+                    frame = encode_response(response, correlation_id, api_key)
+                except Exception as err:  # noqa: BLE001 - a response kio cannot write is a handler bug
+                    self._drop(f"cannot encode the response to {what}: {type(err).__name__}: {err}")
+                try:
+                    self.writer.write(frame)
+                    await self.writer.drain()
+                except OSError as err:
+                    return log.debug("connection from %s failed: %s", self.name, err)
+
+
+class KafkaServer:
+    """Serves ``handler(ctx, request) -> response`` for the APIs in ``apis`` on one TCP listener."""
+
+    def __init__(self, handler: Handler, *, host: str = "127.0.0.1", port: int = 0,
+                 apis: Mapping[int, ApiSpec] = RAFT_APIS, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 listener_name: str = "CONTROLLER", max_in_flight: int = 128):
+        self.handler = handler
+        self.host = host
+        self.port = port
+        # ApiVersions is always served (by us): clients start every connection with it.
+        self.apis: dict[int, ApiSpec] = {API_VERSIONS_KEY: API_VERSIONS_SPEC, **apis}
+        self.max_frame_bytes = max_frame_bytes
+        self.listener_name = listener_name
+        self.max_in_flight = max_in_flight
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+        self.address: tuple[str, int] | None = None
+
+    async def start(self) -> tuple[str, int]:
+        """Start listening; returns the bound (host, port) (the real port when asked for port 0)."""
+        if self._server is not None:
+            raise RuntimeError("server already started")
+        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        sockname = self._server.sockets[0].getsockname()
+        self.address = (str(sockname[0]), int(sockname[1]))
+        return self.address
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await _Connection(self, reader, writer).serve()
+        except asyncio.CancelledError:
+            pass  # server shutdown
+        except Exception as err:  # noqa: BLE001 - never let one connection take the server down
+            log.error("connection on %s failed: %s: %s", self.listener_name, type(err).__name__, err)
+        finally:
+            self._connections.discard(task)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    async def close(self) -> None:
+        """Stop listening, close every connection and cancel the handlers still running."""
+        if self._server is None:
+            return
+        self._server.close()
+        connections = list(self._connections)
+        for task in connections:
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
+        await self._server.wait_closed()
+        self._server = None
+
+    async def __aenter__(self) -> "KafkaServer":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
