@@ -134,6 +134,11 @@ class MetadataLog:
         return self._active.next_offset
 
     @property
+    def active_segment(self) -> tuple[Path, int, int]:
+        """(path, base offset, size in bytes) of the segment appends go to (for raw reads)."""
+        return self._active.path, self._active.base_offset, self._active.size_bytes
+
+    @property
     def start_offset(self) -> int:
         segments = list_log_dir(self.directory).segments
         first = segments[0][0] if segments else self.end_offset
@@ -198,6 +203,10 @@ class MetadataLog:
     def snapshots(self) -> list[SnapshotId]:
         return list(self._snapshots)
 
+    @property
+    def latest_snapshot(self) -> SnapshotId | None:
+        return self._snapshots[-1] if self._snapshots else None
+
     def write_snapshot(self, snapshot_id: SnapshotId, records: Iterable[AnyRecord], *,
                        last_contained_log_timestamp_ms: int, now_ms: int,
                        kraft_control: Sequence[ControlRecord] = ()) -> Path:
@@ -210,6 +219,36 @@ class MetadataLog:
                               fsync=self.fsync_policy != "never")
         self._snapshots = sorted(set(self._snapshots) | {snapshot_id})
         return path
+
+    def install_snapshot_file(self, snapshot_id: SnapshotId, source: Path) -> Path:
+        """Move a complete snapshot written elsewhere in the directory (a download's ``.part``)
+        into place: fsync it, rename it atomically, make the rename durable."""
+        target = self.directory / snapshot_id.file_name
+        if self.fsync_policy != "never":
+            fd = os.open(source, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(source, target)
+        if self.fsync_policy != "never":
+            fsync_directory(self.directory)
+        self._snapshots = sorted(set(self._snapshots) | {snapshot_id})
+        return target
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Remove every segment and restart the log, empty, at ``offset`` (Kafka's name for
+        what a follower does once it has installed the leader's snapshot).
+
+        The emptied epoch checkpoint is written first and segments go newest first, so a
+        crash midway leaves at most a prefix of the old log, and no epochs.
+        """
+        self._active.close()
+        self.epochs = LeaderEpochCache()
+        self._save_epochs()
+        for _, path in reversed(list_log_dir(self.directory).segments):
+            os.unlink(path)
+        self._start_segment(offset)  # fsyncs the directory: the unlinks are durable too
 
     def delete_before_latest_snapshot(self) -> list[Path]:
         """Delete segments wholly below the newest snapshot, and every older snapshot.
