@@ -1,4 +1,4 @@
-"""``kraftd``: the engine's command line (dump-log, storage, bench).
+"""``kraftd``: the engine's command line (dump-log, storage, quorum, bench).
 
 Every error reaches the user as one line on stderr and exit code 1; a
 traceback never does.
@@ -85,6 +85,12 @@ def cmd_bench_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_quorum(args: argparse.Namespace) -> int:
+    from engine.quorum_tool import run_quorum
+
+    return run_quorum(args, _out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kraftd", description="The metashell KRaft engine.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -115,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(run=cmd_storage_info)
     rnd = storage_sub.add_parser("random-uuid", help="print a new random cluster or directory id")
     rnd.set_defaults(run=cmd_random_uuid)
+
+    from engine.quorum_tool import add_quorum_parser  # light: it imports kio only when it talks
+
+    add_quorum_parser(sub, cmd_quorum)
 
     bench = sub.add_parser("bench", help="measure throughput")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
