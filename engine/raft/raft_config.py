@@ -1,0 +1,91 @@
+"""The quorum's settings, under Kafka's config names and with Kafka's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from engine.errors import ConfigError
+from engine.raft.voter_set import Address, VoterSet, parse_bootstrap_servers, parse_quorum_voters
+
+# Kafka's QuorumConfig names and defaults.
+VOTERS = "controller.quorum.voters"
+BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
+ELECTION_TIMEOUT_MS = "controller.quorum.election.timeout.ms"
+FETCH_TIMEOUT_MS = "controller.quorum.fetch.timeout.ms"
+ELECTION_BACKOFF_MAX_MS = "controller.quorum.election.backoff.max.ms"
+APPEND_LINGER_MS = "controller.quorum.append.linger.ms"
+REQUEST_TIMEOUT_MS = "controller.quorum.request.timeout.ms"
+RETRY_BACKOFF_MS = "controller.quorum.retry.backoff.ms"
+AUTO_JOIN_ENABLE = "controller.quorum.auto.join.enable"
+
+_INT_DEFAULTS = {
+    ELECTION_TIMEOUT_MS: 1000,
+    FETCH_TIMEOUT_MS: 2000,
+    ELECTION_BACKOFF_MAX_MS: 1000,
+    APPEND_LINGER_MS: 25,
+    REQUEST_TIMEOUT_MS: 2000,
+    RETRY_BACKOFF_MS: 20,
+}
+
+# Not configurable in Kafka either: how long a leader holds a Fetch with nothing new,
+# and the largest batch / fetch / snapshot chunk it hands out.
+FETCH_MAX_WAIT_MS = 500
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+MAX_FETCH_SIZE_BYTES = MAX_BATCH_SIZE_BYTES
+SNAPSHOT_CHUNK_BYTES = 1024 * 1024
+MAX_BATCH_RECORDS = 10_000
+
+
+@dataclass(frozen=True)
+class RaftConfig:
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    append_linger_ms: int = 25
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    auto_join_enable: bool = False
+    static_voters: VoterSet = field(default_factory=VoterSet)
+    bootstrap_servers: tuple[Address, ...] = ()
+    listener_name: str = "CONTROLLER"
+    fetch_max_wait_ms: int = FETCH_MAX_WAIT_MS
+    snapshot_chunk_bytes: int = SNAPSHOT_CHUNK_BYTES
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], *, where: str | None = None) -> "RaftConfig":
+        """Read the quorum settings of a Kafka server config; ConfigError names the key."""
+        ints = {key: _int(props, key, default, where) for key, default in _INT_DEFAULTS.items()}
+        listeners = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
+        listener = listeners[0] if listeners else "CONTROLLER"
+        try:
+            voters = parse_quorum_voters(props.get(VOTERS, ""), listener)
+            bootstrap = parse_bootstrap_servers(props.get(BOOTSTRAP_SERVERS, ""))
+        except ConfigError as e:
+            raise ConfigError(e.reason, path=where) from None
+        if not bootstrap:
+            # Kafka falls back to the static voters' addresses.
+            bootstrap = tuple(n.endpoints[0][1] for n in voters.voters)
+        auto_join = props.get(AUTO_JOIN_ENABLE, "false").strip().lower()
+        if auto_join not in ("true", "false"):
+            raise ConfigError(f"{AUTO_JOIN_ENABLE} must be true or false, got {auto_join!r}", path=where)
+        return cls(
+            election_timeout_ms=ints[ELECTION_TIMEOUT_MS], fetch_timeout_ms=ints[FETCH_TIMEOUT_MS],
+            election_backoff_max_ms=ints[ELECTION_BACKOFF_MAX_MS], append_linger_ms=ints[APPEND_LINGER_MS],
+            request_timeout_ms=ints[REQUEST_TIMEOUT_MS], retry_backoff_ms=ints[RETRY_BACKOFF_MS],
+            auto_join_enable=auto_join == "true", static_voters=voters, bootstrap_servers=bootstrap,
+            listener_name=listener,
+        )
+
+
+def _int(props: Mapping[str, str], key: str, default: int, where: str | None) -> int:
+    text = props.get(key)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer, got {text!r}", path=where) from None
+    if value < 0:
+        raise ConfigError(f"{key} must not be negative, got {value}", path=where)
+    return value

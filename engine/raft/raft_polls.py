@@ -1,0 +1,238 @@
+"""What each role does when ``poll`` runs: timers fire, requests go out.
+
+One function per role, like Kafka's ``pollLeader``/``pollCandidate``/...; each may
+change the role through QuorumState, which persists first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.raft import raft_messages as rm
+from engine.raft.leader_state import LeaderState
+from engine.raft.quorum_state import (
+    CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState,
+)
+from engine.raft.raft_config import MAX_FETCH_SIZE_BYTES
+
+if TYPE_CHECKING:
+    from engine.raft.raft_client import RaftClient
+
+
+def poll_state(client: "RaftClient", now_ms: int) -> None:
+    # A role change inside a poll is followed by one poll of the new role, so that its
+    # first requests go out at once.
+    for _ in range(3):
+        state = client.quorum.state
+        _POLLS[type(state)](client, now_ms)
+        if client.quorum.state is state:
+            return
+
+
+def state_deadline_ms(client: "RaftClient", now_ms: int) -> int:
+    state = client.quorum.state
+    if isinstance(state, LeaderState):
+        return state.check_quorum_deadline_ms
+    if isinstance(state, FollowerState):
+        return state.fetch_deadline_ms
+    if isinstance(state, CandidateState) and state.backoff_until_ms is not None:
+        return state.backoff_until_ms
+    return state.election_deadline_ms
+
+
+# -- leader -----------------------------------------------------------------------------
+
+def poll_leader(client: "RaftClient", now_ms: int) -> None:
+    from engine.raft import voter_changes
+
+    leader: LeaderState = client.quorum.state
+    client.election_retries = 0
+    if client.pending_since_ms is not None and now_ms >= client.pending_since_ms + client.config.append_linger_ms:
+        client.drain_appends(now_ms)
+    client.complete_parked_fetches(now_ms, force=False)
+    if not leader.check_quorum(now_ms):
+        resign(client, now_ms)
+        return
+    voter_changes.poll_leader(client, now_ms)
+    if client.quorum.state is not leader:
+        return
+    for node_id in sorted(leader.unacked_voters):
+        destination = client.voter_destination(node_id)
+        if destination is not None and client.can_send(node_id, "begin_quorum_epoch", now_ms):
+            voter = client.control.latest_voters().node(node_id).key
+            client.send("begin_quorum_epoch", destination, rm.begin_epoch_request(
+                client.cluster_id, client.local.node_id, leader.epoch, voter, client.endpoints), now_ms)
+
+
+def resign(client: "RaftClient", now_ms: int) -> None:
+    leader: LeaderState = client.quorum.state
+    successors = leader.successors()
+    client.complete_parked_fetches(now_ms, force=True)
+    others = set(leader.voters.ids) - {client.local.node_id}
+    client.quorum.to_resigned(client.election_deadline_ms(now_ms), successors, others)
+    client.pending_records = []
+    client.pending_since_ms = None
+
+
+# -- resigned ---------------------------------------------------------------------------------
+
+def poll_resigned(client: "RaftClient", now_ms: int) -> None:
+    state: ResignedState = client.quorum.state
+    if now_ms >= state.election_deadline_ms:
+        _start_election_or_wait(client, now_ms)
+        return
+    for node_id in sorted(state.unacked):
+        destination = client.voter_destination(node_id)
+        if destination is not None and client.can_send(node_id, "end_quorum_epoch", now_ms):
+            client.send("end_quorum_epoch", destination, rm.end_epoch_request(
+                client.cluster_id, client.local.node_id, state.epoch, state.preferred_successors,
+                client.endpoints), now_ms)
+
+
+# -- elections ----------------------------------------------------------------------------
+
+def _start_election_or_wait(client: "RaftClient", now_ms: int) -> None:
+    """A voter whose timer ran out asks for pre-votes; an observer goes looking for a leader."""
+    if client.is_voter():
+        client.quorum.to_prospective(client.election_deadline_ms(now_ms))
+    else:
+        client.quorum.to_unattached(client.epoch, client.election_deadline_ms(now_ms))
+
+
+def poll_unattached(client: "RaftClient", now_ms: int) -> None:
+    state: UnattachedState = client.quorum.state
+    if client.is_voter():
+        if now_ms >= state.election_deadline_ms:
+            _start_election_or_wait(client, now_ms)
+        return
+    if now_ms >= state.election_deadline_ms:
+        state.election_deadline_ms = now_ms + client.config.election_timeout_ms  # nothing to time out
+    _observer_discover_leader(client, now_ms, state)
+
+
+def _observer_discover_leader(client: "RaftClient", now_ms: int, state) -> None:
+    """Observers fetch from a bootstrap server; its answer names the leader."""
+    if any(f.api == "fetch" for f in client.inflight.values()):
+        return
+    if now_ms < client.backoff_until.get((-1, "fetch"), 0):
+        return
+    destination = client.bootstrap_destination()
+    if destination is None:
+        return
+    end, epoch = client.last_fetched()
+    client.send("fetch", destination, rm.fetch_request(
+        client.cluster_id, client.local, state.epoch, end, epoch, 0, MAX_FETCH_SIZE_BYTES), now_ms)
+
+
+def poll_prospective(client: "RaftClient", now_ms: int) -> None:
+    state: ProspectiveState = client.quorum.state
+    voters = client.control.latest_voters()
+    if not voters.is_voter(client.local):
+        client.quorum.to_unattached(state.epoch, client.election_deadline_ms(now_ms))
+        return
+    state.granted.add(client.local.node_id)
+    if len(state.granted & set(voters.ids)) >= voters.majority_size:
+        client.quorum.to_candidate(client.election_deadline_ms(now_ms), state.retries)
+        return
+    if now_ms >= state.election_deadline_ms or len(state.rejected) >= voters.majority_size:
+        prospective_failed(client, now_ms)
+        return
+    end, last_epoch = client.last_fetched()
+    for node in voters.voters:
+        node_id = node.key.node_id
+        if node_id in state.granted or node_id in state.rejected:
+            continue
+        destination = client.voter_destination(node_id)
+        if destination is not None and client.can_send(node_id, "vote", now_ms):
+            client.send("vote", destination, rm.vote_request(client.cluster_id, client.local, state.epoch + 1,
+                                                             node.key, last_epoch, end, True), now_ms,
+                        context=("pre", state.epoch))
+
+
+def prospective_failed(client: "RaftClient", now_ms: int) -> None:
+    """No pre-vote majority: go back to the leader we knew, or wait and try again."""
+    state: ProspectiveState = client.quorum.state
+    if state.leader_id >= 0:
+        client.quorum.to_follower(state.epoch, state.leader_id,
+                                  client.leader_address(state.leader_id, state.leader_address),
+                                  now_ms + client.config.fetch_timeout_ms)
+        return
+    client.election_retries += 1
+    client.quorum.to_unattached(state.epoch, now_ms + client.election_backoff_ms(client.election_retries))
+
+
+def poll_candidate(client: "RaftClient", now_ms: int) -> None:
+    state: CandidateState = client.quorum.state
+    voters = client.control.latest_voters()
+    if state.backoff_until_ms is not None:
+        if now_ms >= state.backoff_until_ms:
+            client.quorum.to_prospective(client.election_deadline_ms(now_ms))
+        return
+    if len(state.granted & set(voters.ids)) >= voters.majority_size:
+        client.become_leader(now_ms)
+        return
+    if now_ms >= state.election_deadline_ms or len(state.rejected & set(voters.ids)) >= voters.majority_size:
+        client.election_retries += 1
+        state.backoff_until_ms = now_ms + client.election_backoff_ms(client.election_retries)
+        return
+    end, last_epoch = client.last_fetched()
+    for node in voters.voters:
+        node_id = node.key.node_id
+        if node_id in state.granted or node_id in state.rejected:
+            continue
+        destination = client.voter_destination(node_id)
+        if destination is not None and client.can_send(node_id, "vote", now_ms):
+            client.send("vote", destination, rm.vote_request(client.cluster_id, client.local, state.epoch,
+                                                             node.key, last_epoch, end, False), now_ms,
+                        context=("vote", state.epoch))
+
+
+# -- follower ---------------------------------------------------------------------------------
+
+def poll_follower(client: "RaftClient", now_ms: int) -> None:
+    from engine.raft import voter_changes
+
+    state: FollowerState = client.quorum.state
+    client.election_retries = 0
+    if now_ms >= state.fetch_deadline_ms:
+        if client.is_voter():
+            _start_election_or_wait(client, now_ms)
+        else:
+            client.quorum.to_unattached(state.epoch, client.election_deadline_ms(now_ms))
+        return
+    if state.leader_address is None:
+        state.leader_address = client.leader_address(state.leader_id)
+    destination = rm_destination(client, state)
+    if destination is None:
+        return
+    if state.snapshot_download is not None:
+        if client.can_send(state.leader_id, "fetch_snapshot", now_ms):
+            snapshot_id, position = state.snapshot_download
+            client.send("fetch_snapshot", destination, rm.fetch_snapshot_request(
+                client.cluster_id, client.local, state.epoch, snapshot_id, position,
+                client.config.snapshot_chunk_bytes), now_ms)
+        return
+    if client.can_send(state.leader_id, "fetch", now_ms):
+        end, last_epoch = client.last_fetched()
+        client.send("fetch", destination, rm.fetch_request(
+            client.cluster_id, client.local, state.epoch, end, last_epoch, client.config.fetch_max_wait_ms,
+            MAX_FETCH_SIZE_BYTES, client.log.start_offset), now_ms)
+    voter_changes.poll_follower(client, now_ms)
+
+
+def rm_destination(client: "RaftClient", state: FollowerState):
+    from engine.raft.raft_client import Destination
+
+    if state.leader_address is None:
+        return None
+    return Destination(state.leader_id, state.leader_address)
+
+
+_POLLS = {
+    LeaderState: poll_leader,
+    ResignedState: poll_resigned,
+    UnattachedState: poll_unattached,
+    ProspectiveState: poll_prospective,
+    CandidateState: poll_candidate,
+    FollowerState: poll_follower,
+}

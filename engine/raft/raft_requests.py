@@ -1,0 +1,297 @@
+"""Inbound Raft requests: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot,
+DescribeQuorum (the voter-change RPCs are in voter_changes).
+
+Each handler answers through ``client.respond``; a request naming another cluster, a
+malformed shape or an epoch from the past is refused with Kafka's error code and
+changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import MetadataError
+from engine.kio_codec import ErrorCode
+from engine.raft import raft_messages as rm
+from engine.raft.leader_state import LeaderState
+from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
+from engine.raft.raft_log import UNDEFINED_EPOCH
+from engine.raft.voter_set import ReplicaKey
+
+if TYPE_CHECKING:
+    from engine.raft.raft_client import RaftClient
+
+E = ErrorCode
+
+
+def handle_request(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+    from engine.raft import voter_changes
+
+    handlers = {
+        "VoteRequest": handle_vote, "BeginQuorumEpochRequest": handle_begin_epoch,
+        "EndQuorumEpochRequest": handle_end_epoch, "FetchRequest": handle_fetch,
+        "FetchSnapshotRequest": handle_fetch_snapshot, "DescribeQuorumRequest": handle_describe_quorum,
+        "AddRaftVoterRequest": voter_changes.handle_add_voter,
+        "RemoveRaftVoterRequest": voter_changes.handle_remove_voter,
+        "UpdateRaftVoterRequest": voter_changes.handle_update_voter,
+    }
+    handler = handlers.get(type(request).__name__)
+    if handler is None:
+        raise ValueError(f"the Raft core does not serve {type(request).__name__}")
+    handler(client, now_ms, token, request)
+
+
+def wrong_cluster(client: "RaftClient", request: Any) -> bool:
+    cluster_id = getattr(request, "cluster_id", None)
+    return cluster_id is not None and cluster_id != client.cluster_id
+
+
+def _leader_hint(client: "RaftClient") -> tuple[int, int, Any]:
+    leader_id = client.quorum.leader_id
+    address = client.local_address() if client.quorum.is_leader() else (
+        client.quorum.state.leader_address if isinstance(client.quorum.state, FollowerState) else None)
+    return leader_id, client.epoch, client.leader_address(leader_id, address) if leader_id >= 0 else None
+
+
+# -- Vote -------------------------------------------------------------------------------
+
+def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+    part = rm.only_partition(request)
+    if wrong_cluster(client, request) or part is None:
+        error = E.inconsistent_cluster_id if part is not None else E.invalid_request
+        client.respond(token, rm.vote_response(E.none, -1, client.epoch, False, top_error=error))
+        return
+    if request.voter_id != client.local.node_id or (
+            part.voter_directory_id is not None and client.local.directory_id is not None
+            and part.voter_directory_id != client.local.directory_id):
+        client.respond(token, _vote_answer(client, E.invalid_voter_key, False))
+        return
+    candidate = ReplicaKey(part.replica_id, part.replica_directory_id)
+    epoch = part.replica_epoch
+    if epoch < client.epoch:
+        client.respond(token, _vote_answer(client, E.fenced_leader_epoch, False))
+        return
+    up_to_date = client.is_log_up_to_date(part.last_offset, part.last_offset_epoch)
+    if part.pre_vote:
+        client.respond(token, _vote_answer(client, E.none, up_to_date and _may_pre_vote(client, now_ms, epoch,
+                                                                                         candidate)))
+        return
+    if epoch > client.epoch:
+        client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
+        client.parked_fetches and client.complete_parked_fetches(now_ms, force=True)
+    state = client.quorum.state
+    voted = client.quorum.voted_key
+    granted = (up_to_date and isinstance(state, (UnattachedState, ProspectiveState))
+               and (voted is None or voted == candidate))
+    if granted:
+        client.quorum.to_voted(epoch, candidate, client.election_deadline_ms(now_ms))
+    client.respond(token, _vote_answer(client, E.none, granted))
+
+
+def _may_pre_vote(client: "RaftClient", now_ms: int, epoch: int, candidate: ReplicaKey) -> bool:
+    """KIP-996: no pre-vote while we hear from a leader; none for an epoch we already settled."""
+    state = client.quorum.state
+    if isinstance(state, LeaderState):
+        return False
+    if isinstance(state, FollowerState):
+        return state.last_fetch_ok_ms is None or now_ms - state.last_fetch_ok_ms >= client.config.fetch_timeout_ms
+    if epoch == client.epoch:
+        voted = client.quorum.voted_key
+        return voted is None or voted == candidate
+    return True
+
+
+def _vote_answer(client: "RaftClient", error: ErrorCode, granted: bool) -> Any:
+    leader_id, epoch, address = _leader_hint(client)
+    return rm.vote_response(error, leader_id, epoch, granted, address)
+
+
+# -- BeginQuorumEpoch / EndQuorumEpoch ------------------------------------------------------
+
+def _listener_address(client: "RaftClient", endpoints: Any) -> Any:
+    for endpoint in endpoints or ():
+        if endpoint.name == client.config.listener_name:
+            return endpoint.host, int(endpoint.port)
+    return None
+
+
+def handle_begin_epoch(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+    part = rm.only_partition(request)
+    if wrong_cluster(client, request) or part is None:
+        error = E.inconsistent_cluster_id if part is not None else E.invalid_request
+        client.respond(token, rm.begin_epoch_response(E.none, -1, client.epoch, top_error=error))
+        return
+    if part.leader_epoch < client.epoch:
+        leader_id, epoch, address = _leader_hint(client)
+        client.respond(token, rm.begin_epoch_response(E.fenced_leader_epoch, leader_id, epoch, address))
+        return
+    address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
+    become_follower(client, now_ms, part.leader_epoch, part.leader_id, address)
+    leader_id, epoch, address = _leader_hint(client)
+    client.respond(token, rm.begin_epoch_response(E.none, leader_id, epoch, address))
+
+
+def become_follower(client: "RaftClient", now_ms: int, epoch: int, leader_id: int, address: Any) -> None:
+    """Follow ``leader_id`` in ``epoch`` unless we already do (or are that leader)."""
+    state = client.quorum.state
+    if leader_id == client.local.node_id:
+        if epoch > client.epoch:
+            client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
+        return
+    if isinstance(state, FollowerState) and state.epoch == epoch and state.leader_id == leader_id:
+        if address is not None:
+            state.leader_address = address
+        return
+    if isinstance(state, LeaderState) and state.epoch == epoch:
+        return  # cannot happen with one leader per epoch; refuse rather than follow
+    client.complete_parked_fetches(now_ms, force=True)
+    client.quorum.to_follower(epoch, leader_id, address, now_ms + client.config.fetch_timeout_ms)
+
+
+def handle_end_epoch(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+    part = rm.only_partition(request)
+    if wrong_cluster(client, request) or part is None:
+        error = E.inconsistent_cluster_id if part is not None else E.invalid_request
+        client.respond(token, rm.end_epoch_response(E.none, -1, client.epoch, top_error=error))
+        return
+    if part.leader_epoch < client.epoch:
+        leader_id, epoch, address = _leader_hint(client)
+        client.respond(token, rm.end_epoch_response(E.fenced_leader_epoch, leader_id, epoch, address))
+        return
+    if part.leader_epoch > client.epoch:
+        client.quorum.to_unattached(part.leader_epoch, client.election_deadline_ms(now_ms))
+    state = client.quorum.state
+    if isinstance(state, FollowerState) and state.leader_id == part.leader_id:
+        # The leader is leaving: the successor it named first campaigns at once, the rest in turn.
+        successors = [ReplicaKey(c.candidate_id, c.candidate_directory_id) for c in part.preferred_candidates]
+        ids = [k.node_id for k in successors]
+        position = ids.index(client.local.node_id) if client.local.node_id in ids else -1
+        state.fetch_deadline_ms = now_ms + client.strict_backoff_ms(position, len(ids))
+        state.last_fetch_ok_ms = None
+    leader_id, epoch, address = _leader_hint(client)
+    client.respond(token, rm.end_epoch_response(E.none, leader_id, epoch, address))
+
+
+# -- Fetch -----------------------------------------------------------------------------------
+
+def handle_fetch(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+    answer_fetch(client, now_ms, token, request, park=True)
+
+
+def _fetch_error(client: "RaftClient", token: object, error: ErrorCode, top: ErrorCode = E.none) -> None:
+    leader_id, epoch, address = _leader_hint(client)
+    hw = client.high_watermark if client.high_watermark is not None else -1
+    client.respond(token, rm.fetch_response(error, leader_id=leader_id, epoch=epoch, high_watermark=hw,
+                                            leader_address=address, top_error=top))
+
+
+def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any, park: bool) -> None:
+    part = rm.only_partition(request)
+    if wrong_cluster(client, request) or part is None:
+        _fetch_error(client, token, E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
+        return
+    leader = client.quorum.state
+    if not isinstance(leader, LeaderState) or leader.resigning:
+        _fetch_error(client, token, E.not_leader_or_follower)
+        return
+    if part.current_leader_epoch != leader.epoch:
+        _fetch_error(client, token, E.fenced_leader_epoch if part.current_leader_epoch < leader.epoch
+                     else E.unknown_leader_epoch)
+        return
+    replica = ReplicaKey(request.replica_state.replica_id, part.replica_directory_id)
+    fetch_offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
+    snapshot = client.log.latest_snapshot_id()
+    if fetch_offset < client.log.start_offset or (fetch_offset == 0 and last_epoch == UNDEFINED_EPOCH
+                                                  and snapshot is not None and client.log.start_offset > 0):
+        _respond_fetch(client, token, leader, snapshot=(snapshot.end_offset, snapshot.epoch))
+        return
+    if fetch_offset > 0 or last_epoch != UNDEFINED_EPOCH:
+        end = client.log.end_offset_for_epoch(last_epoch)
+        if end.epoch != last_epoch or fetch_offset > end.offset:
+            if end.offset < client.log.start_offset and snapshot is not None:
+                _respond_fetch(client, token, leader, snapshot=(snapshot.end_offset, snapshot.epoch))
+            else:
+                _respond_fetch(client, token, leader, diverging=(end.offset, end.epoch))
+            return
+    if fetch_offset > client.log.end_offset:
+        _fetch_error(client, token, E.offset_out_of_range)
+        return
+    if leader.update_replica(replica, fetch_offset, now_ms, client.log.end_offset):
+        client.on_high_watermark(leader.high_watermark, now_ms)
+        client.complete_parked_fetches(now_ms, force=False)
+    progress = leader.progress_of(replica)
+    if park and request.max_wait.total_seconds() > 0 and not fetch_has_news(client, request):
+        # Long poll: hold the fetch until there is data or a newer high watermark for it.
+        client.parked_fetches.append((token, request, now_ms + int(request.max_wait.total_seconds() * 1000)))
+        return
+    max_bytes = min(int(part.partition_max_bytes), int(request.max_bytes))
+    if progress is not None:
+        progress.sent_high_watermark = leader.high_watermark if leader.high_watermark is not None else -1
+    _respond_fetch(client, token, leader, records=client.log.read(fetch_offset, max_bytes))
+
+
+def fetch_has_news(client: "RaftClient", request: Any) -> bool:
+    """New records past the fetch offset, or a high watermark the fetcher has not been told."""
+    part = rm.only_partition(request)
+    leader = client.quorum.state
+    if part is None or not isinstance(leader, LeaderState):
+        return True
+    if part.fetch_offset < client.log.end_offset:
+        return True
+    progress = leader.progress_of(ReplicaKey(request.replica_state.replica_id, part.replica_directory_id))
+    hw = leader.high_watermark if leader.high_watermark is not None else -1
+    return progress is not None and progress.sent_high_watermark != hw
+
+
+def _respond_fetch(client: "RaftClient", token: object, leader: LeaderState, *, records: bytes = b"",
+                   diverging: tuple[int, int] | None = None, snapshot: tuple[int, int] | None = None) -> None:
+    hw = leader.high_watermark if leader.high_watermark is not None else -1
+    client.respond(token, rm.fetch_response(
+        E.none, leader_id=client.local.node_id, epoch=leader.epoch, high_watermark=hw, records=records,
+        log_start_offset=client.log.start_offset, diverging=diverging, snapshot=snapshot,
+        leader_address=client.local_address()))
+
+
+# -- FetchSnapshot ----------------------------------------------------------------------------
+
+def handle_fetch_snapshot(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+    topics = request.topics
+    part = topics[0].partitions[0] if len(topics) == 1 and len(topics[0].partitions) == 1 else None
+    leader_id, epoch, address = _leader_hint(client)
+
+    def answer(error: ErrorCode, top: ErrorCode = E.none, **kw: Any) -> None:
+        client.respond(token, rm.fetch_snapshot_response(error, leader_id=leader_id, epoch=epoch,
+                                                         leader_address=address, top_error=top, **kw))
+
+    if wrong_cluster(client, request) or part is None:
+        answer(E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
+        return
+    if not client.quorum.is_leader():
+        answer(E.not_leader_or_follower)
+        return
+    if part.current_leader_epoch != epoch:
+        answer(E.fenced_leader_epoch if part.current_leader_epoch < epoch else E.unknown_leader_epoch)
+        return
+    from engine.snapshot_writer import SnapshotId
+
+    snapshot_id = SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch)
+    try:
+        size = client.log.snapshot_size(snapshot_id)
+    except MetadataError:
+        answer(E.snapshot_not_found)
+        return
+    if not 0 <= part.position < max(size, 1):
+        answer(E.position_out_of_range if hasattr(E, "position_out_of_range") else E.invalid_request)
+        return
+    max_bytes = min(int(request.max_bytes), client.config.snapshot_chunk_bytes)
+    data = client.log.read_snapshot_chunk(snapshot_id, part.position, max_bytes)
+    answer(E.none, snapshot_id=(snapshot_id.end_offset, snapshot_id.epoch), size=size, position=part.position,
+           data=data)
+
+
+# -- DescribeQuorum ----------------------------------------------------------------------------
+
+def handle_describe_quorum(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+    from engine.raft.describe_quorum import describe_quorum_response
+
+    client.respond(token, describe_quorum_response(client, now_ms, request))
