@@ -1,4 +1,4 @@
-"""``kraftd``: the engine's command line (dump-log, storage, quorum, bench).
+"""``kraftd``: the engine's command line (dump-log, storage, quorum, start, bench).
 
 Every error reaches the user as one line on stderr and exit code 1; a
 traceback never does.
@@ -91,6 +91,12 @@ def cmd_quorum(args: argparse.Namespace) -> int:
     return run_quorum(args, _out)
 
 
+def cmd_start(args: argparse.Namespace) -> int:
+    from engine.controller_node import cmd_start as start
+
+    return start(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="kraftd", description="The metashell KRaft engine.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -126,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_quorum_parser(sub, cmd_quorum)
 
+    start = sub.add_parser("start", help="run a KRaft controller")
+    start.add_argument("--config", "-c", required=True, help="the controller's .properties file")
+    start.add_argument("--load-rate", type=float, help=argparse.SUPPRESS)  # benchmark load: records/s,
+    start.add_argument("--load-batch", type=_positive, default=1, help=argparse.SUPPRESS)  # per append,
+    start.add_argument("--load-report", help=argparse.SUPPRESS)  # JSON latency report every second
+    start.set_defaults(run=cmd_start)
+
     bench = sub.add_parser("bench", help="measure throughput")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
     decode = bench_sub.add_parser("decode", help="decoded records/s of a PartitionRecord-heavy log")
@@ -138,7 +151,28 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--topics", type=_positive, default=10_000)
     replay.add_argument("--partitions-per-topic", type=_positive, default=100)
     replay.set_defaults(run=cmd_bench_replay)
+
+    sim = sub.add_parser("sim", help="deterministic simulations")
+    sim_sub = sim.add_subparsers(dest="sim_command", required=True, parser_class=OneLineParser)
+    quorum_sim = sim_sub.add_parser("quorum", help="random fault schedules over a simulated quorum, seed by seed")
+    quorum_sim.add_argument("--seeds", type=_positive, default=100)
+    quorum_sim.add_argument("--first-seed", type=int, default=1)
+    quorum_sim.add_argument("--events", type=_positive, default=2000)
+    quorum_sim.add_argument("--voters", type=_positive, default=3)
+    quorum_sim.add_argument("--observers", type=int, default=1)
+    quorum_sim.add_argument("--kraft-version", type=int, choices=(0, 1), default=1)
+    quorum_sim.add_argument("--trace", action="store_true", help="print every role change of a seed")
+    quorum_sim.set_defaults(run=cmd_sim_quorum)
     return parser
+
+
+def cmd_sim_quorum(args: argparse.Namespace) -> int:
+    from engine.raft.sim_runner import run_seeds
+    from engine.raft.simulation import SimConfig
+
+    config = SimConfig(voters=args.voters, observers=args.observers, kraft_version=args.kraft_version)
+    results = run_seeds(args.first_seed, args.seeds, args.events, out=_out, config=config, trace=args.trace)
+    return 1 if any(r.violation for r in results) else 0
 
 
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:

@@ -197,8 +197,9 @@ class RaftClient:
         """Append ``records`` as one batch at once (an atomic append); returns its last offset."""
         self._check_leader_epoch(epoch)
         self.drain_appends(now_ms)
+        start = self.log.end_offset
         last = self.log.append_as_leader(list(records), epoch=epoch, timestamp_ms=now_ms, control=control).offset
-        self._after_leader_append(now_ms)
+        self._after_leader_append(now_ms, start)
         return last
 
     def resign(self, epoch: int, now_ms: int) -> None:
@@ -255,7 +256,8 @@ class RaftClient:
         return Destination(node_id, address) if address is not None else None
 
     def bootstrap_destination(self) -> Destination | None:
-        servers = self.config.bootstrap_servers
+        own = self.local_address()
+        servers = [s for s in self.config.bootstrap_servers if s != own]  # asking ourselves tells nothing
         if not servers:
             return None
         self._bootstrap_index = (self._bootstrap_index + 1) % len(servers)
@@ -316,30 +318,31 @@ class RaftClient:
             version=i16(0), leader_id=self.local.node_id,
             voters=tuple(LeaderChangeVoter(voter_id=v) for v in voters.ids),
             granting_voters=tuple(LeaderChangeVoter(voter_id=v) for v in sorted(state.granted)))
+        start = self.log.end_offset
         self.log.append_as_leader([control_record(message)], epoch=leader.epoch, timestamp_ms=now_ms, control=True)
-        self._after_leader_append(now_ms)
+        self._after_leader_append(now_ms, start)
 
     def drain_appends(self, now_ms: int) -> None:
         leader = self.quorum.state
+        start = self.log.end_offset
         while self.pending_records and isinstance(leader, LeaderState):
             chunk, self.pending_records = (self.pending_records[:MAX_BATCH_RECORDS],
                                            self.pending_records[MAX_BATCH_RECORDS:])
             self.log.append_as_leader(chunk, epoch=leader.epoch, timestamp_ms=now_ms)
         self.pending_records = []
         self.pending_since_ms = None
-        self._after_leader_append(now_ms)
+        self._after_leader_append(now_ms, start)
 
-    def _after_leader_append(self, now_ms: int) -> None:
-        """Make the leader's appends durable, count them, and wake parked fetches."""
+    def _after_leader_append(self, now_ms: int, start: int) -> None:
+        """Make the leader's appends (from ``start``) durable, count them, wake parked fetches."""
         leader = self.quorum.state
         if not isinstance(leader, LeaderState):
             return
-        start = self.log.flushed_end_offset
         self.log.flush()
         if self.log.end_offset > start:
             self.control.observe(self.log.batches(start))
             leader.set_voters(self.control.latest_voters())
-        if leader.update_local(self.log.end_offset, now_ms):
+        if leader.update_local(self.log.flushed_end_offset, now_ms):
             self.on_high_watermark(leader.high_watermark, now_ms)
         self.complete_parked_fetches(now_ms, force=False)
 

@@ -15,7 +15,7 @@ from engine.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
-from engine.raft.raft_log import UNDEFINED_EPOCH
+from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
 from engine.raft.voter_set import ReplicaKey
 
 if TYPE_CHECKING:
@@ -200,18 +200,17 @@ def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any,
         return
     replica = ReplicaKey(request.replica_state.replica_id, part.replica_directory_id)
     fetch_offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
-    snapshot = client.log.latest_snapshot_id()
-    if fetch_offset < client.log.start_offset or (fetch_offset == 0 and last_epoch == UNDEFINED_EPOCH
-                                                  and snapshot is not None and client.log.start_offset > 0):
+    if _needs_snapshot(client, fetch_offset, last_epoch):
+        snapshot = client.log.latest_snapshot_id()
         _respond_fetch(client, token, leader, snapshot=(snapshot.end_offset, snapshot.epoch))
         return
     if fetch_offset > 0 or last_epoch != UNDEFINED_EPOCH:
         end = client.log.end_offset_for_epoch(last_epoch)
         if end.epoch != last_epoch or fetch_offset > end.offset:
-            if end.offset < client.log.start_offset and snapshot is not None:
-                _respond_fetch(client, token, leader, snapshot=(snapshot.end_offset, snapshot.epoch))
-            else:
-                _respond_fetch(client, token, leader, diverging=(end.offset, end.epoch))
+            if end.epoch == UNDEFINED_EPOCH:
+                # Nothing of ours is that old: the fetcher must cut back to our log start.
+                end = OffsetAndEpoch(client.log.start_offset, 0)
+            _respond_fetch(client, token, leader, diverging=(end.offset, end.epoch))
             return
     if fetch_offset > client.log.end_offset:
         _fetch_error(client, token, E.offset_out_of_range)
@@ -228,6 +227,17 @@ def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any,
     if progress is not None:
         progress.sent_high_watermark = leader.high_watermark if leader.high_watermark is not None else -1
     _respond_fetch(client, token, leader, records=client.log.read(fetch_offset, max_bytes))
+
+
+def _needs_snapshot(client: "RaftClient", fetch_offset: int, last_epoch: int) -> bool:
+    """Kafka's rule: send the snapshot when the fetcher is before the log start, at it with
+    another epoch than the oldest snapshot's, or on an epoch older than that snapshot's."""
+    earliest = client.log.earliest_snapshot_id()
+    if earliest is None:
+        return False
+    start = client.log.start_offset
+    return (fetch_offset < start or (fetch_offset == start and last_epoch != earliest.epoch)
+            or last_epoch < earliest.epoch)
 
 
 def fetch_has_news(client: "RaftClient", request: Any) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import random
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from engine.kio_codec import decode_entity, encode_entity
@@ -65,6 +65,7 @@ class SimNode:
     wake_at: int | None = None
     last_hw: int = -1
     max_epoch: int = 0
+    _traced: object = None
 
 
 class Simulation:
@@ -93,6 +94,7 @@ class Simulation:
         self.raft_config = RaftConfig(static_voters=static, listener_name=LISTENER,
                                       bootstrap_servers=tuple(address_of(i) for i in ids[:self.cfg.voters]),
                                       **self.cfg.raft)
+        self.node_configs: dict[int, RaftConfig] = {}
         for node in self.nodes.values():
             if self.cfg.kraft_version == 1:
                 self._bootstrap_checkpoint(node, voter_set)
@@ -108,11 +110,25 @@ class Simulation:
         node.log.create_snapshot(SnapshotId(0, 0), [], kraft_control=control.control_records_at(0),
                                  last_contained_log_timestamp_ms=0, now_ms=0)
 
+    def replace_disk(self, node_id: int, *, auto_join: bool = True) -> ReplicaKey:
+        """A failed disk swapped for an empty one: a new directory id, nothing on it but
+        what ``storage format --no-initial-controllers`` writes (nothing, in memory)."""
+        self.crash(node_id)
+        node = self.nodes[node_id]
+        node.key = ReplicaKey(node_id, uuid.UUID(int=self.rng.getrandbits(128)))
+        node.log, node.store = MemoryRaftLog(), MemoryElectionStore()
+        node.max_epoch = 0
+        if auto_join:
+            self.node_configs[node_id] = replace(self.raft_config, auto_join_enable=True)
+        self.note(f"node {node_id}: disk replaced, directory {node.key}")
+        return node.key
+
     def start(self, node_id: int) -> None:
         node = self.nodes[node_id]
         node.incarnation += 1
         node.machine = SimStateMachine(node_id, self.commits)
-        node.client = RaftClient(config=self.raft_config, cluster_id=CLUSTER_ID, local=node.key,
+        config = self.node_configs.get(node_id, self.raft_config)
+        node.client = RaftClient(config=config, cluster_id=CLUSTER_ID, local=node.key,
                                  endpoints=((LISTENER, address_of(node_id)),), log=node.log, store=node.store,
                                  rng=random.Random(self.rng.getrandbits(64)), now_ms=self.now_ms)
         node.client.register(node.machine)
@@ -123,6 +139,7 @@ class Simulation:
         node = self.nodes[node_id]
         if node.client is None:
             return
+        self.note(f"node {node_id}: crash (log end {node.log.end_offset}, flushed {node.log.flushed_end_offset})")
         node.client = None
         node.machine = None
         node.log.crash()
@@ -166,7 +183,24 @@ class Simulation:
         elif kind == "fault":
             payload()
         self.check_invariants()
+        if self.trace is not None:
+            self._trace_roles()
         return True
+
+    def note(self, text: str) -> None:
+        if self.trace is not None:
+            self.trace(f"t={self.now_ms:>7} ms  {text}")
+
+    def _trace_roles(self) -> None:
+        for node in self.nodes.values():
+            view = None if node.client is None else (node.client.role, node.client.epoch, node.client.quorum.leader_id)
+            if view != getattr(node, "_traced", None):
+                node._traced = view
+                if view is None:
+                    self.note(f"node {node.node_id}: down")
+                else:
+                    leader = f", leader {view[2]}" if view[2] >= 0 else ""
+                    self.note(f"node {node.node_id}: {view[0]} in epoch {view[1]}{leader}")
 
     def _poll(self, node: SimNode) -> None:
         ready = node.client.poll(self.now_ms)
@@ -252,11 +286,14 @@ class Simulation:
                                     now_ms=self.now_ms)
 
     def partition(self, group: set[int]) -> None:
+        self.note(f"partition {sorted(group)} | {sorted(set(self.nodes) - group)}")
         for a in group:
             for b in set(self.nodes) - group:
                 self.blocked.add((a, b))
 
     def heal(self) -> None:
+        if self.blocked:
+            self.note("heal the network")
         self.blocked.clear()
 
     def run_until(self, predicate: Callable[[], bool], limit_ms: int) -> bool:

@@ -1,0 +1,389 @@
+"""The asyncio edge around the Raft core: sockets, timers and the clock for one RaftClient.
+
+The real-world twin of ``engine.raft.simulation``: inbound requests come from a
+KafkaServer on the controller listener, outbound requests go through KafkaClients,
+and one timer task runs ``poll`` when the core asks for it. Every call into the core
+happens on the event loop thread, so nothing needs a lock.
+
+- An inbound request gets a future as its token; the OutboundResponse carrying that
+  token resolves it, and the server writes it (connections answer in request order).
+- An outbound request is one task: send, then ``receive`` the response or, on a
+  network error, a timeout or a version the peer lacks, ``InboundResponse(cid, None, why)``.
+- After every ``receive`` the core is polled and its messages dispatched at once.
+- Fetches go through their own KafkaClient: the leader parks a Fetch up to 500 ms, and
+  responses on one connection come back in order, so a parked Fetch must not sit in
+  front of a Vote or an AddRaftVoter on the same connection.
+- DescribeCluster (endpoint type 2, controllers) is answered here: cluster id, the
+  current leader and the voters' endpoints, which is how ``kraftd quorum`` finds the leader.
+
+The clock is wall-clock milliseconds at start plus monotonic time since: DescribeQuorum
+timestamps are epoch milliseconds, yet timers never jump with the wall clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import logging
+import random
+import time
+import typing
+from typing import Any, Callable
+
+from engine.kio_codec import ErrorCode, i8, i32, protocol_module
+from engine.net.errors import NetError
+from engine.net.kafka_client import KafkaClient
+from engine.net.kafka_protocol import API_VERSIONS_KEY, RAFT_APIS, ApiSpec, request_class, response_class
+from engine.net.kafka_server import KafkaServer, RequestContext
+from engine.raft import raft_messages as rm
+from engine.raft.election_store import ElectionStore
+from engine.raft.raft_client import (
+    InboundRequest, InboundResponse, LeaderAndEpoch, NotLeaderError, OutboundRequest, OutboundResponse, RaftClient,
+    RaftListener,
+)
+from engine.raft.raft_config import RaftConfig
+from engine.raft.raft_log import RaftLog
+from engine.raft.voter_set import Address, ReplicaKey
+
+log = logging.getLogger("engine.raft.driver")
+
+FETCH_KEY = 1
+DESCRIBE_QUORUM_KEY = 55
+DESCRIBE_CLUSTER_KEY = 60
+ADD_VOTER_KEY, REMOVE_VOTER_KEY = 80, 81
+CONTROLLER_ENDPOINT_TYPE = 2  # DescribeCluster endpoint types (KIP-919): 1 brokers, 2 controllers
+NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's default when they were not asked for
+VOTER_CHANGE_WAIT_MS = 60_000  # how long RemoveRaftVoter may take (the core's own deadline)
+ANSWER_WAIT_MS = 30_000  # a safety net: the core answers every other request far sooner
+
+
+def served_apis() -> dict[int, ApiSpec]:
+    """What the controller listener serves: each Raft RPC at the version the core reads and
+    writes, DescribeQuorum from v0 (converted here, for older tools) and DescribeCluster."""
+    apis = {}
+    for key, spec in RAFT_APIS.items():
+        version = rm.VERSIONS.get(spec.name)
+        if key in (API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY) or version is None:
+            apis[key] = spec
+        else:
+            apis[key] = ApiSpec(key, spec.name, version, version)
+    return apis
+
+
+class WallClock:
+    """Epoch milliseconds that move with the monotonic clock."""
+
+    def __init__(self) -> None:
+        self._wall0_ms = time.time_ns() // 1_000_000
+        self._mono0_ns = time.monotonic_ns()
+
+    def now_ms(self) -> int:
+        return self._wall0_ms + (time.monotonic_ns() - self._mono0_ns) // 1_000_000
+
+
+def convert_message(message: Any, target: type) -> Any:
+    """The same kio message as another version of it: fields matched by name, those the
+    target lacks dropped, those the source lacks left at their defaults (TypeError if a
+    required one is missing)."""
+    if type(message) is target:
+        return message
+    hints = typing.get_type_hints(target)
+    values = {}
+    for f in dataclasses.fields(target):
+        if hasattr(message, f.name):
+            values[f.name] = _convert_value(getattr(message, f.name), hints[f.name])
+    return target(**values)
+
+
+def _convert_value(value: Any, hint: Any) -> Any:
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(value):
+        entity = next((t for t in (hint, *typing.get_args(hint)) if isinstance(t, type)
+                       and dataclasses.is_dataclass(t)), None)
+        return convert_message(value, entity) if entity is not None else value
+    if isinstance(value, tuple) and typing.get_origin(hint) is tuple:
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+        if len(args) == 1:
+            return tuple(_convert_value(v, args[0]) for v in value)
+    return value
+
+
+def one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+class RaftDriver:
+    """Runs one RaftClient over real sockets: ``await start()``, then ``await stop()``."""
+
+    def __init__(self, *, config: RaftConfig, cluster_id: str, local: ReplicaKey,
+                 endpoints: tuple[tuple[str, Address], ...], log: RaftLog, store: ElectionStore,
+                 bind: Address, rng: random.Random | None = None, clock: WallClock | None = None,
+                 client_id: str | None = None):
+        self.config = config
+        self.cluster_id = cluster_id
+        self.local = local
+        self.endpoints = endpoints
+        self.raft_log = log
+        self.store = store
+        self.bind = bind
+        self.rng = rng or random.Random()
+        self.clock = clock or WallClock()
+        client_id = client_id or f"raft-client-{local.node_id}"
+        self.net = KafkaClient(client_id=client_id, request_timeout_ms=config.request_timeout_ms)
+        self.fetch_net = KafkaClient(client_id=client_id, request_timeout_ms=config.request_timeout_ms)
+        self.server: KafkaServer | None = None
+        self.client: RaftClient | None = None
+        self.address: Address | None = None
+        self.failure: BaseException | None = None
+        self.done = asyncio.Event()  # set when the driver stopped (on request or after a core failure)
+        self.last_append_ms: int | None = None
+        self._listeners: list[RaftListener] = []
+        self._state_hooks: list[Callable[[str, LeaderAndEpoch], None]] = []
+        self._last_state: tuple[str, LeaderAndEpoch] | None = None
+        self._next_poll_ms = 0
+        self._poll_requested = False
+        self._wake = asyncio.Event()
+        self._timer: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._stopping = False
+
+    # -- the public surface ---------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def register(self, listener: RaftListener) -> None:
+        """Add a RaftListener (before or after start)."""
+        self._listeners.append(listener)
+        if self.client is not None:
+            self.client.register(listener)
+
+    def on_state_change(self, hook: Callable[[str, LeaderAndEpoch], None]) -> None:
+        """``hook(role, leader_and_epoch)`` after every poll that changed either."""
+        self._state_hooks.append(hook)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.client is not None and self.client.quorum.is_leader()
+
+    async def start(self) -> Address:
+        """Listen on ``bind`` and start the core; returns the bound address."""
+        self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1], apis=served_apis(),
+                                  listener_name=self.config.listener_name)
+        self.address = await self.server.start()
+        # A listener configured with port 0 advertises the port it got.
+        self.endpoints = tuple((name, (host, self.address[1]) if name == self.config.listener_name and port == 0
+                                else (host, port)) for name, (host, port) in self.endpoints)
+        self.client = RaftClient(config=self.config, cluster_id=self.cluster_id, local=self.local,
+                                 endpoints=self.endpoints, log=self.raft_log, store=self.store, rng=self.rng,
+                                 now_ms=self.now_ms())
+        for listener in self._listeners:
+            self.client.register(listener)
+        self._timer = asyncio.create_task(self._timer_loop(), name=f"raft timer {self.local.node_id}")
+        self.pump()
+        return self.address
+
+    def schedule_append(self, records: list) -> int | None:
+        """Queue records as the leader (batched after append.linger.ms); the offset of the
+        last, or None when this replica does not lead."""
+        client = self.client
+        if client is None or self._stopping or not client.quorum.is_leader():
+            return None
+        now = self.now_ms()
+        try:
+            offset = client.schedule_append(client.epoch, records, now)
+        except NotLeaderError:
+            return None
+        self.last_append_ms = now
+        self.request_poll()  # may run inside a listener callback, i.e. inside poll: no re-entry
+        return offset
+
+    def request_poll(self) -> None:
+        """Have the timer task poll the core soon (safe from inside a listener callback)."""
+        self._poll_requested = True
+        self._wake.set()
+
+    async def resign(self, wait_ms: int = 1000) -> None:
+        """If leading, step down (EndQuorumEpoch to the voters) and wait up to ``wait_ms``
+        for the voters to acknowledge it."""
+        client = self.client
+        if client is None or self.failure is not None or not client.quorum.is_leader():
+            return
+        client.resign(client.epoch, self.now_ms())
+        self.pump()
+        deadline = time.monotonic() + wait_ms / 1000
+        while time.monotonic() < deadline and client.role == "resigned" and client.quorum.state.unacked \
+                and self.failure is None:
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        """Close the listener and the connections and stop the timer; the log stays open
+        (its owner flushes and closes it)."""
+        if self._stopping:
+            return
+        self._stopping = True
+        if self.server is not None:
+            await self.server.close()
+        if self._timer is not None:
+            self._timer.cancel()
+        tasks = [t for t in (self._timer, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(self.net.close(), self.fetch_net.close(), return_exceptions=True)
+        self.done.set()
+
+    # -- polling ----------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Poll the core now and dispatch what it says."""
+        client = self.client
+        if client is None or self._stopping:
+            return
+        try:
+            ready = client.poll(self.now_ms())
+        except Exception as err:  # noqa: BLE001 - a broken core stops the node, it must not limp on
+            self._fail("poll", err)
+            return
+        previous = self._next_poll_ms
+        self._next_poll_ms = ready.next_poll_ms
+        self._dispatch(ready.messages)
+        if ready.next_poll_ms < previous:
+            self._wake.set()  # the timer sleeps for longer than it now should
+        self._note_state()
+
+    def _receive(self, message: InboundRequest | InboundResponse) -> bool:
+        if self.client is None or self._stopping:
+            return False
+        try:
+            self.client.receive(self.now_ms(), message)
+        except Exception as err:  # noqa: BLE001
+            self._fail("receive", err)
+            return False
+        self.pump()
+        return True
+
+    def _fail(self, where: str, err: BaseException) -> None:
+        if self.failure is None:
+            self.failure = err
+            log.error("node %d: the Raft core failed in %s: %s: %s", self.local.node_id, where,
+                      type(err).__name__, one_line(err), exc_info=err)
+        self._stopping = True
+        self.done.set()
+
+    def _note_state(self) -> None:
+        client = self.client
+        state = (client.role, client.leader_and_epoch)
+        if state != self._last_state:
+            self._last_state = state
+            for hook in self._state_hooks:
+                hook(*state)
+
+    async def _timer_loop(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            delay_s = 0.0 if self._poll_requested else max(0.001, (self._next_poll_ms - self.now_ms()) / 1000)
+            if delay_s > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay_s):
+                        await self._wake.wait()
+            else:
+                await asyncio.sleep(0)
+            if self._poll_requested or self.now_ms() >= self._next_poll_ms:
+                self._poll_requested = False
+                self.pump()
+
+    # -- messages ---------------------------------------------------------------------
+
+    def _dispatch(self, messages: list) -> None:
+        for message in messages:
+            if isinstance(message, OutboundResponse):
+                future = message.token
+                if isinstance(future, asyncio.Future) and not future.done():
+                    future.set_result(message.response)
+            elif isinstance(message, OutboundRequest):
+                task = asyncio.create_task(self._send(message), name=f"raft send {message.correlation_id}")
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, message: OutboundRequest) -> None:
+        request, address = message.request, message.destination.address
+        net = self.fetch_net if type(request).__api_key__ == FETCH_KEY else self.net
+        response, error = None, None
+        if address is None:
+            error = f"no address known for node {message.destination.node_id}"
+        else:
+            try:
+                response = await net.send(address, request, timeout_ms=self.config.request_timeout_ms)
+            except (NetError, OSError) as err:  # NetworkError, RequestTimeoutError, UnsupportedVersionError, ...
+                error = one_line(err)
+        self._receive(InboundResponse(message.correlation_id, response, error))
+
+    async def _handle(self, ctx: RequestContext, request: Any) -> Any:
+        if ctx.api_key == DESCRIBE_CLUSTER_KEY:
+            return self.describe_cluster_response(request, ctx.api_version)
+        core_version = rm.VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
+        if ctx.api_version != core_version:
+            request = convert_message(request, request_class(ctx.api_key, core_version))
+        future = asyncio.get_running_loop().create_future()
+        if not self._receive(InboundRequest(future, request)):
+            raise ConnectionAbortedError("the controller is shutting down")
+        try:
+            async with asyncio.timeout(self._answer_wait_ms(ctx.api_key, request) / 1000):
+                response = await future
+        except TimeoutError:
+            response = self._unanswered(ctx, request)
+        if type(response).__version__ != ctx.api_version:
+            response = convert_message(response, response_class(ctx.api_key, ctx.api_version))
+        return response
+
+    def _answer_wait_ms(self, api_key: int, request: Any) -> int:
+        if api_key == ADD_VOTER_KEY:
+            return int(request.timeout.total_seconds() * 1000) + self.config.request_timeout_ms
+        if api_key == REMOVE_VOTER_KEY:
+            return VOTER_CHANGE_WAIT_MS + self.config.request_timeout_ms
+        return ANSWER_WAIT_MS
+
+    def _unanswered(self, ctx: RequestContext, request: Any) -> Any:
+        """The core dropped a request (e.g. a voter change whose leader lost its epoch)."""
+        name = RAFT_APIS[ctx.api_key].name
+        log.warning("node %d: the Raft core never answered %s (correlation id %d)", self.local.node_id, name,
+                    ctx.correlation_id)
+        if ctx.api_key == ADD_VOTER_KEY:
+            return rm.add_voter_response(ErrorCode.request_timed_out, "the voter change was not completed in time")
+        if ctx.api_key == REMOVE_VOTER_KEY:
+            return rm.remove_voter_response(ErrorCode.request_timed_out,
+                                            "the voter change was not completed in time")
+        raise TimeoutError(f"the Raft core never answered {name}")
+
+    def describe_cluster_response(self, request: Any, version: int) -> Any:
+        """DescribeCluster as a KRaft controller answers it: controllers only (KIP-919)."""
+        m = protocol_module("describe_cluster", version, "response")
+        endpoint_type = int(getattr(request, "endpoint_type", 1))
+        fields: dict[str, Any] = {"throttle_time": datetime.timedelta(0), "cluster_id": self.cluster_id,
+                                  "cluster_authorized_operations": i32(NO_AUTHORIZED_OPERATIONS)}
+        if version >= 1:
+            fields["endpoint_type"] = i8(endpoint_type)
+        if endpoint_type != CONTROLLER_ENDPOINT_TYPE:
+            return m.DescribeClusterResponse(error_code=ErrorCode.mismatched_endpoint_type,
+                                             error_message="a controller serves endpoint type 2 (controllers) only",
+                                             controller_id=i32(-1), brokers=(), **fields)
+        client = self.client
+        brokers = []
+        for node in client.control.latest_voters().voters if client is not None else ():
+            address = node.endpoint(self.config.listener_name)
+            if address is None:
+                continue
+            extra = {"is_fenced": False} if version >= 2 else {}
+            brokers.append(m.DescribeClusterBroker(broker_id=i32(node.key.node_id), host=address[0],
+                                                   port=i32(address[1]), rack=None, **extra))
+        leader_id = client.quorum.leader_id if client is not None else -1
+        return m.DescribeClusterResponse(error_code=ErrorCode.none, error_message=None,
+                                         controller_id=i32(leader_id), brokers=tuple(brokers), **fields)
+
+
+__all__ = ["RaftDriver", "WallClock", "convert_message", "served_apis"]
