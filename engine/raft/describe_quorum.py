@@ -21,7 +21,12 @@ def describe_quorum_response(client: "RaftClient", now_ms: int, request: Any) ->
                        message="only __cluster_metadata-0 has a quorum")
     leader = client.quorum.state
     if not isinstance(leader, LeaderState):
-        return _answer(ErrorCode.not_leader_or_follower, leader_id=client.quorum.leader_id, epoch=client.epoch,
+        # Name the leader and its endpoints, so that a tool can go there (Kafka v2 does).
+        leader_id = client.quorum.leader_id
+        node = client.control.latest_voters().node(leader_id) if leader_id >= 0 else None
+        nodes = [] if node is None else [R.Node(node_id=leader_id, listeners=tuple(
+            R.Listener(name=name, host=host, port=port) for name, (host, port) in node.endpoints))]
+        return _answer(ErrorCode.not_leader_or_follower, leader_id=leader_id, epoch=client.epoch, nodes=nodes,
                        message="this controller is not the leader")
     voters = [_replica(leader, p, client, now_ms) for p in leader.progress.values()]
     observers = [_replica(leader, p, client, now_ms) for p in leader.observers.values()]

@@ -56,7 +56,6 @@ class LeaderState:
         self.set_voters(self.voters)
         self.unacked_voters = set(self.voters.ids) - {self.local.node_id}
         self.check_quorum_deadline_ms = self.now_ms + self.check_quorum_timeout_ms
-        self._fetched_since_check: set[int] = set()
 
     # -- voters -------------------------------------------------------------------
 
@@ -94,7 +93,6 @@ class LeaderState:
             progress = self.observers.setdefault(key, ReplicaProgress(key))
         else:
             self.unacked_voters.discard(key.node_id)
-            self._fetched_since_check.add(key.node_id)
         if fetch_offset >= leader_end_offset:
             progress.last_caught_up_ms = now_ms
         elif fetch_offset >= progress.leader_end_at_last_fetch >= 0:
@@ -130,14 +128,16 @@ class LeaderState:
     # -- quorum liveness ---------------------------------------------------------------
 
     def check_quorum(self, now_ms: int) -> bool:
-        """False once a majority of voters has been silent for a whole check period: a
-        partitioned leader then steps down instead of serving a stale view."""
-        if now_ms < self.check_quorum_deadline_ms:
-            return True
-        heard = (self._fetched_since_check | {self.local.node_id}) & set(self.voters.ids)
-        self._fetched_since_check = set()
-        self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
-        return len(heard) >= self.voters.majority_size or not self.voters.is_voter(self.local)
+        """False once no majority of voters has fetched within the check period (Kafka's
+        check-quorum: the timer restarts whenever a majority has been heard from), so a
+        partitioned leader steps down instead of serving a stale view."""
+        times = sorted((now_ms if p.key.node_id == self.local.node_id else max(p.last_fetch_ms, self.now_ms)
+                        for p in self.progress.values()), reverse=True)
+        majority = self.voters.majority_size
+        if len(times) < majority:
+            return True  # a leader outside the voter set resigns by another rule
+        self.check_quorum_deadline_ms = times[majority - 1] + self.check_quorum_timeout_ms
+        return now_ms < self.check_quorum_deadline_ms
 
     def successors(self) -> tuple[ReplicaKey, ...]:
         """Other voters, most caught-up first: whom to suggest when resigning."""

@@ -298,7 +298,7 @@ class RaftClient:
 
     def last_fetched(self) -> tuple[int, int]:
         """(end offset, epoch of the last entry): what elections compare."""
-        return self.log.end_offset, self.log.last_fetched_epoch()
+        return self.log.end_offset, max(self.log.last_fetched_epoch(), 0)  # Kafka: 0 for an empty log
 
     def is_log_up_to_date(self, last_offset: int, last_epoch: int) -> bool:
         end, epoch = self.last_fetched()
@@ -318,8 +318,13 @@ class RaftClient:
             version=i16(0), leader_id=self.local.node_id,
             voters=tuple(LeaderChangeVoter(voter_id=v) for v in voters.ids),
             granting_voters=tuple(LeaderChangeVoter(voter_id=v) for v in sorted(state.granted)))
+        records = [control_record(message)]
+        if self.control.kraft_version == 1 and self.control.history.latest_offset() < 0:
+            # Voters known only from the local bootstrap checkpoint go into the log with the
+            # first batch of the epoch, as Kafka does, so that every replica can learn them.
+            records += self.control.control_records_at(-1)
         start = self.log.end_offset
-        self.log.append_as_leader([control_record(message)], epoch=leader.epoch, timestamp_ms=now_ms, control=True)
+        self.log.append_as_leader(records, epoch=leader.epoch, timestamp_ms=now_ms, control=True)
         self._after_leader_append(now_ms, start)
 
     def drain_appends(self, now_ms: int) -> None:

@@ -147,9 +147,11 @@ class RaftDriver:
         self._next_poll_ms = 0
         self._poll_requested = False
         self._wake = asyncio.Event()
+        self._core_ready = asyncio.Event()
         self._timer: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
-        self._stopping = False
+        self._stopping = False  # no more calls into the core
+        self._stopped = False
 
     # -- the public surface ---------------------------------------------------------
 
@@ -172,20 +174,30 @@ class RaftDriver:
 
     async def start(self) -> Address:
         """Listen on ``bind`` and start the core; returns the bound address."""
+        await self.start_listening()
+        self.start_core()
+        return self.address
+
+    async def start_listening(self) -> Address:
+        """The first half of ``start``: bind the listener (requests wait for ``start_core``)."""
         self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1], apis=served_apis(),
                                   listener_name=self.config.listener_name)
         self.address = await self.server.start()
         # A listener configured with port 0 advertises the port it got.
         self.endpoints = tuple((name, (host, self.address[1]) if name == self.config.listener_name and port == 0
                                 else (host, port)) for name, (host, port) in self.endpoints)
+        return self.address
+
+    def start_core(self) -> None:
+        """The second half of ``start``: create the RaftClient and start its timer."""
         self.client = RaftClient(config=self.config, cluster_id=self.cluster_id, local=self.local,
                                  endpoints=self.endpoints, log=self.raft_log, store=self.store, rng=self.rng,
                                  now_ms=self.now_ms())
         for listener in self._listeners:
             self.client.register(listener)
         self._timer = asyncio.create_task(self._timer_loop(), name=f"raft timer {self.local.node_id}")
+        self._core_ready.set()
         self.pump()
-        return self.address
 
     def schedule_append(self, records: list) -> int | None:
         """Queue records as the leader (batched after append.linger.ms); the offset of the
@@ -223,11 +235,12 @@ class RaftDriver:
     async def stop(self) -> None:
         """Close the listener and the connections and stop the timer; the log stays open
         (its owner flushes and closes it)."""
-        if self._stopping:
+        if self._stopped:
             return
-        self._stopping = True
+        self._stopped = True
         if self.server is not None:
-            await self.server.close()
+            await self.server.close()  # first: requests still arriving meanwhile are served
+        self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
         tasks = [t for t in (self._timer, *self._tasks) if t is not None]
@@ -326,6 +339,8 @@ class RaftDriver:
     async def _handle(self, ctx: RequestContext, request: Any) -> Any:
         if ctx.api_key == DESCRIBE_CLUSTER_KEY:
             return self.describe_cluster_response(request, ctx.api_version)
+        if self.client is None:
+            await self._core_ready.wait()  # bound, core not created yet (``start_listening``)
         core_version = rm.VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
         if ctx.api_version != core_version:
             request = convert_message(request, request_class(ctx.api_key, core_version))

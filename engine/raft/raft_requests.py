@@ -17,6 +17,9 @@ from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
 from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
 from engine.raft.voter_set import ReplicaKey
+from engine.snapshot_writer import SnapshotId
+
+BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
 
 if TYPE_CHECKING:
     from engine.raft.raft_client import RaftClient
@@ -68,6 +71,9 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
         return
     candidate = ReplicaKey(part.replica_id, part.replica_directory_id)
     epoch = part.replica_epoch
+    if part.last_offset < 0 or part.last_offset_epoch < 0 or part.last_offset_epoch >= epoch:
+        client.respond(token, _vote_answer(client, E.invalid_request, False))  # Kafka's sanity rule
+        return
     if epoch < client.epoch:
         client.respond(token, _vote_answer(client, E.fenced_leader_epoch, False))
         return
@@ -78,7 +84,6 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
         return
     if epoch > client.epoch:
         client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
-        client.parked_fetches and client.complete_parked_fetches(now_ms, force=True)
     state = client.quorum.state
     voted = client.quorum.voted_key
     granted = (up_to_date and isinstance(state, (UnattachedState, ProspectiveState))
@@ -144,7 +149,6 @@ def become_follower(client: "RaftClient", now_ms: int, epoch: int, leader_id: in
         return
     if isinstance(state, LeaderState) and state.epoch == epoch:
         return  # cannot happen with one leader per epoch; refuse rather than follow
-    client.complete_parked_fetches(now_ms, force=True)
     client.quorum.to_follower(epoch, leader_id, address, now_ms + client.config.fetch_timeout_ms)
 
 
@@ -159,14 +163,17 @@ def handle_end_epoch(client: "RaftClient", now_ms: int, token: object, request: 
         client.respond(token, rm.end_epoch_response(E.fenced_leader_epoch, leader_id, epoch, address))
         return
     if part.leader_epoch > client.epoch:
-        client.quorum.to_unattached(part.leader_epoch, client.election_deadline_ms(now_ms))
+        # A leader we had not heard of is resigning: follow it first, as Kafka does.
+        address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
+        become_follower(client, now_ms, part.leader_epoch, part.leader_id, address)
     state = client.quorum.state
     if isinstance(state, FollowerState) and state.leader_id == part.leader_id:
         # The leader is leaving: the successor it named first campaigns at once, the rest in turn.
         successors = [ReplicaKey(c.candidate_id, c.candidate_directory_id) for c in part.preferred_candidates]
-        ids = [k.node_id for k in successors]
-        position = ids.index(client.local.node_id) if client.local.node_id in ids else -1
-        state.fetch_deadline_ms = now_ms + client.strict_backoff_ms(position, len(ids))
+        mine = [i for i, k in enumerate(successors) if k.node_id == client.local.node_id and
+                (k.directory_id is None or k.directory_id == client.local.directory_id)]
+        position = mine[0] if mine else -1
+        state.fetch_deadline_ms = now_ms + client.strict_backoff_ms(position, len(successors))
         state.last_fetch_ok_ms = None
     leader_id, epoch, address = _leader_hint(client)
     client.respond(token, rm.end_epoch_response(E.none, leader_id, epoch, address))
@@ -200,16 +207,20 @@ def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any,
         return
     replica = ReplicaKey(request.replica_state.replica_id, part.replica_directory_id)
     fetch_offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
+    if fetch_offset < 0 or last_epoch < 0 or last_epoch > leader.epoch:
+        _fetch_error(client, token, E.invalid_request)  # Kafka's sanity rule; nothing recorded
+        return
     if _needs_snapshot(client, fetch_offset, last_epoch):
         snapshot = client.log.latest_snapshot_id()
         _respond_fetch(client, token, leader, snapshot=(snapshot.end_offset, snapshot.epoch))
         return
-    if fetch_offset > 0 or last_epoch != UNDEFINED_EPOCH:
+    if fetch_offset > 0:
         end = client.log.end_offset_for_epoch(last_epoch)
         if end.epoch != last_epoch or fetch_offset > end.offset:
             if end.epoch == UNDEFINED_EPOCH:
-                # Nothing of ours is that old: the fetcher must cut back to our log start.
-                end = OffsetAndEpoch(client.log.start_offset, 0)
+                # Older than every epoch we have: it ends where our first epoch starts (Kafka's
+                # leader epoch cache answers the same).
+                end = OffsetAndEpoch(client.log.start_offset, last_epoch)
             _respond_fetch(client, token, leader, diverging=(end.offset, end.epoch))
             return
     if fetch_offset > client.log.end_offset:
@@ -233,8 +244,8 @@ def _needs_snapshot(client: "RaftClient", fetch_offset: int, last_epoch: int) ->
     """Kafka's rule: send the snapshot when the fetcher is before the log start, at it with
     another epoch than the oldest snapshot's, or on an epoch older than that snapshot's."""
     earliest = client.log.earliest_snapshot_id()
-    if earliest is None:
-        return False
+    if earliest is None or earliest == BOOTSTRAP_SNAPSHOT_ID:
+        return False  # the 0-0 checkpoint is local bootstrap state; its voters are in the log too
     start = client.log.start_offset
     return (fetch_offset < start or (fetch_offset == start and last_epoch != earliest.epoch)
             or last_epoch < earliest.epoch)

@@ -57,7 +57,6 @@ def maybe_handle_epoch(client: "RaftClient", now_ms: int, leader_id: int, epoch:
         if leader_id >= 0:
             become_follower(client, now_ms, epoch, leader_id, address)
         else:
-            client.complete_parked_fetches(now_ms, force=True)
             client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
         return True
     state = client.quorum.state

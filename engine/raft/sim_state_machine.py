@@ -29,7 +29,7 @@ def data_record(value: str) -> m.ConfigRecordV0:
     return m.ConfigRecordV0(resource_type=2, resource_name="sim", name="v", value=value)
 
 
-def _item(batch: LogBatch, record: object) -> str:
+def log_item(batch: LogBatch, record: object) -> str:
     if isinstance(record, ControlRecord):
         return f"{batch.epoch}:control{record.control_type}"
     return f"{batch.epoch}:{getattr(record, 'value', type(record).__name__)}"
@@ -75,7 +75,7 @@ class SimStateMachine:
                 raise InvariantViolation(f"node {self.node_id} was given offset {batch.base_offset} "
                                          f"after {self.next_offset - 1}")
             for i, record in enumerate(batch.records):
-                item = _item(batch, record)
+                item = log_item(batch, record)
                 self.commits.check_item(self.node_id, batch.base_offset + i, item)
                 self.chain = zlib.crc32(item.encode(), self.chain)
                 if not isinstance(record, ControlRecord):

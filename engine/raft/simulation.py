@@ -65,6 +65,7 @@ class SimNode:
     wake_at: int | None = None
     last_hw: int = -1
     max_epoch: int = 0
+    checked_to: int = 0  # its log was checked against the commits below this offset
     _traced: object = None
 
 
@@ -142,6 +143,7 @@ class Simulation:
         self.note(f"node {node_id}: crash (log end {node.log.end_offset}, flushed {node.log.flushed_end_offset})")
         node.client = None
         node.machine = None
+        node.checked_to = 0
         node.log.crash()
         node.wake_at = None
 
@@ -326,6 +328,27 @@ class Simulation:
             if hw > client.log.end_offset:
                 raise InvariantViolation(f"node {node.node_id}'s high watermark {hw} is past its log end "
                                          f"{client.log.end_offset}")
+        if self.events % 100 == 0:
+            self.check_logs_below_high_watermarks()
+
+    def check_logs_below_high_watermarks(self) -> None:
+        """Every live replica's log below its high watermark holds what was committed there."""
+        from engine.raft.sim_state_machine import log_item
+
+        for node in self.alive():
+            hw = node.client.high_watermark or 0
+            start = max(node.log.start_offset, node.checked_to)
+            if start >= hw:
+                continue
+            for batch in node.log.batches(start, hw):
+                for i, record in enumerate(batch.records):
+                    offset = batch.base_offset + i
+                    known = self.commits.items.get(offset)
+                    if offset < hw and known is not None and known != log_item(batch, record):
+                        raise InvariantViolation(f"node {node.node_id}'s log holds {log_item(batch, record)!r} at "
+                                                 f"offset {offset}, below its high watermark {hw}, where "
+                                                 f"{known!r} was committed")
+            node.checked_to = hw
 
 
 def _node_at(address: tuple[str, int] | None) -> int:

@@ -76,11 +76,13 @@ class VoterSet:
         return None
 
     def is_voter(self, key: ReplicaKey) -> bool:
-        """A voter with this id, and the same directory when both sides know one."""
+        """A voter with this id, and the same directory when the voter has one."""
         n = self.node(key.node_id)
         if n is None:
             return False
-        return n.key.directory_id is None or key.directory_id is None or n.key.directory_id == key.directory_id
+        # Kafka's rule: a voter with a directory id is that directory only; a static voter
+        # (no directory id) is whoever has its id.
+        return n.key.directory_id is None or n.key.directory_id == key.directory_id
 
     def is_only_voter(self, key: ReplicaKey) -> bool:
         return len(self.voters) == 1 and self.is_voter(key)
@@ -134,6 +136,7 @@ def parse_quorum_voters(text: str, listener_name: str) -> VoterSet:
         host, _, port = address.rpartition(":")
         if not at or not node.strip().isdigit() or not port.isdigit() or not host:
             raise ConfigError(f"bad controller.quorum.voters entry {item!r} (expected ID@HOST:PORT)")
+        _check_port(int(port), item, "controller.quorum.voters")
         nodes.append(VoterNode(ReplicaKey(int(node)), ((listener_name, (host.strip("[]"), int(port))),)))
     try:
         return VoterSet.of(nodes)
@@ -148,8 +151,14 @@ def parse_bootstrap_servers(text: str) -> tuple[Address, ...]:
         host, _, port = item.rpartition(":")
         if not host or not port.isdigit():
             raise ConfigError(f"bad controller.quorum.bootstrap.servers entry {item!r} (expected HOST:PORT)")
+        _check_port(int(port), item, "controller.quorum.bootstrap.servers")
         out.append((host.strip("[]"), int(port)))
     return tuple(out)
+
+
+def _check_port(port: int, item: str, key: str) -> None:
+    if not 0 < port <= 65535:
+        raise ConfigError(f"bad {key} entry {item!r}: port {port} out of range")
 
 
 @dataclass
