@@ -49,7 +49,6 @@ class LeaderState:
     observers: dict[ReplicaKey, ReplicaProgress] = field(default_factory=dict)
     unacked_voters: set[int] = field(default_factory=set)  # still to learn of us: BeginQuorumEpoch
     pending_change: PendingVoterChange | None = None
-    resigning: bool = False
     role = "leader"
 
     def __post_init__(self) -> None:

@@ -354,8 +354,6 @@ class RaftClient:
     def _check_leader_epoch(self, epoch: int) -> None:
         if not self.quorum.is_leader() or self.epoch != epoch:
             raise NotLeaderError(f"not the leader of epoch {epoch} (this replica is {self.role} in epoch {self.epoch})")
-        if self.quorum.state.resigning:
-            raise NotLeaderError(f"resigning the leadership of epoch {epoch}")
 
     def on_high_watermark(self, offset: int | None, now_ms: int) -> None:
         """Raise (never lower) the local high watermark; committed changes take effect."""

@@ -67,9 +67,9 @@ def poll_leader(client: "RaftClient", now_ms: int) -> None:
 def resign(client: "RaftClient", now_ms: int) -> None:
     leader: LeaderState = client.quorum.state
     successors = leader.successors()
-    client.complete_parked_fetches(now_ms, force=True)
     others = set(leader.voters.ids) - {client.local.node_id}
     client.quorum.to_resigned(client.election_deadline_ms(now_ms), successors, others)
+    client.complete_parked_fetches(now_ms, force=True)  # now answered "not the leader"
     client.pending_records = []
     client.pending_since_ms = None
 

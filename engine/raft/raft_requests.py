@@ -198,7 +198,7 @@ def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any,
         _fetch_error(client, token, E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
         return
     leader = client.quorum.state
-    if not isinstance(leader, LeaderState) or leader.resigning:
+    if not isinstance(leader, LeaderState):
         _fetch_error(client, token, E.not_leader_or_follower)
         return
     if part.current_leader_epoch != leader.epoch:

@@ -30,7 +30,7 @@ def _refusal(client: "RaftClient", request: Any) -> tuple[ErrorCode, str] | None
     if request.cluster_id is not None and request.cluster_id != client.cluster_id:
         return E.inconsistent_cluster_id, f"cluster id {request.cluster_id!r} is not this cluster's"
     leader = client.quorum.state
-    if not isinstance(leader, LeaderState) or leader.resigning:
+    if not isinstance(leader, LeaderState):
         return E.not_leader_or_follower, "this controller is not the leader"
     if client.control.kraft_version == 0:
         return E.unsupported_version, "kraft.version is 0: the voters are static (controller.quorum.voters)"
