@@ -152,6 +152,15 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--partitions-per-topic", type=_positive, default=100)
     replay.set_defaults(run=cmd_bench_replay)
 
+    quorum_bench = bench_sub.add_parser("quorum", help="3 controller processes on loopback: commit latency, records/s")
+    quorum_bench.add_argument("--seconds", type=float, default=10.0, help="measured time per phase")
+    quorum_bench.add_argument("--latency-rate", type=float, default=1000.0, help="records/s of the latency phase")
+    quorum_bench.add_argument("--throughput-rate", type=float, default=50_000.0,
+                              help="records/s offered in the throughput phase")
+    quorum_bench.add_argument("--batch", type=_positive, default=200, help="records per append (throughput phase)")
+    quorum_bench.add_argument("--linger-ms", type=int, default=1, help="controller.quorum.append.linger.ms")
+    quorum_bench.set_defaults(run=cmd_bench_quorum)
+
     sim = sub.add_parser("sim", help="deterministic simulations")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True, parser_class=OneLineParser)
     quorum_sim = sim_sub.add_parser("quorum", help="random fault schedules over a simulated quorum, seed by seed")
@@ -164,6 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
     quorum_sim.add_argument("--trace", action="store_true", help="print every role change of a seed")
     quorum_sim.set_defaults(run=cmd_sim_quorum)
     return parser
+
+
+def cmd_bench_quorum(args: argparse.Namespace) -> int:
+    from engine.bench_quorum import bench_quorum
+
+    bench_quorum(seconds=args.seconds, latency_rate=args.latency_rate, throughput_rate=args.throughput_rate,
+                 batch=args.batch, linger_ms=args.linger_ms, out=_out)
+    return 0
 
 
 def cmd_sim_quorum(args: argparse.Namespace) -> int:

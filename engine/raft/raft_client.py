@@ -131,7 +131,8 @@ class RaftClient:
         self._next_correlation_id = 1
         self._bootstrap_index = 0
         self.election_retries = 0  # elections lost in a row: the backoff grows with it
-        self.updated_endpoints_epoch = -1  # the epoch in which our UpdateRaftVoter succeeded
+        self.updated_endpoints_epoch = -1
+        self._led: LeaderState | None = None  # the leadership last seen, to tidy up after it  # the epoch in which our UpdateRaftVoter succeeded
         self._load_control_state()
         self.quorum.initialize(now_ms, self._random_election_timeout_ms())
         self._maybe_become_only_voter_leader(now_ms)
@@ -173,16 +174,28 @@ class RaftClient:
         from engine.raft import raft_polls
 
         self._expire_inflight(now_ms)
+        self._abandon_old_leadership()
         if not self.quorum.is_leader():
             if self.parked_fetches:
                 self.complete_parked_fetches(now_ms, force=True)  # answered "not the leader"
             # Appends queued while we led die with the leadership, as in Kafka's accumulator.
             self.pending_records, self.pending_since_ms = [], None
         raft_polls.poll_state(self, now_ms)
+        self._abandon_old_leadership()
+        if self.quorum.is_leader():
+            self._led = self.quorum.state
         self._deliver(now_ms)
         ready = Ready(self.outbox, self._next_poll_ms(now_ms))
         self.outbox = []
         return ready
+
+    def _abandon_old_leadership(self) -> None:
+        """A voter change still waiting when the leadership went gets its answer: not the leader."""
+        if self._led is not None and self.quorum.state is not self._led:
+            from engine.raft import voter_changes
+
+            voter_changes.abandon(self, self._led)
+            self._led = None
 
     def schedule_append(self, epoch: int, records: Sequence[AnyRecord], now_ms: int) -> int:
         """Queue records for the next batch (sent after ``append.linger.ms``); returns the

@@ -334,6 +334,10 @@ class RaftDriver:
                 response = await net.send(address, request, timeout_ms=self.config.request_timeout_ms)
             except (NetError, OSError) as err:  # NetworkError, RequestTimeoutError, UnsupportedVersionError, ...
                 error = one_line(err)
+            except Exception as err:  # noqa: BLE001 - e.g. a request kio cannot encode: still an answer
+                log.error("node %d: sending %s failed: %s: %s", self.local.node_id, type(request).__name__,
+                          type(err).__name__, one_line(err))
+                error = f"{type(err).__name__}: {one_line(err)}"
         self._receive(InboundResponse(message.correlation_id, response, error))
 
     async def _handle(self, ctx: RequestContext, request: Any) -> Any:

@@ -79,8 +79,9 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
         return
     up_to_date = client.is_log_up_to_date(part.last_offset, part.last_offset_epoch)
     if part.pre_vote:
-        client.respond(token, _vote_answer(client, E.none, up_to_date and _may_pre_vote(client, now_ms, epoch,
-                                                                                         candidate)))
+        granted = up_to_date and _may_pre_vote(client, now_ms, epoch, candidate) and \
+            not _loses_tie(client, candidate, part.last_offset, part.last_offset_epoch)
+        client.respond(token, _vote_answer(client, E.none, granted))
         return
     if epoch > client.epoch:
         client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
@@ -104,6 +105,15 @@ def _may_pre_vote(client: "RaftClient", now_ms: int, epoch: int, candidate: Repl
         voted = client.quorum.voted_key
         return voted is None or voted == candidate
     return True
+
+
+def _loses_tie(client: "RaftClient", candidate: ReplicaKey, last_offset: int, last_epoch: int) -> bool:
+    """Two prospective voters with equal logs would pre-vote each other into a split vote (both
+    candidates in the same epoch, each voting for itself). The lower id wins the tie; pre-votes
+    only steer liveness, so safety is untouched."""
+    if not isinstance(client.quorum.state, ProspectiveState):
+        return False
+    return (last_offset, last_epoch) == client.last_fetched() and candidate.node_id > client.local.node_id
 
 
 def _vote_answer(client: "RaftClient", error: ErrorCode, granted: bool) -> Any:

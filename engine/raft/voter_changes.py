@@ -159,6 +159,19 @@ def on_commit(client: "RaftClient", now_ms: int) -> None:
         leader.pending_change = None
 
 
+def abandon(client: "RaftClient", leader: LeaderState) -> None:
+    change, leader.pending_change = leader.pending_change, None
+    if change is None or change.token is None:
+        return
+    message = "the leader lost its leadership before the voter change committed"
+    if change.kind == "add":
+        client.respond(change.token, rm.add_voter_response(E.not_leader_or_follower, message))
+    elif change.kind == "remove":
+        client.respond(change.token, rm.remove_voter_response(E.not_leader_or_follower, message))
+    else:
+        client.respond(change.token, rm.update_voter_response(E.not_leader_or_follower, -1, client.epoch, None))
+
+
 # -- what replicas ask for themselves ----------------------------------------------------
 
 def poll_follower(client: "RaftClient", now_ms: int) -> None:
