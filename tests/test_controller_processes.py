@@ -277,3 +277,15 @@ def test_a_busy_port_exits_1_with_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
+
+
+def test_kraftd_bench_quorum_measures_three_processes(tmp_path: Path) -> None:
+    """A short run of the benchmark: three real processes, both phases, figures printed."""
+    done = kraftd("bench", "quorum", "--seconds", "1", "--latency-rate", "200", "--throughput-rate", "2000",
+                  "--batch", "20", timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if "commit latency" in line]
+    assert len(lines) == 2, done.stdout
+    for line in lines:
+        committed = int(line.split("committed ")[1].split(" records")[0].replace(",", ""))
+        assert committed > 0 and "p99" in line

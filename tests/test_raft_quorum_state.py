@@ -47,7 +47,7 @@ def leader_state(q: QuorumState, epoch_start_offset: int = 0) -> LeaderState:
 
 def make_leader(q: QuorumState) -> None:
     q.to_prospective(100)
-    q.to_candidate(200, 1)
+    q.to_candidate(200)
     q.to_leader(leader_state(q))
 
 
@@ -114,19 +114,19 @@ def test_candidate_bumps_the_epoch_and_votes_for_itself() -> None:
     q = quorum(store)
     q.to_follower(2, 3, ("node3", 9093), 1000)
     q.to_prospective(2000)
-    q.to_candidate(3000, 2)
+    q.to_candidate(3000)
     assert isinstance(q.state, CandidateState)
-    assert (q.epoch, q.role, q.voted_key, q.state.granted, q.state.retries) == (3, "candidate", LOCAL, {1}, 2)
+    assert (q.epoch, q.role, q.voted_key, q.state.granted) == (3, "candidate", LOCAL, {1})
     assert store.state == ElectionState(3, -1, LOCAL)
 
 
 def test_candidate_only_from_prospective() -> None:
     q = quorum()
     with pytest.raises(IllegalTransition, match="unattached in epoch 0 cannot become candidate"):
-        q.to_candidate(1000, 1)
+        q.to_candidate(1000)
     q.to_follower(1, 2, None, 1000)
     with pytest.raises(IllegalTransition):
-        q.to_candidate(1000, 1)
+        q.to_candidate(1000)
     assert q.role == "follower"
 
 
@@ -143,7 +143,7 @@ def test_leader_only_from_candidate_of_the_same_epoch() -> None:
     with pytest.raises(IllegalTransition):
         q.to_leader(leader_state(q))
     q.to_prospective(100)
-    q.to_candidate(200, 1)
+    q.to_candidate(200)
     with pytest.raises(IllegalTransition):
         q.to_leader(LeaderState(LOCAL, 7, 0, VOTERS, frozenset({1, 2}), 0, 3000))
     assert q.role == "candidate"
@@ -203,7 +203,7 @@ def test_follower_and_candidate_do_not_vote_in_their_epoch() -> None:
     with pytest.raises(IllegalTransition, match="cannot vote"):
         q.to_voted(2, OTHER, 1000)
     q.to_prospective(1000)
-    q.to_candidate(1000, 1)
+    q.to_candidate(1000)
     with pytest.raises(IllegalTransition, match="cannot vote"):
         q.to_voted(3, OTHER, 1000)
 
@@ -229,7 +229,7 @@ def test_follower_keeps_its_leader_within_an_epoch() -> None:
     (lambda q: q.to_unattached(3, 100), "unattached"),
     (lambda q: q.to_voted(3, OTHER, 100), "voted"),
     (lambda q: q.to_follower(3, 2, None, 100), "follower"),
-    (lambda q: (q.to_prospective(100), q.to_candidate(100, 1)), "candidate"),
+    (lambda q: (q.to_prospective(100), q.to_candidate(100)), "candidate"),
 ])
 def test_failed_write_leaves_the_role_unchanged(move, role: str) -> None:
     store = FailingStore()
@@ -252,7 +252,7 @@ def test_failed_write_keeps_a_candidate_from_leading() -> None:
     store = FailingStore()
     q = quorum(store)
     q.to_prospective(100)
-    q.to_candidate(200, 1)
+    q.to_candidate(200)
     store.fail = True
     with pytest.raises(OSError):
         q.to_leader(leader_state(q))
@@ -298,7 +298,7 @@ def test_file_store_data_version_0(tmp_path: Path) -> None:
     assert not path.exists()
     q.to_prospective(100)
     assert not path.exists()  # a pre-vote writes nothing
-    q.to_candidate(200, 1)
+    q.to_candidate(200)
     assert path.read_text() == ('{"clusterId":"","leaderId":-1,"leaderEpoch":1,"votedId":1,"appliedOffset":0,'
                                 '"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}')
     q.to_leader(LeaderState(local, 1, 0, VoterSet.of(VoterNode(ReplicaKey(i), ()) for i in (1, 2, 3)),

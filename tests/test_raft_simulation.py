@@ -200,3 +200,19 @@ def test_graceful_resignation_hands_over_to_a_preferred_successor():
     assert sim.run_until(lambda: sim.leader() is not None and sim.leader().client.epoch > epoch, 5_000)
     # The first preferred successor campaigns at once: well under an election timeout.
     assert sim.now_ms - started < sim.raft_config.election_timeout_ms
+
+
+def test_kraftd_sim_quorum_prints_a_summary_and_exit_code():
+    from engine.cli import run
+
+    lines = []
+    import engine.cli as cli
+
+    original = cli._out
+    cli._out = lines.append
+    try:
+        assert run(["sim", "quorum", "--seeds", "3", "--first-seed", "9", "--events", "300"]) == 0
+    finally:
+        cli._out = original
+    assert lines[-1] == "ran 3 seeds, 0 violated an invariant"
+    assert lines[0].startswith("events ")

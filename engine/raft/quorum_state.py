@@ -43,7 +43,6 @@ class ProspectiveState:
     leader_address: Address | None = None
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
-    retries: int = 1
     role = "prospective"
 
 
@@ -53,7 +52,6 @@ class CandidateState:
     election_deadline_ms: int
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
-    retries: int = 1
     backoff_until_ms: int | None = None  # set once the election is lost: wait, then try again
     role = "candidate"
 
@@ -158,20 +156,20 @@ class QuorumState:
         self._persist(ElectionState(epoch, -1, candidate))
         self.state = UnattachedState(epoch, deadline_ms, candidate)
 
-    def to_prospective(self, deadline_ms: int, retries: int = 1) -> None:
+    def to_prospective(self, deadline_ms: int) -> None:
         if self.is_leader():
             raise IllegalTransition(f"leader in epoch {self.epoch} cannot become prospective")
         s = self.state
         leader_id = s.leader_id if isinstance(s, FollowerState) else getattr(s, "leader_id", -1)
         address = s.leader_address if isinstance(s, (FollowerState, ProspectiveState)) else None
-        self.state = ProspectiveState(self.epoch, deadline_ms, self.voted_key, leader_id, address, retries=retries)
+        self.state = ProspectiveState(self.epoch, deadline_ms, self.voted_key, leader_id, address)
 
-    def to_candidate(self, deadline_ms: int, retries: int) -> None:
+    def to_candidate(self, deadline_ms: int) -> None:
         if not isinstance(self.state, ProspectiveState):
             raise IllegalTransition(f"{self.role} in epoch {self.epoch} cannot become candidate")
         epoch = self.epoch + 1
         self._persist(ElectionState(epoch, -1, self.local))
-        self.state = CandidateState(epoch, deadline_ms, {self.local.node_id}, retries=retries)
+        self.state = CandidateState(epoch, deadline_ms, {self.local.node_id})
 
     def to_leader(self, leader_state: LeaderState) -> None:
         if not isinstance(self.state, CandidateState) or leader_state.epoch != self.epoch:

@@ -18,14 +18,13 @@ from typing import Any, Protocol, Sequence
 
 from engine.kio_codec import LeaderChangeMessage, LeaderChangeVoter, i16
 from engine.metadata_record_serde import AnyRecord, control_record
-from engine.raft import raft_messages as rm
 from engine.raft.election_store import ElectionStore
 from engine.raft.kraft_control_state import KRaftControlState
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import (
-    CandidateState, FollowerState, ProspectiveState, QuorumState, ResignedState, UnattachedState,
+    QuorumState,
 )
-from engine.raft.raft_config import MAX_BATCH_RECORDS, MAX_FETCH_SIZE_BYTES, RaftConfig
+from engine.raft.raft_config import MAX_BATCH_RECORDS, RaftConfig
 from engine.raft.raft_log import LogBatch, RaftLog
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.snapshot_writer import SnapshotId
@@ -399,7 +398,7 @@ class RaftClient:
         # A quorum of one elects itself at once (Kafka does the same).
         if self.control.latest_voters().is_only_voter(self.local):
             self.quorum.to_prospective(now_ms)
-            self.quorum.to_candidate(self.election_deadline_ms(now_ms), 1)
+            self.quorum.to_candidate(self.election_deadline_ms(now_ms))
             self.become_leader(now_ms)
 
     def _expire_inflight(self, now_ms: int) -> None:
@@ -442,12 +441,3 @@ class RaftClient:
         if self.pending_since_ms is not None:
             times.append(self.pending_since_ms + self.config.append_linger_ms)
         return max(now_ms, min(times))
-
-
-def fetch_max_bytes() -> int:
-    return MAX_FETCH_SIZE_BYTES
-
-
-__all__ = ["CandidateState", "Destination", "FollowerState", "InboundRequest", "InboundResponse", "LeaderAndEpoch",
-           "NotLeaderError", "OutboundRequest", "OutboundResponse", "ProspectiveState", "RaftClient", "RaftListener",
-           "Ready", "ResignedState", "UnattachedState", "rm"]

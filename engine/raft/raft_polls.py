@@ -132,7 +132,7 @@ def poll_prospective(client: "RaftClient", now_ms: int) -> None:
         return
     state.granted.add(client.local.node_id)
     if len(state.granted & set(voters.ids)) >= voters.majority_size:
-        client.quorum.to_candidate(client.election_deadline_ms(now_ms), state.retries)
+        client.quorum.to_candidate(client.election_deadline_ms(now_ms))
         return
     if now_ms >= state.election_deadline_ms or len(state.rejected) >= voters.majority_size:
         prospective_failed(client, now_ms)
