@@ -216,3 +216,19 @@ def test_kraftd_sim_quorum_prints_a_summary_and_exit_code():
         cli._out = original
     assert lines[-1] == "ran 3 seeds, 0 violated an invariant"
     assert lines[0].startswith("events ")
+
+
+def test_failover_after_a_leader_crash_takes_about_one_fetch_timeout():
+    """The survivors notice after fetch.timeout.ms and elect at once: no split vote, no pre-vote
+    stall (two prospectives refusing each other), across seeds and both survivor pairs."""
+    worst = 0
+    for seed in range(30):
+        sim = Simulation(seed, SimConfig(voters=3, observers=0, loss=0, duplicate=0,
+                                         raft={"append_linger_ms": 5, "fetch_timeout_ms": 1000}))
+        _commit(sim, 3)
+        old = sim.leader()
+        sim.crash(old.node_id)
+        crashed_at = sim.now_ms
+        assert sim.run_until(lambda: sim.leader() is not None and sim.leader() is not old, 10_000)
+        worst = max(worst, sim.now_ms - crashed_at)
+    assert worst < 1000 + 500, f"slowest failover {worst} ms"

@@ -43,6 +43,7 @@ class ProspectiveState:
     leader_address: Address | None = None
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
+    asked_us: set[int] = field(default_factory=set)  # voters that asked us for a pre-vote meanwhile
     role = "prospective"
 
 

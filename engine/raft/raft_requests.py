@@ -79,6 +79,12 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
         return
     up_to_date = client.is_log_up_to_date(part.last_offset, part.last_offset_epoch)
     if part.pre_vote:
+        state = client.quorum.state
+        if isinstance(state, ProspectiveState):
+            # It asks for pre-votes, so it no longer hears from a leader: whatever it told us
+            # before is stale. Ask it again (otherwise two prospectives can stall each other).
+            state.rejected.discard(candidate.node_id)
+            state.asked_us.add(candidate.node_id)
         granted = up_to_date and _may_pre_vote(client, now_ms, epoch, candidate) and \
             not _loses_tie(client, candidate, part.last_offset, part.last_offset_epoch)
         client.respond(token, _vote_answer(client, E.none, granted))

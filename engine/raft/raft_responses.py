@@ -83,6 +83,11 @@ def _vote(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any)
         client.back_off(node_id, "vote", now_ms)
         return
     if kind == "pre" and isinstance(state, ProspectiveState) and state.epoch == epoch:
+        if not part.vote_granted and node_id in state.asked_us:
+            # It has asked us for a pre-vote since: its refusal may predate that (messages
+            # cross). Ask again shortly instead of counting it.
+            client.back_off(node_id, "vote", now_ms)
+            return
         (state.granted if part.vote_granted else state.rejected).add(node_id)
     elif kind == "vote" and isinstance(state, CandidateState) and state.epoch == epoch:
         (state.granted if part.vote_granted else state.rejected).add(node_id)
