@@ -48,8 +48,10 @@ def _kraftd(*args: str) -> list[str]:
     return [sys.executable, "-m", "engine.cli", *args]
 
 
-class _Cluster:
-    def __init__(self, root: Path, linger_ms: int):
+class ProcessCluster:
+    """Three ``kraftd start`` processes on 127.0.0.1 formatted as one dynamic quorum."""
+
+    def __init__(self, root: Path, settings: dict[str, object]):
         self.root = root
         self.ports = _free_ports(3)
         self.cluster_id = uuid_to_kafka(random_kafka_uuid())
@@ -60,14 +62,15 @@ class _Cluster:
             path.write_text("\n".join([
                 "process.roles=controller", f"node.id={i}", f"listeners=CONTROLLER://127.0.0.1:{port}",
                 "controller.listener.names=CONTROLLER", f"controller.quorum.bootstrap.servers={bootstrap}",
-                f"metadata.log.dir={root / f'meta{i}'}", f"controller.quorum.append.linger.ms={linger_ms}",
+                f"metadata.log.dir={root / f'meta{i}'}", *(f"{k}={v}" for k, v in settings.items()),
             ]) + "\n")
             self.configs.append(path)
-        self.procs: list[subprocess.Popen] = []
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    def address(self, node_id: int) -> tuple[str, int]:
+        return "127.0.0.1", self.ports[node_id - 1]
 
     def format(self) -> None:
-        from engine.meta_properties import read_meta_properties  # noqa: F401 - ensures engine importable
-
         directory_ids = [uuid_to_kafka(random_kafka_uuid()) for _ in self.ports]
         initial = ",".join(f"{i}@127.0.0.1:{p}:{d}" for i, (p, d) in enumerate(zip(self.ports, directory_ids), 1))
         for path in self.configs:
@@ -77,28 +80,31 @@ class _Cluster:
             if done.returncode != 0:
                 raise BenchError(f"formatting {path.name} failed: {done.stderr.strip() or done.stdout.strip()}")
 
+    def start_node(self, node_id: int, *extra: str) -> None:
+        log = open(self.root / f"controller{node_id}.log", "ab")
+        self.procs[node_id] = subprocess.Popen(_kraftd("start", "--config", str(self.configs[node_id - 1]), *extra),
+                                               stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+
     def start(self, rate: float, batch: int) -> list[Path]:
         reports = []
-        for i, path in enumerate(self.configs, 1):
+        for i in range(1, 4):
             report = self.root / f"load{i}-{int(rate)}-{batch}.json"
             reports.append(report)
-            log = open(self.root / f"controller{i}.log", "ab")
-            self.procs.append(subprocess.Popen(
-                _kraftd("start", "--config", str(path), "--load-rate", str(rate), "--load-batch", str(batch),
-                        "--load-report", str(report)), stdout=log, stderr=log, stdin=subprocess.DEVNULL))
+            self.start_node(i, "--load-rate", str(rate), "--load-batch", str(batch), "--load-report", str(report))
         return reports
 
     def stop(self) -> None:
-        for proc in self.procs:
+        for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
+        for proc in self.procs.values():
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        self.procs = []
+        self.procs = {}
 
 
 def _read(path: Path) -> dict | None:
@@ -115,7 +121,7 @@ def _leader_report(reports: list[Path]) -> dict | None:
 
 def _phase(root: Path, linger_ms: int, rate: float, batch: int, seconds: float,
            out: Callable[[str], None]) -> dict:
-    cluster = _Cluster(Path(tempfile.mkdtemp(dir=root)), linger_ms)
+    cluster = ProcessCluster(Path(tempfile.mkdtemp(dir=root)), {"controller.quorum.append.linger.ms": linger_ms})
     cluster.format()
     reports = cluster.start(rate, batch)
     try:
@@ -123,7 +129,7 @@ def _phase(root: Path, linger_ms: int, rate: float, batch: int, seconds: float,
         while _leader_report(reports) is None:
             if time.monotonic() > deadline:
                 raise BenchError("no controller led within 30 s (see the controller*.log files)")
-            if any(p.poll() is not None for p in cluster.procs):
+            if any(p.poll() is not None for p in cluster.procs.values()):
                 raise BenchError(f"a controller exited early (logs in {cluster.root})")
             time.sleep(0.1)
         time.sleep(1.0)  # warm-up: connections, first fetches

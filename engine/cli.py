@@ -161,6 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
     quorum_bench.add_argument("--linger-ms", type=int, default=1, help="controller.quorum.append.linger.ms")
     quorum_bench.set_defaults(run=cmd_bench_quorum)
 
+    failover = bench_sub.add_parser("failover", help="3 controller processes: time to a new leader after SIGKILL")
+    failover.add_argument("--rounds", type=_positive, default=20)
+    failover.add_argument("--fetch-timeout-ms", type=_positive, default=1000,
+                          help="controller.quorum.fetch.timeout.ms (Kafka's default is 2000)")
+    failover.add_argument("--election-timeout-ms", type=_positive, default=1000,
+                          help="controller.quorum.election.timeout.ms")
+    failover.set_defaults(run=cmd_bench_failover)
+
     sim = sub.add_parser("sim", help="deterministic simulations")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True, parser_class=OneLineParser)
     quorum_sim = sim_sub.add_parser("quorum", help="random fault schedules over a simulated quorum, seed by seed")
@@ -180,6 +188,14 @@ def cmd_bench_quorum(args: argparse.Namespace) -> int:
 
     bench_quorum(seconds=args.seconds, latency_rate=args.latency_rate, throughput_rate=args.throughput_rate,
                  batch=args.batch, linger_ms=args.linger_ms, out=_out)
+    return 0
+
+
+def cmd_bench_failover(args: argparse.Namespace) -> int:
+    from engine.bench_failover import bench_failover
+
+    bench_failover(rounds=args.rounds, fetch_timeout_ms=args.fetch_timeout_ms,
+                   election_timeout_ms=args.election_timeout_ms, out=_out)
     return 0
 
 

@@ -317,3 +317,21 @@ def test_file_store_restart_keeps_the_vote_and_its_directory(tmp_path: Path) -> 
     assert again.voted_key == THIRD and again.voted_key.directory_id == THIRD.directory_id
     with pytest.raises(IllegalTransition):
         again.to_voted(7, OTHER, 100)
+
+
+def test_a_restarted_follower_fetches_from_its_leader_at_once():
+    """Kafka's initialize: the election state names a leader, so the replica follows it again
+    without an election timeout; nothing is written."""
+    from engine.raft.election_store import ElectionState, MemoryElectionStore
+    from engine.raft.quorum_state import FollowerState, IllegalTransition, QuorumState
+    from engine.raft.voter_set import ReplicaKey
+
+    store = MemoryElectionStore()
+    store.write(ElectionState(4, 2, ReplicaKey(2)))
+    q = QuorumState(ReplicaKey(1), store)
+    q.initialize(100, 1000)
+    q.resume_following(2, ("h", 1), 2100)
+    assert isinstance(q.state, FollowerState) and (q.epoch, q.leader_id, q.voted_key) == (4, 2, ReplicaKey(2))
+    assert store.writes == 1
+    with pytest.raises(IllegalTransition):
+        q.resume_following(3, ("h", 1), 2100)

@@ -98,6 +98,14 @@ class QuorumState:
         self.state = UnattachedState(stored.epoch, now_ms + election_timeout_ms, voted)
         return stored
 
+    def resume_following(self, leader_id: int, address: Address | None, deadline_ms: int) -> None:
+        """At startup, follow again the leader the election state names (as Kafka's
+        initialize does): nothing changes on disk, the epoch and the vote stay."""
+        persisted = self._persisted
+        if persisted is None or persisted.leader_id != leader_id or leader_id == self.local.node_id:
+            raise IllegalTransition(f"cannot resume following {leader_id}")
+        self.state = FollowerState(self.epoch, leader_id, address, deadline_ms, self.voted_key)
+
     # -- queries ------------------------------------------------------------------
 
     @property

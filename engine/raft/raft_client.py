@@ -130,10 +130,14 @@ class RaftClient:
         self._next_correlation_id = 1
         self._bootstrap_index = 0
         self.election_retries = 0  # elections lost in a row: the backoff grows with it
-        self.updated_endpoints_epoch = -1
-        self._led: LeaderState | None = None  # the leadership last seen, to tidy up after it  # the epoch in which our UpdateRaftVoter succeeded
+        self.updated_endpoints_epoch = -1  # the epoch in which our UpdateRaftVoter succeeded
+        self._led: LeaderState | None = None  # the leadership last seen, to tidy up after it
         self._load_control_state()
-        self.quorum.initialize(now_ms, self._random_election_timeout_ms())
+        stored = self.quorum.initialize(now_ms, self._random_election_timeout_ms())
+        if stored.leader_id >= 0 and stored.leader_id != local.node_id:
+            address = self.leader_address(stored.leader_id)
+            if address is not None:  # fetch from it at once rather than wait for an election timeout
+                self.quorum.resume_following(stored.leader_id, address, now_ms + config.fetch_timeout_ms)
         self._maybe_become_only_voter_leader(now_ms)
 
     # -- the public surface ---------------------------------------------------------
