@@ -163,8 +163,10 @@ def test_leader_cannot_go_back_in_its_own_epoch() -> None:
         q.to_resigned(500, (), set())
     with pytest.raises(IllegalTransition):  # a resigned leader cannot follow itself
         q.to_follower(1, 1, None, 100)
-    q.to_follower(1, 2, None, 100)  # but may follow whoever wins the next election... in a new epoch only
-    assert q.role == "follower"
+    with pytest.raises(IllegalTransition):  # nor anyone else in the epoch it led
+        q.to_follower(1, 2, None, 100)
+    q.to_follower(2, 2, None, 100)  # but follows whoever wins the next epoch
+    assert (q.role, q.epoch, q.leader_id) == ("follower", 2, 2)
 
 
 # -- epochs never go back, one vote per epoch --------------------------------------------------------

@@ -55,7 +55,10 @@ class FileRaftLog:
         data_end = self._lasts[-1] + 1 if self._lasts else self._log.active_segment[1]
         if snapshot_is_ahead(latest, data_end, self._log.epochs):
             self._reset_to(latest)  # a crash between installing a snapshot and emptying the log
-        self._flushed_end = self.end_offset  # what survived is what was on disk
+        # What survived a process crash may still sit in the page cache only: fsync it before
+        # anything (a fetch offset) acknowledges it.
+        self._log.flush()
+        self._flushed_end = self.end_offset
 
     @classmethod
     def open(cls, metadata_log_dir: Path, **kwargs) -> "FileRaftLog":

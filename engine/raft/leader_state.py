@@ -114,6 +114,12 @@ class LeaderState:
         self.high_watermark = candidate
         return True
 
+    def note_contact(self, key: ReplicaKey, now_ms: int) -> None:
+        """A voter was heard from without a Fetch (FetchSnapshot): it counts for check-quorum."""
+        progress = self.progress_of(key)
+        if progress is not None:
+            progress.last_fetch_ms = now_ms
+
     def progress_of(self, key: ReplicaKey) -> ReplicaProgress | None:
         if self.voters.is_voter(key):
             return self.progress.get(key.node_id)

@@ -188,8 +188,8 @@ class QuorumState:
 
     def to_follower(self, epoch: int, leader_id: int, address: Address | None, deadline_ms: int) -> None:
         same_epoch = epoch == self.epoch
-        if same_epoch and (self.is_leader() or isinstance(self.state, (CandidateState, ResignedState))
-                           and leader_id == self.local.node_id):
+        if same_epoch and (self.is_leader() or isinstance(self.state, ResignedState)
+                           or isinstance(self.state, CandidateState) and leader_id == self.local.node_id):
             raise IllegalTransition(f"{self.role} in epoch {epoch} cannot follow {leader_id} in its own epoch")
         if same_epoch and isinstance(self.state, FollowerState) and self.state.leader_id != leader_id:
             raise IllegalTransition(f"follower of {self.state.leader_id} in epoch {epoch} "

@@ -49,12 +49,23 @@ def error_name(code: Any) -> str:
 
 
 def only_partition(message: Any) -> Any:
-    """The single partition of a single-topic Raft message, or None when it has another shape."""
+    """The single partition of a Raft message, if it is ``__cluster_metadata-0``; else None
+    (another shape, topic or partition: the caller refuses it)."""
     topics = getattr(message, "topics", None) or getattr(message, "responses", None) or ()
     if len(topics) != 1:
         return None
-    parts = topics[0].partitions
-    return parts[0] if len(parts) == 1 else None
+    topic = topics[0]
+    name = getattr(topic, "topic_name", None) or getattr(topic, "name", None)
+    if name is not None and name != METADATA_TOPIC:
+        return None
+    if name is None and getattr(topic, "topic_id", METADATA_TOPIC_ID) != METADATA_TOPIC_ID:
+        return None
+    parts = topic.partitions
+    if len(parts) != 1:
+        return None
+    part = parts[0]
+    index = next((getattr(part, f) for f in ("partition_index", "partition", "index") if hasattr(part, f)), 0)
+    return part if index == PARTITION else None
 
 
 def _leader_endpoints(cls: Any, endpoints: tuple[tuple[str, Address], ...]) -> tuple:

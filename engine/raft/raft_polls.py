@@ -56,7 +56,12 @@ def poll_leader(client: "RaftClient", now_ms: int) -> None:
     voter_changes.poll_leader(client, now_ms)
     if client.quorum.state is not leader:
         return
-    for node_id in sorted(leader.unacked_voters):
+    # BeginQuorumEpoch to voters that have not fetched lately, as Kafka repeats it: a voter whose
+    # epoch ran ahead never fetches from us, and its answer tells us to step down.
+    quiet_since_ms = now_ms - client.config.fetch_timeout_ms // 2
+    quiet = {p.key.node_id for p in leader.progress.values()
+             if p.key.node_id != client.local.node_id and p.last_fetch_ms < quiet_since_ms}
+    for node_id in sorted(leader.unacked_voters | quiet):
         destination = client.voter_destination(node_id)
         if destination is not None and client.can_send(node_id, "begin_quorum_epoch", now_ms):
             voter = client.control.latest_voters().node(node_id).key

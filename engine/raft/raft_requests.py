@@ -14,7 +14,7 @@ from engine.errors import MetadataError
 from engine.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
 from engine.raft.leader_state import LeaderState
-from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
+from engine.raft.quorum_state import FollowerState, ProspectiveState, ResignedState, UnattachedState
 from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
 from engine.raft.voter_set import ReplicaKey
 from engine.snapshot_writer import SnapshotId
@@ -147,25 +147,32 @@ def handle_begin_epoch(client: "RaftClient", now_ms: int, token: object, request
         client.respond(token, rm.begin_epoch_response(E.fenced_leader_epoch, leader_id, epoch, address))
         return
     address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
-    become_follower(client, now_ms, part.leader_epoch, part.leader_id, address)
+    accepted = become_follower(client, now_ms, part.leader_epoch, part.leader_id, address)
     leader_id, epoch, address = _leader_hint(client)
-    client.respond(token, rm.begin_epoch_response(E.none, leader_id, epoch, address))
+    # A second leader for an epoch that has one is impossible: refuse it, change nothing.
+    client.respond(token, rm.begin_epoch_response(E.none if accepted else E.invalid_request, leader_id, epoch,
+                                                  address))
 
 
-def become_follower(client: "RaftClient", now_ms: int, epoch: int, leader_id: int, address: Any) -> None:
-    """Follow ``leader_id`` in ``epoch`` unless we already do (or are that leader)."""
+def become_follower(client: "RaftClient", now_ms: int, epoch: int, leader_id: int, address: Any) -> bool:
+    """Follow ``leader_id`` in ``epoch`` unless we already do; False when that contradicts what
+    we know (another leader of the same epoch, or ourselves)."""
     state = client.quorum.state
     if leader_id == client.local.node_id:
         if epoch > client.epoch:
             client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
-        return
-    if isinstance(state, FollowerState) and state.epoch == epoch and state.leader_id == leader_id:
+            return True
+        return False
+    if isinstance(state, FollowerState) and state.epoch == epoch:
+        if state.leader_id != leader_id:
+            return False
         if address is not None:
             state.leader_address = address
-        return
-    if isinstance(state, LeaderState) and state.epoch == epoch:
-        return  # cannot happen with one leader per epoch; refuse rather than follow
+        return True
+    if isinstance(state, (LeaderState, ResignedState)) and state.epoch == epoch:
+        return False  # we led this epoch: nobody else did
     client.quorum.to_follower(epoch, leader_id, address, now_ms + client.config.fetch_timeout_ms)
+    return True
 
 
 def handle_end_epoch(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
@@ -292,8 +299,7 @@ def _respond_fetch(client: "RaftClient", token: object, leader: LeaderState, *, 
 # -- FetchSnapshot ----------------------------------------------------------------------------
 
 def handle_fetch_snapshot(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
-    topics = request.topics
-    part = topics[0].partitions[0] if len(topics) == 1 and len(topics[0].partitions) == 1 else None
+    part = rm.only_partition(request)
     leader_id, epoch, address = _leader_hint(client)
 
     def answer(error: ErrorCode, top: ErrorCode = E.none, **kw: Any) -> None:
@@ -320,6 +326,8 @@ def handle_fetch_snapshot(client: "RaftClient", now_ms: int, token: object, requ
     if not 0 <= part.position < max(size, 1):
         answer(E.position_out_of_range if hasattr(E, "position_out_of_range") else E.invalid_request)
         return
+    # Downloading a snapshot is following: it keeps the leader's check-quorum timer alive.
+    client.quorum.state.note_contact(ReplicaKey(request.replica_id, part.replica_directory_id), now_ms)
     max_bytes = min(int(request.max_bytes), client.config.snapshot_chunk_bytes)
     data = client.log.read_snapshot_chunk(snapshot_id, part.position, max_bytes)
     answer(E.none, snapshot_id=(snapshot_id.end_offset, snapshot_id.epoch), size=size, position=part.position,

@@ -75,9 +75,12 @@ def _vote(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any)
     if response.error_code != E.none or part is None:
         client.back_off(node_id, "vote", now_ms, client.config.election_backoff_max_ms)
         return
-    if maybe_handle_epoch(client, now_ms, part.leader_id, part.leader_epoch, response):
-        return
     kind, epoch = flight.context
+    # A pre-vote answer from a voter still in an older epoch counts: it answered for epoch + 1.
+    # (Dropping it would strand a replica whose epoch ran ahead of everyone else's.)
+    if not (kind == "pre" and 0 <= part.leader_epoch < client.epoch) and \
+            maybe_handle_epoch(client, now_ms, part.leader_id, part.leader_epoch, response):
+        return
     state = client.quorum.state
     if part.error_code != E.none:
         client.back_off(node_id, "vote", now_ms)
@@ -102,7 +105,7 @@ def _begin_epoch(client: "RaftClient", now_ms: int, flight: "_InFlight", respons
     if maybe_handle_epoch(client, now_ms, part.leader_id, part.leader_epoch, response):
         return
     # Acknowledged: wait for its fetches rather than repeat ourselves, unless they do not come.
-    client.back_off(node_id, "begin_quorum_epoch", now_ms, client.config.fetch_timeout_ms)
+    client.back_off(node_id, "begin_quorum_epoch", now_ms, client.config.fetch_timeout_ms // 2)
 
 
 def _end_epoch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
@@ -135,8 +138,9 @@ def _fetch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any
         return
     state.fetch_deadline_ms = now_ms + client.config.fetch_timeout_ms
     state.last_fetch_ok_ms = now_ms
-    if part.diverging_epoch.epoch >= 0 or part.diverging_epoch.end_offset >= 0:
-        _truncate_to_leader(client, part.diverging_epoch.end_offset, part.diverging_epoch.epoch)
+    if part.diverging_epoch.epoch >= 0:
+        if not _truncate_to_leader(client, part.diverging_epoch.end_offset, part.diverging_epoch.epoch):
+            client.back_off(node_id, "fetch", now_ms)
         return
     if part.snapshot_id.end_offset >= 0:
         state.snapshot_download = ((part.snapshot_id.end_offset, part.snapshot_id.epoch), 0)
@@ -156,19 +160,22 @@ def _fetch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any
         client.on_high_watermark(min(part.high_watermark, client.log.end_offset), now_ms)
 
 
-def _truncate_to_leader(client: "RaftClient", leader_end_offset: int, leader_epoch: int) -> None:
-    """Our log diverged: cut it back to where it last agrees with the leader's epoch history."""
+def _truncate_to_leader(client: "RaftClient", leader_end_offset: int, leader_epoch: int) -> bool:
+    """Our log diverged: cut it back to where it last agrees with the leader's epoch history.
+    Never below our high watermark (committed entries): such an answer is refused (False)."""
     # Our end of that epoch (or of the last epoch before it), never past the leader's end of it.
     local = client.log.end_offset_for_epoch(leader_epoch)
     target = max(min(leader_end_offset, local.offset), client.log.start_offset)
+    if client.high_watermark is not None and target < client.high_watermark:
+        return False
     new_end = client.log.truncate_to(target)
     client.control.truncate_from(new_end)
+    return True
 
 
 def _fetch_snapshot(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
     node_id = flight.destination.node_id
-    topics = response.topics
-    part = topics[0].partitions[0] if len(topics) == 1 and len(topics[0].partitions) == 1 else None
+    part = rm.only_partition(response)
     if part is None or response.error_code != E.none:
         client.back_off(node_id, "fetch_snapshot", now_ms)
         return

@@ -190,6 +190,10 @@ def run_seeds(first_seed: int, seeds: int, events: int, out: Callable[[str], Non
         f"records committed {sum(r.committed for r in results)}, elections {sum(r.epochs for r in results)}, "
         f"wall time {elapsed:.1f} s")
     if failed:
-        out(f"replay a failing seed: kraftd sim quorum --first-seed {failed[0].seed} --seeds 1 --events {events}")
+        cfg = config or SimConfig()
+        flags = "" if (cfg.voters, cfg.observers, cfg.kraft_version) == (3, 1, 1) else (
+            f" --voters {cfg.voters} --observers {cfg.observers} --kraft-version {cfg.kraft_version}")
+        out(f"replay a failing seed: kraftd sim quorum --first-seed {failed[0].seed} --seeds 1 --events {events}"
+            f"{flags} --trace")
     out(f"ran {len(results)} seeds, {len(failed)} violated an invariant")
     return results
