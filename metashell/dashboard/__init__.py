@@ -1,0 +1,1 @@
+"""The dashboard: data model, history, events and panel rows (metashell.dashboard.model)."""

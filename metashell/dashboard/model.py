@@ -1,0 +1,105 @@
+"""What the dashboard shows, as plain data: no Textual here.
+
+The app is fed ``Frame``s — (offset, image, the records applied to reach it) — from a
+``History`` (time travel over a log directory or a snapshot) today and from a live feed in the
+next wave. Every panel is a pure function of a frame (and, for the feed and the charts, of the
+history's events), so panels are tested without a terminal and redrawn only when their rows
+change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, NamedTuple, Protocol
+
+from engine.log_reader import LogEntry
+from engine.metadata_image import MetadataImage
+
+# Partition flags (short codes shown in the table; names for filters and help).
+FLAG_LEADERLESS = "leaderless"
+FLAG_UNDER_MIN_ISR = "under-min-isr"
+FLAG_ISR_EMPTY_WITH_ELR = "isr-empty-elr"
+FLAG_REASSIGNING = "reassigning"
+FLAG_UNCLEAN_RECOVERY = "unclean-recovery"
+ALL_FLAGS = (FLAG_LEADERLESS, FLAG_UNDER_MIN_ISR, FLAG_ISR_EMPTY_WITH_ELR, FLAG_REASSIGNING, FLAG_UNCLEAN_RECOVERY)
+
+# Event kinds (the feed, and "next event of interest" when stepping).
+EVENT_KINDS = ("fence", "unfence", "controlled-shutdown", "broker-register", "broker-unregister",
+               "leader-change", "partition-leader", "isr-shrink", "isr-expand", "elr-change", "voter-change",
+               "topic-create", "topic-delete")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The state at one point of history: after applying every record below ``offset``'s end."""
+
+    offset: int  # the last record applied (-1: nothing yet)
+    last_offset: int  # the last record the source holds
+    image: MetadataImage
+    changed: tuple[LogEntry, ...] = ()  # the records applied since the previous frame shown
+    timestamp_ms: int = -1  # of the record at ``offset``
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    offset: int
+    timestamp_ms: int
+    kind: str  # one of EVENT_KINDS
+    subject: str  # "broker 2", "orders-0", "voter 3", "topic orders"
+    text: str  # one line for the feed: "broker 2 fenced", "orders-0 ISR [1,2,3] -> [1,3]"
+
+
+class FrameSource(Protocol):
+    """Where frames come from: a History now, a live controller feed later."""
+
+    def frames(self) -> Iterator[Frame]:
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderInfo:
+    cluster_id: str
+    metadata_version: str  # "4.2-IV1 (27)" or "-"
+    features: tuple[tuple[str, int], ...]  # other finalized features
+    kraft_version: str  # "0", "1" or "-"
+    leader: str  # "1 (epoch 5)" or "none"
+    position: str  # "offset 120 / 340"
+    record_time: str  # ISO-8601 UTC of the record shown, or "-"
+
+
+@dataclass(frozen=True, slots=True)
+class VoterRow:
+    node_id: int
+    directory_id: str  # Kafka base64, or "-"
+    endpoint: str  # "CONTROLLER://host:9093" or "-"
+    role: str  # "leader", "voter", "observer"
+    log_end_offset: str = "-"
+    lag: str = "-"
+    last_fetch: str = "-"
+    caught_up_age: str = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRow:
+    broker_id: int
+    rack: str
+    state: str  # "active", "fenced", "controlled-shutdown", "unregistered"
+    epoch: int
+    incarnation: str
+    endpoints: str
+    leader_of: int  # partitions led
+    replicas: int  # replicas hosted
+
+
+class PartitionRow(NamedTuple):
+    """A NamedTuple, not a dataclass: a cold table of 100,000 rows is built in one pass."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    flags: tuple[str, ...] = ()  # of ALL_FLAGS
