@@ -4,12 +4,18 @@
     metashell --snapshot FILE -- ls -l /topics
     metashell --log-dir DIR --offset 1200 -c "cd /brokers; ls"
     metashell --demo -c summary             a generated cluster history
+    metashell dash --log-dir DIR [--offset N | --time T]    the dashboard (a terminal)
+    metashell demo [--dir DIR]              the dashboard on a generated history of a bad day
 
-Exit code 0 when every command succeeded, 1 otherwise; errors are one line.
+Exit code 0 when every command succeeded, 1 otherwise; errors are one line. Without a terminal
+(stdin or stdout not a TTY, or CI set) ``dash`` and ``demo`` do not start the dashboard: they
+say so in one line on stderr and print the summary of the frame they would have opened at (and,
+for ``demo``, its story) with exit code 0; ``--print`` prints that without the note.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import tempfile
@@ -22,8 +28,14 @@ from metashell.shell.session import ExitShell, Session
 from metashell.shell.source import Source
 
 
+DASHBOARD_COMMANDS = ("dash", "demo")
+
+
 def build_parser() -> OneLineParser:
-    parser = OneLineParser(prog="metashell", description="Browse the metadata of Apache Kafka KRaft clusters.")
+    parser = OneLineParser(prog="metashell", description="Browse the metadata of Apache Kafka KRaft clusters.",
+                           epilog="The dashboard: metashell dash --log-dir DIR | --snapshot FILE "
+                                  "[--offset N | --time T] [--print]; on a generated history: "
+                                  "metashell demo [--dir DIR] [--offset N | --time T] [--print].")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--snapshot", help="a .checkpoint snapshot file")
     source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
@@ -37,10 +49,32 @@ def build_parser() -> OneLineParser:
     return parser
 
 
+def build_dashboard_parser(command: str) -> OneLineParser:
+    if command == "dash":
+        parser = OneLineParser(prog="metashell dash", description="The dashboard over a log directory or a snapshot.")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--snapshot", help="a .checkpoint snapshot file")
+        source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
+    else:
+        parser = OneLineParser(prog="metashell demo",
+                               description="The dashboard on a generated cluster history (written to a "
+                                           "temporary directory, or to DIR and kept).")
+        parser.add_argument("--dir", help="write the history here (a directory without a metadata log yet) and keep it")
+    point = parser.add_mutually_exclusive_group()
+    point.add_argument("--offset", type=int, help="open at this offset (default: the last record)")
+    point.add_argument("--time", help="open at this time: ISO 8601 or epoch milliseconds")
+    parser.add_argument("--print", action="store_true",
+                        help="print the summary at that point instead of opening the dashboard")
+    return parser
+
+
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
     err = err or stderr_line
+    argv = list(sys.argv[1:] if argv is None else argv)
 
     def work() -> int:
+        if argv and argv[0] in DASHBOARD_COMMANDS:
+            return _dashboard_command(argv[0], build_dashboard_parser(argv[0]).parse_args(argv[1:]), err)
         args = build_parser().parse_args(argv)
         with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
             session = Session(_source(args, Path(tmp)), out=print, err=err, show_secrets=args.show_secrets)
@@ -65,16 +99,83 @@ def _source(args, tmp: Path) -> Source:
 
 
 def _load(session: Session, args) -> None:
-    time_ms = None
-    if args.time:
-        from metashell.shell.commands import parse_time_ms
-        from metashell.shell.session import ShellError
+    session.load(offset=args.offset, time_ms=_time_ms(args.time))
 
-        try:
-            time_ms = parse_time_ms(args.time)
-        except ShellError as exc:
-            raise ConfigError(str(exc)) from None
-    session.load(offset=args.offset, time_ms=time_ms)
+
+def _time_ms(text: str | None) -> int | None:
+    if not text:
+        return None
+    from metashell.shell.commands import parse_time_ms
+    from metashell.shell.session import ShellError
+
+    try:
+        return parse_time_ms(text)
+    except ShellError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+# -- the dashboard -------------------------------------------------------------------------
+
+
+def has_terminal() -> bool:
+    """Whether a full-screen app can run here: stdin and stdout are TTYs and this is not CI."""
+    ci = os.environ.get("CI", "").strip().lower()
+    return sys.stdin.isatty() and sys.stdout.isatty() and ci in ("", "0", "false", "no")
+
+
+def _dashboard_command(command: str, args, err: Callable[[str], None]) -> int:
+    if command == "dash":
+        source = Source(snapshot=Path(args.snapshot)) if args.snapshot else Source(log_dir=Path(args.log_dir))
+        return _dashboard(source, args, err)
+    from metashell.dashboard.demo_history import DEMO_STORY, write_dashboard_demo
+
+    if args.dir:
+        target = Path(args.dir)
+        if (target / "__cluster_metadata-0").exists():
+            raise ConfigError(f"{target} already holds a metadata log: open it with "
+                              f"metashell dash --log-dir {target}, or give a new directory")
+        return _dashboard(Source(log_dir=write_dashboard_demo(target)), args, err, DEMO_STORY)
+    with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
+        return _dashboard(Source(log_dir=write_dashboard_demo(Path(tmp))), args, err, DEMO_STORY)
+
+
+def _dashboard(source: Source, args, err: Callable[[str], None],
+               story: Sequence[tuple[int, str]] = ()) -> int:
+    time_ms = _time_ms(args.time)
+    if source.snapshot is not None and (args.offset is not None or time_ms is not None):
+        raise ConfigError("--offset and --time need a log directory (--log-dir): a snapshot holds one point in time")
+    if args.print or not has_terminal():
+        return _print_summary(source, args.offset, time_ms, err, story, note=not args.print)
+    try:
+        from metashell.dashboard.app import DashboardApp
+        from metashell.dashboard.history import History
+    except ImportError as exc:
+        raise ConfigError(f"the dashboard is not available here ({exc}); --print prints the summary") from None
+    history = History.open_log_dir(source.log_dir) if source.log_dir else History.open_snapshot(source.snapshot)
+    for note in history.info.notes:
+        err(f"metashell: note: {note}")
+    offset = args.offset if time_ms is None else history.at_time(time_ms).offset
+    DashboardApp(history, offset=offset).run()
+    return 0
+
+
+def _print_summary(source: Source, offset: int | None, time_ms: int | None, err: Callable[[str], None],
+                   story: Sequence[tuple[int, str]], note: bool) -> int:
+    from metashell.shell.summary import summarize
+
+    image, info = source.load(offset=offset, time_ms=time_ms)
+    if note:
+        err(f"metashell: the dashboard needs a terminal (stdin and stdout a TTY, CI unset); "
+            f"the summary at offset {image.provenance.last_offset} follows")
+    for line in info.notes:
+        err(f"metashell: note: {line}")
+    for line in summarize(image, info):
+        print(line)
+    if story:
+        print("story (offset: moment; metashell demo --offset N opens there):")
+        for at, text in story:
+            print(f"  {at:>5}: {text}")
+    return 0
 
 
 def _drive(session: Session, args) -> int:
