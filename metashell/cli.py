@@ -68,6 +68,32 @@ def build_dashboard_parser(command: str) -> OneLineParser:
     return parser
 
 
+def build_bench_parser() -> OneLineParser:
+    parser = OneLineParser(prog="metashell bench dash",
+                           description="Time one step of history in the dashboard (headless) over many partitions.")
+    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument("--steps", type=int, default=50)
+    return parser
+
+
+def settle_heap() -> None:
+    """The history's images live as long as the dashboard: move them out of the collector's
+    sight (gc.freeze), so a full collection never rescans them in the middle of a step."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+def _bench_dash(args) -> int:
+    if args.partitions < 1 or args.steps < 1:
+        raise ConfigError("--partitions and --steps must be positive")
+    from metashell.dashboard.bench_dash import bench_dash
+
+    bench_dash(args.partitions, args.steps)
+    return 0
+
+
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
     err = err or stderr_line
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -75,6 +101,8 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
     def work() -> int:
         if argv and argv[0] in DASHBOARD_COMMANDS:
             return _dashboard_command(argv[0], build_dashboard_parser(argv[0]).parse_args(argv[1:]), err)
+        if argv[:2] == ["bench", "dash"]:
+            return _bench_dash(build_bench_parser().parse_args(argv[2:]))
         args = build_parser().parse_args(argv)
         with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
             session = Session(_source(args, Path(tmp)), out=print, err=err, show_secrets=args.show_secrets)
@@ -155,6 +183,7 @@ def _dashboard(source: Source, args, err: Callable[[str], None],
     for note in history.info.notes:
         err(f"metashell: note: {note}")
     offset = args.offset if time_ms is None else history.at_time(time_ms).offset
+    settle_heap()
     DashboardApp(history, offset=offset).run()
     return 0
 

@@ -1,0 +1,74 @@
+"""The metashell dashboard: a Textual app over a History (time travel) or, later, a live feed.
+
+    app = DashboardApp(History.open_log_dir(path), theme="metashell-dark")
+    app.run()
+
+Layout and colours live in themes/dashboard.tcss, the two themes in themes/textual_themes.py;
+each panel is a widget of its own (metashell/dashboard/widgets/), the keys are on MainScreen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+import themes
+from metashell.dashboard.model import Frame
+from metashell.dashboard.screens import HelpScreen, MainScreen
+from metashell.dashboard.widgets import PartitionsTable, RowTable
+from themes.textual_themes import OPPOSITE, THEMES
+
+if TYPE_CHECKING:
+    from metashell.dashboard.history import History
+
+
+class DashboardApp(App):
+    CSS_PATH = Path(themes.__file__).parent / "dashboard.tcss"
+    TITLE = "metashell dashboard"
+    ENABLE_COMMAND_PALETTE = False  # its theme picker would offer themes the stylesheet was not written for
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("t", "toggle_theme", "Theme"),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(self, source: "History", *, theme: str = "metashell-dark", offset: int | None = None) -> None:
+        """``offset``: the record to open at (default: the last one)."""
+        super().__init__()
+        for definition in THEMES.values():
+            self.register_theme(definition)
+        self.theme = theme
+        self.source = source
+        self._offset = offset
+
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen(self.source, self._offset)
+
+    @property
+    def main(self) -> MainScreen:
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MainScreen)
+        return screen
+
+    @property
+    def frame(self) -> Frame | None:
+        return self.main.frame
+
+    def show(self, frame: Frame) -> None:
+        """Show ``frame`` in every panel (incrementally): the one entry point for new state."""
+        self.main.show(frame)
+
+    def action_toggle_theme(self) -> None:
+        self.theme = OPPOSITE.get(self.theme, "metashell-dark")
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_scopes()))
+
+    def help_scopes(self) -> list[tuple[str, list[BindingType]]]:
+        """Where each key works, straight from the classes' BINDINGS."""
+        return [("anywhere", list(self.BINDINGS)), ("dashboard", list(MainScreen.BINDINGS)),
+                ("partitions", list(PartitionsTable.BINDINGS)), ("tables", list(RowTable.BINDINGS))]

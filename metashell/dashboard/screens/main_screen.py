@@ -1,0 +1,298 @@
+"""The dashboard's one screen: every panel, the time-travel keys, play mode.
+
+Frames reach the panels through ``show(frame)`` only — stepping, jumping, play mode and (next
+wave) the live feed all take that path. Each panel compares what it is given with what it
+shows and redraws only the difference; panels over parts of the image the frame shares with
+the previous one (images are immutable and share what a batch did not touch) are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Footer, Input
+
+from metashell.dashboard import panels
+from metashell.dashboard.model import Frame
+from metashell.dashboard.screens.prompt_screen import PromptScreen
+from metashell.dashboard.widgets import (BrokersPanel, Charts, EventsFeed, HeaderBar, NodeBrowser, PartitionsPanel,
+                                         QuorumPanel, RowTable)
+
+if TYPE_CHECKING:
+    from metashell.dashboard.history import History
+
+SPEEDS = (0.5, 1, 2, 4, 8, 16, 32, 64)
+BATCH_SECONDS = 0.5  # at 1x, one batch every half second
+TICK_SECONDS = 1 / 30  # never faster than this: at high speeds a tick takes several batches
+FENCE_KINDS = frozenset({"fence", "unfence"})
+ISR_KINDS = frozenset({"isr-shrink", "isr-expand"})
+# The travel keys are priority bindings (tables and the tree bind arrows, home/end and space
+# for scrolling); they stand down while an Input has focus, see check_action.
+TRAVEL_ACTIONS = frozenset({"step", "batch", "first", "last", "play"})
+
+
+class MainScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "step(-1)", "-1 record", priority=True),
+        Binding("right", "step(1)", "+1 record", priority=True),
+        Binding("shift+left,left_square_bracket", "batch(-1)", "-1 batch", priority=True),
+        Binding("shift+right,right_square_bracket", "batch(1)", "+1 batch", priority=True),
+        Binding("n", "event(1)", "Next event"),
+        Binding("p", "event(-1)", "Prev event"),
+        Binding("f", "next_fence", "Next fence/unfence", show=False),
+        Binding("i", "next_isr", "Next ISR change", show=False),
+        Binding("g", "goto_offset", "Go to offset", show=False),
+        Binding("T,ctrl+t", "goto_time", "Go to time", show=False),
+        Binding("home", "first", "First record", priority=True, show=False),
+        Binding("end", "last", "Last record", priority=True, show=False),
+        Binding("space", "play", "Play/pause", priority=True),
+        Binding("plus,equals_sign", "speed(1)", "Faster", show=False),
+        Binding("minus", "speed(-1)", "Slower", show=False),
+        Binding("slash", "filter", "Filter"),
+        Binding("tab", "cycle_panel(1)", "Next panel", show=False),
+        Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False),
+        Binding("enter", "drill_down", "Drill down"),
+        Binding("escape", "escape", "Close filter"),
+    ]
+
+    def __init__(self, source: "History", offset: int | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.frame: Frame | None = None
+        self.frames_shown = 0
+        self._start_offset = offset
+        self.playing = False
+        self.speed = 1.0
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield QuorumPanel(id="quorum")
+                yield BrokersPanel(id="brokers-panel")
+                yield PartitionsPanel(id="partitions-panel")
+            with Vertical(id="right"):
+                yield Charts(id="charts")
+                yield EventsFeed(self.source.events, id="events-panel")
+                yield NodeBrowser(id="nodes")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        src = self.source
+        self.query_one(Charts).set_series(src.series(), src.first_offset, src.last_offset)
+        frame = src.last() if self._start_offset is None else src.frame_at(self._start_offset)
+        self.show(frame)
+        self.query_one(PartitionsPanel).table.focus()
+
+    # -- frames -------------------------------------------------------------------------------
+
+    def show(self, frame: Frame) -> None:
+        """Update every panel from ``frame``; each redraws only what differs from before."""
+        previous, self.frame = self.frame, frame
+        self.frames_shown += 1
+        info = self.source.info
+        image, old = frame.image, previous.image if previous else None
+        self.query_one(HeaderBar).show(panels.header_info(frame, info), self.play_state())
+        self.query_one(QuorumPanel).show(panels.voter_rows(frame, info), panels.leader_history(image))
+        if old is None or image.cluster is not old.cluster or image.topics is not old.topics:
+            known = self.source.known_broker_ids(frame) if hasattr(self.source, "known_broker_ids") else ()
+            self.query_one(BrokersPanel).show(panels.broker_rows(image, known))
+        if old is None or image.topics is not old.topics or image.configs is not old.configs:
+            self.query_one(PartitionsPanel).show(panels.partition_rows(image))
+        # the feed marks the events of the records applied since the last frame shown
+        changed_from = frame.changed[0].offset - 1 if frame.changed else frame.offset - 1
+        self.query_one(EventsFeed).show(frame.offset, changed_from)
+        self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
+        if old is None or image is not old:
+            self.query_one(NodeBrowser).show(image, info)
+
+    def play_state(self) -> str:
+        return f"▶ playing {self.speed:g}x" if self.playing else ""
+
+    def _go(self, frame: Frame) -> None:
+        if frame is not self.frame:
+            self.show(frame)
+
+    # -- time travel ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in TRAVEL_ACTIONS and isinstance(self.focused, Input):
+            return False  # let the Input have its arrows, home/end and space
+        if action == "escape":  # only while there is a filter bar to close (and only then in the footer)
+            return bool(self.is_mounted and self.query_one(PartitionsPanel).filter_bar.display)
+        return True
+
+    def action_step(self, records: int) -> None:
+        assert self.frame is not None
+        self._go(self.source.step(self.frame, records))
+
+    def action_batch(self, direction: int) -> None:
+        assert self.frame is not None
+        self._go(self.source.next_batch(self.frame) if direction > 0 else self.source.prev_batch(self.frame))
+
+    def action_event(self, direction: int) -> None:
+        assert self.frame is not None
+        self._go(self.source.next_event(self.frame) if direction > 0 else self.source.prev_event(self.frame))
+
+    def action_next_fence(self) -> None:
+        assert self.frame is not None
+        self._go(self.source.next_event(self.frame, set(FENCE_KINDS)))
+
+    def action_next_isr(self) -> None:
+        assert self.frame is not None
+        self._go(self.source.next_event(self.frame, set(ISR_KINDS)))
+
+    def action_first(self) -> None:
+        self._go(self.source.first(self.frame))
+
+    def action_last(self) -> None:
+        self._go(self.source.last(self.frame))
+
+    def goto_offset(self, offset: int) -> None:
+        self._go(self.source.frame_at(offset, self.frame))
+
+    def goto_time(self, time_ms: int) -> None:
+        self._go(self.source.at_time(time_ms, self.frame))
+
+    def action_goto_offset(self) -> None:
+        low, high = self.source.first_offset, self.source.last_offset
+
+        def parse(text: str) -> int:
+            if not text.lstrip("-").isdigit():
+                raise ValueError(f"an offset, {low}..{high}")
+            return int(text)
+        self.app.push_screen(PromptScreen(f"Go to offset ({low}..{high})", "offset", parse),
+                             lambda value: self.goto_offset(value) if isinstance(value, int) else None)
+
+    def action_goto_time(self) -> None:
+        self.app.push_screen(PromptScreen("Go to time (UTC)", "2026-01-01T00:00:05Z or epoch ms", parse_time),
+                             lambda value: self.goto_time(value) if isinstance(value, int) else None)
+
+    # -- play mode ------------------------------------------------------------------------------
+
+    def action_play(self) -> None:
+        self.playing = not self.playing
+        if self.playing:
+            if self.frame is not None and self.frame.offset >= self.source.last_offset:
+                self.show(self.source.first(self.frame))  # at the end: play from the start
+            self._restart_timer()
+        elif self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._refresh_header()
+
+    def action_speed(self, direction: int) -> None:
+        index = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - self.speed)) + direction
+        self.speed = float(SPEEDS[max(0, min(len(SPEEDS) - 1, index))])
+        if self.playing:
+            self._restart_timer()
+        self._refresh_header()
+        self.notify(f"speed {self.speed:g}x", timeout=1)
+
+    def _restart_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        interval = BATCH_SECONDS / self.speed
+        self._timer = self.set_interval(max(TICK_SECONDS, interval), self.play_tick)
+
+    def play_tick(self) -> None:
+        """One tick of play mode: the next batch(es), shown through the same ``show`` path."""
+        if self.frame is None:
+            return
+        frame = self.frame
+        for _ in range(max(1, math.ceil(TICK_SECONDS * self.speed / BATCH_SECONDS))):
+            frame = self.source.next_batch(frame)
+        if frame is self.frame:  # the end of the history
+            self.action_play()
+            return
+        self.show(frame)
+
+    def _refresh_header(self) -> None:
+        if self.frame is not None:
+            self.query_one(HeaderBar).show(panels.header_info(self.frame, self.source.info), self.play_state())
+
+    # -- panels ------------------------------------------------------------------------------------
+
+    def panel_widgets(self) -> list[Widget]:
+        """The focusable widget of each panel, in tab order."""
+        return [*self.query(RowTable), self.query_one(NodeBrowser).tree]
+
+    def action_cycle_panel(self, direction: int) -> None:
+        widgets = self.panel_widgets()
+        here = _panel_of(self.focused)  # the filter Input counts as the partitions panel
+        index = next((i for i, w in enumerate(widgets) if here is not None and _panel_of(w) is here),
+                     -1 if direction > 0 else 0)
+        widgets[(index + direction) % len(widgets)].focus()
+
+    def action_filter(self) -> None:
+        self.query_one(PartitionsPanel).open_filter()
+
+    def action_escape(self) -> None:
+        panel = self.query_one(PartitionsPanel)
+        if panel.filter_bar.display:
+            panel.close_filter()
+
+    def action_drill_down(self) -> None:
+        path = self.selected_path()
+        browser = self.query_one(NodeBrowser)
+        if path is not None and not browser.select_path(path):
+            self.notify(f"{path}: not in this image", severity="warning")
+
+    def selected_path(self) -> str | None:
+        """The node-tree path of the row under the cursor of the focused panel."""
+        focused = self.focused
+        partitions = self.query_one(PartitionsPanel)
+        if focused is partitions.table:
+            return partitions.selected_path()
+        if focused is self.query_one(BrokersPanel).table:
+            row = focused.cursor_value
+            return None if row is None else f"/brokers/{row.broker_id}"
+        if focused is self.query_one(QuorumPanel).table:
+            row = focused.cursor_value
+            return None if row is None else f"/quorum/voters/{row.node_id}"
+        if focused is self.query_one(EventsFeed).table:
+            row = focused.cursor_value
+            return None if row is None else subject_path(row[0].subject)
+        return None
+
+
+def _panel_of(widget: Widget | None) -> Widget | None:
+    for node in ([widget, *widget.ancestors] if widget is not None else []):
+        if isinstance(node, Widget) and node.has_class("panel"):
+            return node
+    return None
+
+
+def subject_path(subject: str) -> str | None:
+    """An event's subject as a node path: "broker 2", "topic orders", "orders-0", "voter 3"."""
+    kind, _, name = subject.partition(" ")
+    if kind == "broker" and name:
+        return f"/brokers/{name}"
+    if kind == "topic" and name:
+        return f"/topics/{name}"
+    if kind in ("voter", "quorum", "voters"):
+        return f"/quorum/voters/{name}" if name else "/quorum"
+    topic, dash, partition = subject.rpartition("-")
+    return f"/topics/{topic}/{partition}" if dash and partition.isdigit() else None
+
+
+def parse_time(text: str) -> int:
+    """Epoch milliseconds, or ISO-8601 (UTC unless it says otherwise)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("a time: 2026-01-01T00:00:05Z, or epoch milliseconds") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)

@@ -1,0 +1,52 @@
+"""The brokers: registration, state (colour *and* a text marker), and their load."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from metashell.dashboard.model import BrokerRow
+from metashell.dashboard.widgets.row_table import Cell, Column, RowTable
+
+# Markers make the state readable without colour (monochrome terminals, screenshots in print).
+STATE_MARKERS = {"active": "● active", "fenced": "✖ fenced", "controlled-shutdown": "◐ shutdown",
+                 "unregistered": "○ unregistered"}
+BROKER_COLUMNS = (
+    Column("broker_id", "id", align="right"), Column("rack", "rack", max_width=12),
+    Column("state", "state"), Column("epoch", "epoch", align="right"),
+    Column("incarnation", "incarnation", max_width=24, shrink=True),
+    Column("endpoints", "endpoints", max_width=60, shrink=True),
+    Column("leader_of", "leads", align="right"), Column("replicas", "replicas", align="right"))
+
+
+def broker_cells(row: BrokerRow) -> list[Cell]:
+    return [(str(row.broker_id), None), (row.rack, None),
+            (STATE_MARKERS.get(row.state, row.state), f"state-{row.state}" if row.state in STATE_MARKERS else None),
+            (str(row.epoch), None), (row.incarnation, "muted"), (row.endpoints, None),
+            (str(row.leader_of), None), (str(row.replicas), None)]
+
+
+class BrokersPanel(Vertical):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="panel")
+        self.border_title = "Brokers"
+
+    def compose(self) -> ComposeResult:
+        yield RowTable(BROKER_COLUMNS, broker_cells,
+                       lambda r: "muted" if r.state == "unregistered" else None, id="brokers")
+
+    @property
+    def table(self) -> RowTable:
+        return self.query_one("#brokers", RowTable)
+
+    def show(self, rows: list[BrokerRow]) -> None:
+        if list(self.table.rows) != rows:
+            self.table.set_rows(rows)
+            self.border_subtitle = _summary(rows)
+
+
+def _summary(rows: list[BrokerRow]) -> str:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.state] = counts.get(row.state, 0) + 1
+    return "  ".join(f"{STATE_MARKERS.get(s, s).split()[0]} {n}" for s, n in counts.items())

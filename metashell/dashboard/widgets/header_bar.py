@@ -1,0 +1,52 @@
+"""The bar across the top: which cluster, which versions, who leads, where in history we are."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.markup import escape
+from textual.widget import Widget
+
+from metashell.dashboard.model import HeaderInfo
+
+
+class HeaderBar(Widget):
+    """Two lines of HeaderInfo; repainted (never relaid out: its height is fixed) only when the
+    info or the play state changes."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.info: HeaderInfo | None = None
+        self.play_state = ""
+        self._content = Content("")
+
+    def render(self) -> Content:
+        return self._content
+
+    def show(self, info: HeaderInfo, play_state: str = "") -> bool:
+        if info == self.info and play_state == self.play_state:
+            return False
+        self.info, self.play_state = info, play_state
+        self._content = Content.from_markup(self._markup())
+        self.refresh()
+        return True
+
+    def _markup(self) -> str:
+        i = self.info
+        assert i is not None
+
+        def field(label: str, value: str) -> str:
+            return f"[$text-muted]{label}[/] [b]{escape(value)}[/b]"
+
+        features = " ".join(f"{escape(name)}={level}" for name, level in i.features) or "-"
+        # the line that changes with every frame first; the long feature list last (cut if need be)
+        line1 = "   ".join(filter(None, [
+            "[b $accent]metashell[/]", f"[b $primary]{escape(i.position)}[/]", field("record time", i.record_time),
+            field("quorum leader", i.leader), f"[b $warning]{escape(self.play_state)}[/]" if self.play_state else ""]))
+        line2 = "   ".join([
+            field("cluster", i.cluster_id), field("metadata.version", i.metadata_version),
+            field("kraft.version", i.kraft_version), f"[$text-muted]features[/] {features}"])
+        return f"{line1}\n{line2}"
+
+    def text(self) -> str:
+        """The bar as plain text (tests)."""
+        return self._content.plain
