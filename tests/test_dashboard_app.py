@@ -367,3 +367,13 @@ def test_broker_states_shutdown_and_unregistered(bad_day: History) -> None:
         voters = screen.query_one(QuorumPanel).table.rows
         assert voters and all(v.directory_id != "-" and v.endpoint != "-" for v in voters)
     run(DashboardApp(bad_day), body)
+
+
+def test_bench_dash_times_steps_of_the_real_app() -> None:
+    """`metashell bench dash`, small: the generated history opens and every step is timed."""
+    from metashell.dashboard.bench_dash import bench_dash
+
+    lines: list[str] = []
+    times = bench_dash(500, 3, out=lines.append)
+    assert len(times) == 3 and all(t > 0 for t in times)
+    assert lines[0].startswith("generated 500 partitions") and lines[-1].startswith("redraw of one step")
