@@ -21,3 +21,16 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(NO_CORPUS)
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole run; skipped, saying why, without pyspark or Java."""
+    from metashell.export.spark_session import ExportError, get_spark
+
+    try:
+        session = get_spark()
+    except ExportError as exc:
+        pytest.skip(str(exc))
+    yield session
+    session.stop()

@@ -1,0 +1,102 @@
+"""Metadata as Spark DataFrames: the image's tables, and the log's history.
+
+    to_dataframe(source, "/topics")          partitions (or brokers, voters, configs, ...)
+    history_dataframe(log_dir, "records")    records, partition_changes, broker_fencing, leader_changes
+    history_dataframe(log_dir, offsets=[..]) partitions at each offset (as_of_offset column)
+    export(df, out_dir, "parquet")           parquet, json, csv or orc, written by Spark
+
+DataFrames are built from Arrow tables with the typed schemas of metashell.export.schemas.
+CSV cannot hold arrays or structs: ``export`` writes them as JSON text in CSV.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from engine.metadata_image import MetadataImage
+from metashell.export.schemas import SCHEMA_DOCS, arrow_schema, spark_schema
+from metashell.export.spark_session import ExportError, get_spark
+from metashell.export.tables import Table, table_for
+
+FORMATS = ("parquet", "json", "csv", "orc")
+
+__all__ = ["ExportError", "FORMATS", "SCHEMA_DOCS", "Table", "export", "get_spark", "history_dataframe",
+           "load_image", "table_dataframe", "table_for", "to_dataframe"]
+
+
+def load_image(source: Any, *, offset: int | None = None, time_ms: int | None = None) -> MetadataImage:
+    """An image from a MetadataImage, a Source (metashell.shell.source), or a path: a log
+    directory or a snapshot (.checkpoint) file."""
+    if isinstance(source, MetadataImage):
+        if offset is not None or time_ms is not None:
+            raise ExportError("offset and time_ms need a log directory, not an image")
+        return source
+    if hasattr(source, "load"):
+        return source.load(offset=offset, time_ms=time_ms)[0]
+    from metashell.shell.source import Source
+
+    path = Path(source)
+    return (Source(log_dir=path) if path.is_dir() else Source(snapshot=path)).load(offset=offset,
+                                                                                   time_ms=time_ms)[0]
+
+
+def arrow_table(table: Table) -> Any:
+    """The rows as a pyarrow Table of the kind's schema, built column by column."""
+    import pyarrow as pa
+
+    schema = arrow_schema(table.kind)
+    columns = list(zip(*table.rows)) if table.rows else [()] * len(schema)
+    return pa.Table.from_arrays([pa.array(col, type=field.type) for col, field in zip(columns, schema)],
+                                schema=schema)
+
+
+def table_dataframe(table: Table, spark: Any = None) -> Any:
+    """A DataFrame of ``table``, with its kind's typed schema."""
+    spark = spark or get_spark()
+    return spark.createDataFrame(arrow_table(table), schema=spark_schema(table.kind))
+
+
+def to_dataframe(source: Any, path: str = "/topics", spark: Any = None, *, offset: int | None = None,
+                 time_ms: int | None = None, show_secrets: bool = False) -> Any:
+    """The table of ``path`` (see metashell.export.tables.table_for) as a DataFrame."""
+    spark = spark or get_spark()
+    image = load_image(source, offset=offset, time_ms=time_ms)
+    return table_dataframe(table_for(image, path, show_secrets=show_secrets), spark)
+
+
+def history_dataframe(log_dir: Any, table: str = "records", spark: Any = None, *, start: int | None = None,
+                      end: int | None = None, offsets: Iterable[int] | None = None) -> Any:
+    """A history table of a log directory; with ``offsets``, the partitions at each offset."""
+    from metashell.export.history_tables import HISTORY_TABLES, history_rows, images_at
+
+    spark = spark or get_spark()
+    if offsets is not None:
+        return table_dataframe(images_at(log_dir, offsets), spark)
+    if table not in HISTORY_TABLES:
+        raise ExportError(f"unknown history table {table!r} (known: {', '.join(HISTORY_TABLES)})")
+    return table_dataframe(history_rows(log_dir, start=start, end=end, tables=[table])[table], spark)
+
+
+def export(df: Any, out_dir: Any, fmt: str = "parquet", table: str | None = None) -> Path:
+    """Write ``df`` with Spark under ``out_dir`` (``out_dir/table`` when ``table`` is given),
+    replacing what is there. CSV: arrays and structs become JSON text, with a header row."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
+    target = Path(out_dir) / table if table else Path(out_dir)
+    writer_df = _flatten_for_csv(df) if fmt == "csv" else df
+    writer = writer_df.write.mode("overwrite")
+    if fmt == "csv":
+        writer = writer.option("header", "true")
+    getattr(writer, fmt)(str(target))
+    return target
+
+
+def _flatten_for_csv(df: Any) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    return df.select([F.to_json(F.col(f.name)).alias(f.name)
+                      if isinstance(f.dataType, (ArrayType, StructType, MapType)) else F.col(f.name)
+                      for f in df.schema.fields])
+
