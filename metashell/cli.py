@@ -6,6 +6,7 @@
     metashell --demo -c summary             a generated cluster history
     metashell dash --log-dir DIR [--offset N | --time T]    the dashboard (a terminal)
     metashell demo [--dir DIR]              the dashboard on a generated history of a bad day
+    metashell export --log-dir DIR /topics --out OUT [--format parquet|json|csv|orc]    a Spark table
 
 Exit code 0 when every command succeeded, 1 otherwise; errors are one line. Without a terminal
 (stdin or stdout not a TTY, or CI set) ``dash`` and ``demo`` do not start the dashboard: they
@@ -76,6 +77,40 @@ def build_bench_parser() -> OneLineParser:
     return parser
 
 
+def build_export_parser() -> OneLineParser:
+    from metashell.shell.commands import EXPORT_FORMATS, HISTORY_TABLES
+
+    parser = OneLineParser(prog="metashell export",
+                           description="Write a subtree of the image (or the log's history) as a Spark table "
+                                       "(docs/export.md).")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--snapshot", help="a .checkpoint snapshot file")
+    source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
+    source.add_argument("--demo", action="store_true", help="a small generated cluster history")
+    point = parser.add_mutually_exclusive_group()
+    point.add_argument("--offset", type=int, help="the image as of this offset (log directories)")
+    point.add_argument("--time", help="the image as of this time: ISO 8601 or epoch milliseconds")
+    parser.add_argument("path", nargs="?", help="the subtree to export, e.g. /topics (not with --history)")
+    parser.add_argument("--out", required=True, help="the output directory; the table is written to OUT/TABLE")
+    parser.add_argument("--format", default="parquet", choices=EXPORT_FORMATS)
+    parser.add_argument("--table", help="the table's name (default: its kind, e.g. partitions)")
+    spark = parser.add_mutually_exclusive_group()
+    spark.add_argument("--spark-master", help="a Spark master URL (default: local[*], or the active session)")
+    spark.add_argument("--remote", help="a Spark Connect server, sc://HOST:PORT")
+    parser.add_argument("--show-secrets", action="store_true", help="export SCRAM keys and secret configs")
+    parser.add_argument("--history", choices=HISTORY_TABLES,
+                        help="export this table of the whole log instead of a subtree (log directories)")
+    return parser
+
+
+def build_bench_export_parser() -> OneLineParser:
+    parser = OneLineParser(prog="metashell bench export",
+                           description="Time each step of exporting /topics of many partitions to Parquet.")
+    parser.add_argument("--partitions", type=int, default=1_000_000)
+    parser.add_argument("--spark-master", help="a Spark master URL (default: local[*])")
+    return parser
+
+
 def settle_heap() -> None:
     """The history's images live as long as the dashboard: move them out of the collector's
     sight (gc.freeze), so a full collection never rescans them in the middle of a step."""
@@ -94,6 +129,47 @@ def _bench_dash(args) -> int:
     return 0
 
 
+def _bench_export(args) -> int:
+    if args.partitions < 1:
+        raise ConfigError("--partitions must be positive")
+    from metashell.export.bench_export import bench_export
+
+    bench_export(args.partitions, spark_master=args.spark_master)
+    return 0
+
+
+def _export_command(args, err: Callable[[str], None]) -> int:
+    """``metashell export``: the shell's ``export`` command, once, over the given source."""
+    from metashell.shell.commands import COMMANDS
+
+    time_ms = _time_ms(args.time)
+    if args.history and args.path:
+        raise ConfigError("give either PATH or --history, not both")
+    if not args.history and not args.path:
+        raise ConfigError("give a PATH to export (e.g. /topics) or --history TABLE")
+    if args.history and (args.offset is not None or time_ms is not None):
+        raise ConfigError("--offset and --time choose an image; --history exports the whole log")
+    if args.snapshot and (args.offset is not None or time_ms is not None):
+        raise ConfigError("--offset and --time need a log directory (--log-dir): a snapshot holds one point in time")
+    from metashell.export.spark_session import get_spark
+    from metashell.shell.session import ShellError
+
+    words = ["--out", args.out, "--format", args.format]
+    words += ["--table", args.table] if args.table else []
+    words += ["--history", args.history] if args.history else [args.path]
+    with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
+        session = Session(_source(args, Path(tmp)), out=print, err=err, show_secrets=args.show_secrets)
+        if not args.history:
+            session.load(offset=args.offset, time_ms=time_ms)  # a bad source fails before Spark starts
+        elif session.source.log_dir is not None and not session.source.log_dir.is_dir():
+            raise ConfigError(f"{session.source.log_dir}: no such directory")
+        get_spark(master=args.spark_master, remote=args.remote)  # the session export then finds active
+        try:
+            return COMMANDS["export"].run(session, words)
+        except ShellError as exc:
+            raise ConfigError(str(exc)) from None
+
+
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
     err = err or stderr_line
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -103,6 +179,10 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
             return _dashboard_command(argv[0], build_dashboard_parser(argv[0]).parse_args(argv[1:]), err)
         if argv[:2] == ["bench", "dash"]:
             return _bench_dash(build_bench_parser().parse_args(argv[2:]))
+        if argv[:2] == ["bench", "export"]:
+            return _bench_export(build_bench_export_parser().parse_args(argv[2:]))
+        if argv and argv[0] == "export":
+            return _export_command(build_export_parser().parse_args(argv[1:]), err)
         args = build_parser().parse_args(argv)
         with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
             session = Session(_source(args, Path(tmp)), out=print, err=err, show_secrets=args.show_secrets)

@@ -338,3 +338,12 @@ def test_no_java_says_what_to_install(monkeypatch) -> None:
     with pytest.raises(ExportError) as err:
         get_spark()
     assert str(err.value) == NO_JAVA
+
+
+def test_a_path_not_in_the_tree_is_one_line_error() -> None:
+    from engine.metadata_image import EMPTY_IMAGE
+    from metashell.export.spark_session import ExportError
+    from metashell.export.tables import table_for
+
+    with pytest.raises(ExportError, match="no such node"):
+        table_for(EMPTY_IMAGE, "/topics/nope")

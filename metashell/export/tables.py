@@ -39,7 +39,17 @@ ACL_PERMISSIONS = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
 
 
 def table_for(image: MetadataImage, path: str = "/topics", *, show_secrets: bool = False) -> Table:
-    """The table for ``path`` of ``image``'s tree (see the module docstring)."""
+    """The table for ``path`` of ``image``'s tree (see the module docstring). A path that is not
+    in the tree raises ExportError (one line, like every user-facing error)."""
+    from metashell.export.spark_session import ExportError
+
+    try:
+        return _table_for(image, path, show_secrets)
+    except NodeError as e:
+        raise ExportError(str(e)) from None
+
+
+def _table_for(image: MetadataImage, path: str, show_secrets: bool) -> Table:
     parts = split_path(normalize("/", path))
     top = parts[0] if parts else ""
     if top == "topics" and len(parts) <= 3:

@@ -1,0 +1,85 @@
+"""``metashell bench export``: how long exporting /topics of a million partitions to Parquet takes.
+
+Builds an image of ``partitions`` partitions directly (topics of 100 partitions, three replicas
+out of six brokers, the ISR one replica short on every 50th partition), then times each step of
+an export as ``metashell export`` runs it: the Spark session (local unless one is active), the
+rows (``tables.table_for``, pure Python), the DataFrame (``table_dataframe``: the Arrow
+conversion and ``createDataFrame``; ``to_dataframe`` is these two steps), a ``count()`` and
+the Parquet write. Prints each step's seconds and the total; asserts
+nothing. Lives under metashell, not in ``kraftd bench``: the engine never imports metashell
+(docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import MappingProxyType
+from typing import Callable
+
+from engine.metadata_image import MetadataImage, Provenance, TopicImage, TopicsImage
+from engine.partition_registration import PartitionRegistration
+
+
+def bench_image(partitions: int, brokers: int = 6, seed: int = 7) -> MetadataImage:
+    """An image of ``partitions`` partitions, 100 per topic, built without records (fast)."""
+    rng = random.Random(seed)
+    ids = range(1, brokers + 1)
+    # a pool of replica sets, drawn from once per partition: building a million NamedTuples is
+    # the cost, not choosing the brokers
+    pool = [tuple(rng.sample(ids, 3)) for _ in range(997)]
+    unassigned = (None, None, None)
+    new = tuple.__new__
+    by_id, by_name = {}, {}
+    number = 0
+    for start in range(0, partitions, 100):
+        topic_id = uuid.UUID(int=rng.getrandbits(128))
+        name = f"topic-{start // 100:05d}"
+        parts = {}
+        for partition in range(min(100, partitions - start)):
+            replicas = pool[number % 997]
+            isr = replicas[:2] if number % 50 == 0 else replicas
+            parts[partition] = new(PartitionRegistration, (
+                replicas, isr, (), (), replicas[0], 0, number % 9, number % 7, unassigned, (), ()))
+            number += 1
+        by_id[topic_id] = TopicImage(name, topic_id, MappingProxyType(parts))
+        by_name[name] = topic_id
+    topics = TopicsImage(MappingProxyType(by_id), MappingProxyType(by_name))
+    return MetadataImage(provenance=Provenance(partitions, 1, 1_700_000_000_000),
+                         features=MappingProxyType({"metadata.version": 27}),
+                         configs=MappingProxyType({(2, "topic-00000"): MappingProxyType({"min.insync.replicas": "3"})}),
+                         topics=topics)
+
+
+def bench_export(partitions: int = 1_000_000, out: Callable[[str], None] = print,
+                 spark_master: str | None = None, remote: str | None = None,
+                 directory: Path | None = None) -> dict[str, float]:
+    """Run the export of /topics over ``partitions`` partitions; returns seconds per step."""
+    from metashell.export import export, table_dataframe
+    from metashell.export.spark_session import get_spark
+    from metashell.export.tables import table_for
+
+    seconds: dict[str, float] = {}
+
+    def step(name: str, work: Callable):
+        started = time.perf_counter()
+        result = work()
+        seconds[name] = time.perf_counter() - started
+        out(f"{name:<18} {seconds[name]:7.2f} s")
+        return result
+
+    out(f"metashell bench export: /topics of {partitions:,} partitions to Parquet")
+    image = step("image build", lambda: bench_image(partitions))
+    spark = step("spark session", lambda: get_spark(master=spark_master, remote=remote))
+    table = step("rows (table_for)", lambda: table_for(image, "/topics"))
+    out(f"{'':<18} {len(table.rows):,} rows of {table.kind}, {len(table.columns)} columns")
+    frame = step("dataframe", lambda: table_dataframe(table, spark))
+    count = step("count()", frame.count)
+    with tempfile.TemporaryDirectory(prefix="metashell-bench-export-", dir=directory) as tmp:
+        step("parquet write", lambda: export(frame, Path(tmp), "parquet"))
+    seconds["total"] = sum(seconds.values())
+    out(f"{'total':<18} {seconds['total']:7.2f} s  (image build to Parquet written; count() = {count:,})")
+    return seconds
