@@ -347,3 +347,21 @@ def test_a_path_not_in_the_tree_is_one_line_error() -> None:
 
     with pytest.raises(ExportError, match="no such node"):
         table_for(EMPTY_IMAGE, "/topics/nope")
+
+
+def test_remote_without_the_connect_client_is_one_sentence(monkeypatch) -> None:
+    import builtins
+
+    from metashell.export.spark_session import NO_CONNECT, ExportError, get_spark
+
+    real_import = builtins.__import__
+
+    def no_connect(name, *args, **kwargs):
+        if name.startswith("pyspark.sql.connect"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_connect)
+    with pytest.raises(ExportError) as info:
+        get_spark(remote="sc://localhost:15002")
+    assert str(info.value) == NO_CONNECT

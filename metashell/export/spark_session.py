@@ -21,6 +21,10 @@ class ExportError(MetadataError):
     """An export that cannot run: pyspark or Java missing, a bad table name or format."""
 
 
+NO_CONNECT = ("Spark Connect (--remote) needs pyspark's connect client: "
+              "pip install 'pyspark[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard, pandas)")
+
+
 def import_pyspark() -> Any:
     """The pyspark.sql module, or ExportError saying how to install it."""
     try:
@@ -38,14 +42,20 @@ def java_available() -> bool:
 
 
 def get_spark(master: str | None = None, remote: str | None = None) -> Any:
-    """The active SparkSession, else a new one (see the module docstring)."""
+    """A Spark Connect session for ``remote``; else the active SparkSession when no ``master``
+    is asked for; else a new one (see the module docstring)."""
     sql = import_pyspark()
+    if remote is not None:
+        try:
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+        except ImportError:
+            raise ExportError(NO_CONNECT) from None
+        # Spark Connect: the JVM is the server's; an explicit address wins over a local session.
+        return ConnectSession.builder.remote(remote).getOrCreate()
     active = sql.SparkSession.getActiveSession()
-    if active is not None:
+    if active is not None and (master is None or active.sparkContext.master == master):
         return active
     builder = sql.SparkSession.builder.appName("metashell-export")
-    if remote is not None:
-        return builder.remote(remote).getOrCreate()  # Spark Connect: the JVM is the server's
     if not java_available():
         raise ExportError(NO_JAVA)
     spark = (builder.master(master or "local[*]")
