@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,21 +26,11 @@ from typing import Callable
 
 from engine.errors import MetadataError
 from engine.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+from engine.net.ports import free_ports
 
 
 class BenchError(MetadataError):
     pass
-
-
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _kraftd(*args: str) -> list[str]:
@@ -53,7 +42,7 @@ class ProcessCluster:
 
     def __init__(self, root: Path, settings: dict[str, object]):
         self.root = root
-        self.ports = _free_ports(3)
+        self.ports = free_ports(3)
         self.cluster_id = uuid_to_kafka(random_kafka_uuid())
         bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
         self.configs = []

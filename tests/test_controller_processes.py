@@ -22,6 +22,7 @@ import pytest
 from engine import quorum_tool as qt
 from engine.kafka_uuid import random_kafka_uuid, uuid_to_kafka
 from engine.meta_properties import read_meta_properties
+from engine.net.ports import free_ports
 from engine.net.kafka_client import request_once
 
 ELECTION_TIMEOUT_MS = 1000  # Kafka's default, set explicitly
@@ -37,17 +38,6 @@ REPO = Path(__file__).resolve().parents[1]
 def kraftd(*args: str | Path, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "engine.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, cwd=REPO)
-
-
-def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def poll(predicate: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.02) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -19,6 +18,7 @@ import pytest
 from engine.controller_node import ControllerNode, LoadOptions, check_storage, load_controller_settings
 from engine.errors import ConfigError, StorageError
 from engine.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+from engine.net.ports import free_ports
 from engine.kio_codec import ErrorCode, protocol_module
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import request_class, response_class
@@ -30,17 +30,6 @@ from engine.storage_tool import format_storage
 CLUSTER_ID = uuid_to_kafka(random_kafka_uuid())
 TIMEOUTS = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.timeout.ms": 600,
             "metadata.max.idle.interval.ms": 100}
-
-
-def free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def write_config(path: Path, node_id: int, port: int, log_dir: Path, bootstrap: str, **extra: Any) -> Path:
