@@ -32,18 +32,23 @@ from metashell.shell.source import Source
 DASHBOARD_COMMANDS = ("dash", "demo")
 
 
-def build_parser() -> OneLineParser:
-    parser = OneLineParser(prog="metashell", description="Browse the metadata of Apache Kafka KRaft clusters.",
-                           epilog="The dashboard: metashell dash --log-dir DIR | --snapshot FILE "
-                                  "[--offset N | --time T] [--print]; on a generated history: "
-                                  "metashell demo [--dir DIR] [--offset N | --time T] [--print].")
-    source = parser.add_mutually_exclusive_group()
+def _add_source_and_point(parser: OneLineParser, source) -> None:
+    """Where the image comes from (a snapshot, a log directory, the demo) and as of when."""
     source.add_argument("--snapshot", help="a .checkpoint snapshot file")
     source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
     source.add_argument("--demo", action="store_true", help="a small generated cluster history")
     point = parser.add_mutually_exclusive_group()
     point.add_argument("--offset", type=int, help="the image as of this offset (log directories)")
     point.add_argument("--time", help="the image as of this time: ISO 8601 or epoch milliseconds")
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="metashell", description="Browse the metadata of Apache Kafka KRaft clusters.",
+                           epilog="The dashboard: metashell dash --log-dir DIR | --snapshot FILE "
+                                  "[--offset N | --time T] [--print]; on a generated history: "
+                                  "metashell demo [--dir DIR] [--offset N | --time T] [--print].")
+    source = parser.add_mutually_exclusive_group()
+    _add_source_and_point(parser, source)
     parser.add_argument("--show-secrets", action="store_true", help="print SCRAM keys and secret configs")
     parser.add_argument("-c", dest="commands", help='commands to run, separated by ";"')
     parser.add_argument("command", nargs="*", help="a command to run (after --)")
@@ -84,12 +89,7 @@ def build_export_parser() -> OneLineParser:
                            description="Write a subtree of the image (or the log's history) as a Spark table "
                                        "(docs/export.md).")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--snapshot", help="a .checkpoint snapshot file")
-    source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
-    source.add_argument("--demo", action="store_true", help="a small generated cluster history")
-    point = parser.add_mutually_exclusive_group()
-    point.add_argument("--offset", type=int, help="the image as of this offset (log directories)")
-    point.add_argument("--time", help="the image as of this time: ISO 8601 or epoch milliseconds")
+    _add_source_and_point(parser, source)
     parser.add_argument("path", nargs="?", help="the subtree to export, e.g. /topics (not with --history)")
     parser.add_argument("--out", required=True, help="the output directory; the table is written to OUT/TABLE")
     parser.add_argument("--format", default="parquet", choices=EXPORT_FORMATS)

@@ -142,16 +142,7 @@ def poll_prospective(client: "RaftClient", now_ms: int) -> None:
     if now_ms >= state.election_deadline_ms or len(state.rejected) >= voters.majority_size:
         prospective_failed(client, now_ms)
         return
-    end, last_epoch = client.last_fetched()
-    for node in voters.voters:
-        node_id = node.key.node_id
-        if node_id in state.granted or node_id in state.rejected:
-            continue
-        destination = client.voter_destination(node_id)
-        if destination is not None and client.can_send(node_id, "vote", now_ms):
-            client.send("vote", destination, rm.vote_request(client.cluster_id, client.local, state.epoch + 1,
-                                                             node.key, last_epoch, end, True), now_ms,
-                        context=("pre", state.epoch))
+    _ask_for_votes(client, state, voters, now_ms, pre_vote=True)
 
 
 def prospective_failed(client: "RaftClient", now_ms: int) -> None:
@@ -180,16 +171,22 @@ def poll_candidate(client: "RaftClient", now_ms: int) -> None:
         client.election_retries += 1
         state.backoff_until_ms = now_ms + client.election_backoff_ms(client.election_retries)
         return
+    _ask_for_votes(client, state, voters, now_ms, pre_vote=False)
+
+
+def _ask_for_votes(client: "RaftClient", state, voters, now_ms: int, *, pre_vote: bool) -> None:
+    """Vote (or PreVote, for epoch + 1) requests to every voter that has not answered yet."""
     end, last_epoch = client.last_fetched()
+    epoch = state.epoch + 1 if pre_vote else state.epoch
     for node in voters.voters:
         node_id = node.key.node_id
         if node_id in state.granted or node_id in state.rejected:
             continue
         destination = client.voter_destination(node_id)
         if destination is not None and client.can_send(node_id, "vote", now_ms):
-            client.send("vote", destination, rm.vote_request(client.cluster_id, client.local, state.epoch,
-                                                             node.key, last_epoch, end, False), now_ms,
-                        context=("vote", state.epoch))
+            client.send("vote", destination, rm.vote_request(client.cluster_id, client.local, epoch, node.key,
+                                                             last_epoch, end, pre_vote), now_ms,
+                        context=("pre" if pre_vote else "vote", state.epoch))
 
 
 # -- follower ---------------------------------------------------------------------------------
