@@ -23,8 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from engine.command_line import OneLineParser, run_guarded, stderr_line
-from engine.errors import ConfigError
+from engine.common.command_line import OneLineParser, run_guarded, stderr_line
+from engine.common.errors import ConfigError
 from metashell.shell.session import ExitShell, Session
 from metashell.shell.source import Source
 
@@ -109,15 +109,6 @@ def build_bench_export_parser() -> OneLineParser:
     parser.add_argument("--partitions", type=int, default=1_000_000)
     parser.add_argument("--spark-master", help="a Spark master URL (default: local[*])")
     return parser
-
-
-def settle_heap() -> None:
-    """The history's images live as long as the dashboard: move them out of the collector's
-    sight (gc.freeze), so a full collection never rescans them in the middle of a step."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
 
 
 def _bench_dash(args) -> int:
@@ -263,6 +254,8 @@ def _dashboard(source: Source, args, err: Callable[[str], None],
     for note in history.info.notes:
         err(f"metashell: note: {note}")
     offset = args.offset if time_ms is None else history.at_time(time_ms).offset
+    from metashell.dashboard.heap import settle_heap
+
     settle_heap()
     DashboardApp(history, offset=offset).run()
     return 0

@@ -10,10 +10,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from engine import metadata_records as m
-from engine.kio_codec import LeaderChangeMessage, LeaderChangeVoter, i8, i16, i32, i64, u16
-from engine.metadata_log import MetadataLog
-from engine.metadata_record_serde import MetadataRecord, control_record
+from engine.records import metadata_records as m
+from engine.records.kio_codec import LeaderChangeMessage, LeaderChangeVoter, i8, i16, i32, i64, u16
+from engine.storage.metadata_log import MetadataLog
+from engine.records.metadata_record_serde import MetadataRecord, control_record
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TOPIC_ID = uuid.UUID("6f1b3c1e-8f5e-4a55-9a5e-0d3c2f9b7a11")

@@ -1,7 +1,7 @@
 """Hypothesis strategies for metashell's codecs (no tests here).
 
 ``record_strategy(cls)`` builds instances of any kio-style dataclass — our
-generated metadata records (engine.metadata_records) as well as kio's own
+generated metadata records (engine.records.metadata_records) as well as kio's own
 control record classes — from its fields' type hints and ``kafka_type``
 metadata. ``batch_records()`` / ``record_batches()`` build record batches.
 """
@@ -16,8 +16,8 @@ import uuid
 
 from hypothesis import strategies as st
 
-from engine import compression
-from engine.record_batch import ATTR_COMPRESSION_MASK, BatchRecord, RecordBatch
+from engine.records import compression
+from engine.records.record_batch import ATTR_COMPRESSION_MASK, BatchRecord, RecordBatch
 
 # --------------------------------------------------------------------------- ranges
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from engine.bounds_check import checker_for, fits
-from engine.kio_codec import LeaderChangeMessage, VotersRecord, encode_unsigned_varint
-from engine.metadata_record_serde import encode_metadata_value
-from engine.metadata_records import RECORD_CLASSES, ClientQuotaRecordV0, NoOpRecordV0, PartitionRecordV2
+from engine.records.bounds_check import checker_for, fits
+from engine.records.kio_codec import LeaderChangeMessage, VotersRecord, encode_unsigned_varint
+from engine.records.metadata_record_serde import encode_metadata_value
+from engine.records.metadata_records import RECORD_CLASSES, ClientQuotaRecordV0, NoOpRecordV0, PartitionRecordV2
 from tests.strategies import record_strategy
 
 HUGE = 30_000_000_000  # x 8 bytes: far past any machine's memory
@@ -41,7 +41,7 @@ def _poison_values() -> dict[str, bytes]:
 def test_absurd_array_count_is_refused_not_fatal(name: str) -> None:
     value = _poison_values()[name]
     script = textwrap.dedent(f"""
-        from engine.metadata_record_serde import decode_metadata_value, UnknownRecord
+        from engine.records.metadata_record_serde import decode_metadata_value, UnknownRecord
         record = decode_metadata_value({value!r})
         assert isinstance(record, UnknownRecord), record
         print("kept:", record.reason)
@@ -53,7 +53,7 @@ def test_absurd_array_count_is_refused_not_fatal(name: str) -> None:
 
 def test_absurd_count_in_a_crc_valid_segment_survives_replay_and_dump(tmp_path: Path) -> None:
     """The replay hot path and dump-log read a valid-CRC batch holding the poison records."""
-    from engine.record_batch import build_batch, encode_batch
+    from engine.records.record_batch import build_batch, encode_batch
 
     values = [encode_metadata_value(NoOpRecordV0())] + list(_poison_values().values())
     segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
@@ -61,14 +61,14 @@ def test_absurd_count_in_a_crc_valid_segment_survives_replay_and_dump(tmp_path: 
     segment.write_bytes(encode_batch(build_batch(0, [(None, v) for v in values], timestamp_ms=1, leader_epoch=1)))
     script = textwrap.dedent(f"""
         from pathlib import Path
-        from engine.log_reader import read_log_dir
+        from engine.storage.log_reader import read_log_dir
         types = [e.record.type_name for e in read_log_dir(Path({str(tmp_path)!r}))]
         print(types)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "NO_OP_RECORD" in proc.stdout and proc.stdout.count("RECORD") == 4
-    dump = subprocess.run([sys.executable, "-m", "engine.cli", "dump-log", str(segment)],
+    dump = subprocess.run([sys.executable, "-m", "engine.tools.cli", "dump-log", str(segment)],
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     # every record is shown; the run ends in one line naming the first one shown raw
     assert dump.stdout.count('"error":"undecodable') == 3
@@ -79,7 +79,7 @@ def test_absurd_count_in_a_crc_valid_segment_survives_replay_and_dump(tmp_path: 
 def test_control_records_are_walked_too() -> None:
     script = textwrap.dedent(f"""
         import struct
-        from engine.metadata_record_serde import decode_control, UnknownRecord
+        from engine.records.metadata_record_serde import decode_control, UnknownRecord
         key = struct.pack(">hh", 0, 6)  # KRAFT_VOTERS
         record = decode_control(key, b"\\x00\\x00" + {_huge_count()!r} + bytes(30))
         assert isinstance(record, UnknownRecord), record
@@ -108,7 +108,7 @@ def test_walk_agrees_with_the_encoder_on_valid_messages(key) -> None:
 
 @pytest.mark.parametrize("cls", [LeaderChangeMessage, VotersRecord])
 def test_walk_handles_kio_control_classes(cls) -> None:
-    from engine.kio_codec import encode_entity
+    from engine.records.kio_codec import encode_entity
 
     @settings(max_examples=40, deadline=None)
     @given(record_strategy(cls))

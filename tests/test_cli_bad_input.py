@@ -1,6 +1,6 @@
 """Bad input to the real ``kraftd`` console script: one line on stderr, exit code 1, never a traceback.
 
-Every case runs ``python -m engine.cli`` as a subprocess (stdin closed), so what is
+Every case runs ``python -m engine.tools.cli`` as a subprocess (stdin closed), so what is
 checked is exactly what a user sees: the exit code, and that stderr is a single line
 ``kraftd: <file>, byte offset <N>: <reason>`` naming the file, the byte offset where
 there is one, and the reason.
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.metadata_record_serde import encode_metadata_value
-from engine.metadata_records import NoOpRecordV0
-from engine.record_batch import HEADER_SIZE, build_batch, decode_batch, encode_batch
+from engine.records.metadata_record_serde import encode_metadata_value
+from engine.records.metadata_records import NoOpRecordV0
+from engine.records.record_batch import HEADER_SIZE, build_batch, decode_batch, encode_batch
 from tests.conftest import CORPUS, NO_CORPUS
 
 SEGMENT = CORPUS / "hiage__kafka-raft" / "kafka1" / "__cluster_metadata-0" / "00000000000000000000.log"
@@ -31,7 +31,7 @@ SEGMENT_NAME = "00000000000000000000.log"
 
 def run_kraftd(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     """Run the console script as a user would, with stdin closed."""
-    return subprocess.run([sys.executable, "-m", "engine.cli", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "engine.tools.cli", *map(str, args)], cwd=cwd,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
 

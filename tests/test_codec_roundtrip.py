@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from engine import compression
-from engine.errors import CorruptRecordError, TruncatedError
-from engine.kio_codec import (
+from engine.records import compression
+from engine.common.errors import CorruptRecordError, TruncatedError
+from engine.records.kio_codec import (
     KRaftVersionRecord,
     LeaderChangeMessage,
     SnapshotFooterRecord,
@@ -22,7 +22,7 @@ from engine.kio_codec import (
     encode_unsigned_varint,
     read_unsigned_varint,
 )
-from engine.metadata_record_serde import (
+from engine.records.metadata_record_serde import (
     ABORT,
     COMMIT,
     CONTROL_CLASSES,
@@ -37,8 +37,8 @@ from engine.metadata_record_serde import (
     encode_metadata_value,
     encode_record,
 )
-from engine.metadata_records import RECORD_CLASSES, RECORD_TYPE_NAMES, NoOpRecordV0, PartitionRecordV0, TopicRecordV0
-from engine.record_batch import (
+from engine.records.metadata_records import RECORD_CLASSES, RECORD_TYPE_NAMES, NoOpRecordV0, PartitionRecordV0, TopicRecordV0
+from engine.records.record_batch import (
     ATTR_CONTROL,
     BatchRecord,
     RecordBatch,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import compression
-from engine.cli import run
-from engine.errors import CorruptRecordError, UnsupportedCompressionError
-from engine.kio_codec import crc32c
-from engine.record_batch import build_batch, decode_batch, encode_batch
+from engine.records import compression
+from engine.tools.cli import run
+from engine.common.errors import CorruptRecordError, UnsupportedCompressionError
+from engine.records.kio_codec import crc32c
+from engine.records.record_batch import build_batch, decode_batch, encode_batch
 
 
 def _with_attributes(data: bytes, attributes: int) -> bytes:

@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 import pytest
 
-from engine import quorum_tool as qt
-from engine.kafka_uuid import random_kafka_uuid, uuid_to_kafka
-from engine.meta_properties import read_meta_properties
+from engine.tools import quorum_tool as qt
+from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+from engine.storage.meta_properties import read_meta_properties
 from engine.net.ports import free_ports
 from engine.net.kafka_client import request_once
 
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def kraftd(*args: str | Path, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "engine.tools.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, cwd=REPO)
 
 
@@ -80,7 +80,7 @@ class Cluster:
 
     def start(self, node_id: int) -> subprocess.Popen:
         log = open(self.root / f"controller{node_id}.log", "a")
-        proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "start", "--config", str(self.configs[node_id])],
+        proc = subprocess.Popen([sys.executable, "-m", "engine.tools.cli", "start", "--config", str(self.configs[node_id])],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=REPO)
         log.close()
         self.procs[node_id] = proc

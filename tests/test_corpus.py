@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.log_reader import entries_of_batch, list_log_dir, read_batches, read_file, read_log_dir
-from engine.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record, encode_record
-from engine.record_batch import encode_batch
+from engine.storage.log_reader import entries_of_batch, list_log_dir, read_batches, read_file, read_log_dir
+from engine.records.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record, encode_record
+from engine.records.record_batch import encode_batch
 from tests.conftest import CORPUS, corpus_params
 
 

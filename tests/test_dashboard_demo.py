@@ -16,14 +16,14 @@ from typing import Callable
 
 import pytest
 
-from engine.dump_log import dump_files
-from engine.image_writer import image_records
-from engine.log_reader import entries_by_batch, list_log_dir
-from engine.metadata_delta import MetadataDelta
-from engine.metadata_image import MetadataImage
-from engine.metadata_loader import load_log_dir
-from engine.metadata_record_serde import ControlRecord, UnknownRecord
-from engine.snapshot_writer import SnapshotId, write_snapshot
+from engine.tools.dump_log import dump_files
+from engine.image.image_writer import image_records
+from engine.storage.log_reader import entries_by_batch, list_log_dir
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import load_log_dir
+from engine.records.metadata_record_serde import ControlRecord, UnknownRecord
+from engine.storage.snapshot_writer import SnapshotId, write_snapshot
 from metashell import cli
 from metashell.dashboard.demo_history import (
     CONTROLLERS, DEMO_BATCHES, DEMO_STORY, END_OFFSET, REASSIGNMENTS, START_MS, TOPICS, directory_id,

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from engine import kio_codec as kio
-from engine import metadata_records as m
-from engine.bench import partition_heavy_records
-from engine.kio_codec import i8, i16, i32, i64, u16
-from engine.log_reader import LogEntry
-from engine.metadata_delta import MetadataDelta
-from engine.metadata_image import MetadataImage
-from engine.metadata_loader import LoadInfo, load_log_dir
-from engine.metadata_record_serde import ControlRecord, control_record
-from engine.snapshot_writer import SnapshotId, write_snapshot
+from engine.records import kio_codec as kio
+from engine.records import metadata_records as m
+from engine.tools.bench import partition_heavy_records
+from engine.records.kio_codec import i8, i16, i32, i64, u16
+from engine.storage.log_reader import LogEntry
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import LoadInfo, load_log_dir
+from engine.records.metadata_record_serde import ControlRecord, control_record
+from engine.storage.snapshot_writer import SnapshotId, write_snapshot
 from metashell.dashboard import history as history_module
 from metashell.dashboard import model, panels
 from metashell.dashboard.events import events_of_batch

@@ -2,7 +2,7 @@
 
 Expected values are read straight from the file bytes (batch header fields at their
 fixed offsets), not from the engine's decoder, so the dump is checked independently.
-Runs ``engine.cli.run`` in-process with stdout captured by capsys.
+Runs ``engine.tools.cli.run`` in-process with stdout captured by capsys.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import run
+from engine.tools.cli import run
 from tests.conftest import CORPUS, NO_CORPUS
 
 HIAGE_SEGMENT = ("hiage__kafka-raft", "kafka1", "__cluster_metadata-0", "00000000000000000000.log")
@@ -234,9 +234,9 @@ def test_several_files_in_the_order_given(capsys) -> None:
 
 def test_zero_uuids_print_as_kafka_prints_them() -> None:
     """kio reads Kafka's all-zero UUID as None; the JSON must still say AAAAAAAAAAAAAAAAAAAAAA."""
-    from engine.kio_codec import i32
-    from engine.metadata_records import PartitionChangeRecordV1, PartitionRecordV1
-    from engine.record_json import record_to_json
+    from engine.records.kio_codec import i32
+    from engine.records.metadata_records import PartitionChangeRecordV1, PartitionRecordV1
+    from engine.records.record_json import record_to_json
 
     record = PartitionRecordV1(partition_id=i32(0), topic_id=None, replicas=(i32(1),), isr=(i32(1),),
                                removing_replicas=(), adding_replicas=(), leader=i32(1), leader_epoch=i32(0),

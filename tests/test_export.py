@@ -15,22 +15,23 @@ from pathlib import Path
 
 import pytest
 
-from engine import metadata_records as m
-from engine.kafka_uuid import uuid_to_kafka
-from engine.kio_codec import f64, i8, i16, i32, i64
-from engine.log_reader import LogEntry, read_log_dir
-from engine.metadata_delta import MetadataDelta
-from engine.metadata_image import MetadataImage
+from engine.records import metadata_records as m
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.records.kio_codec import f64, i8, i16, i32, i64
+from engine.storage.log_reader import LogEntry, read_log_dir
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
 from metashell.demo import _broker, _fence, write_demo_log_dir
 from metashell.export import export, history_dataframe, to_dataframe
 from metashell.export.history_tables import history_rows
 from metashell.export.schemas import COLUMNS, SCHEMA_DOCS, spark_schema
 from metashell.export.spark_session import NO_JAVA, NO_PYSPARK, ExportError, get_spark
 from metashell.export.tables import table_for
-from metashell.nodes import resolve
+from metashell.tree.nodes import resolve
 from metashell.shell.session import Session
 from metashell.shell.source import Source
-from metashell.tree_layout import REDACTED, build_tree
+from metashell.tree.tree_layout import REDACTED
+from metashell.tree.root import build_tree
 from tests.conftest import CORPUS, corpus_params
 
 NODES = ["AdiletBatyrbayev0520__air_analyzer", "Danielowo2000__BigDataTechnologies-Version-2__tarball-3.5.0",
@@ -341,7 +342,7 @@ def test_no_java_says_what_to_install(monkeypatch) -> None:
 
 
 def test_a_path_not_in_the_tree_is_one_line_error() -> None:
-    from engine.metadata_image import EMPTY_IMAGE
+    from engine.image.metadata_image import EMPTY_IMAGE
     from metashell.export.spark_session import ExportError
     from metashell.export.tables import table_for
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.bench import partition_heavy_records
-from engine.log_reader import entries_of_batch, read_batches, read_file
-from engine.metadata_record_serde import encode_metadata_value
-from engine.record_batch import BatchRecord, RecordBatch, encode_batch
-from engine.log_segment import segment_file_name
+from engine.tools.bench import partition_heavy_records
+from engine.storage.log_reader import entries_of_batch, read_batches, read_file
+from engine.records.metadata_record_serde import encode_metadata_value
+from engine.records.record_batch import BatchRecord, RecordBatch, encode_batch
+from engine.storage.log_segment import segment_file_name
 
 
 def _general(path: Path):

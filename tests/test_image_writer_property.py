@@ -8,11 +8,11 @@ import uuid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import metadata_records as m
-from engine.image_writer import image_records
-from engine.kio_codec import i8, i16, i32, i64
-from engine.metadata_delta import MetadataDelta
-from engine.metadata_image import MetadataImage
+from engine.records import metadata_records as m
+from engine.image.image_writer import image_records
+from engine.records.kio_codec import i8, i16, i32, i64
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
 from tests.strategies import record_strategy
 
 TOPICS = [uuid.UUID(int=n) for n in (101, 102, 103)]

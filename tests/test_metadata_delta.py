@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import metadata_records as m
-from engine.kio_codec import i8, i16, i32, i64, u16
-from engine.log_reader import list_log_dir, read_file, read_log_dir
-from engine.metadata_delta import MetadataDelta, replay_entries
-from engine.metadata_image import MetadataImage
+from engine.records import metadata_records as m
+from engine.records.kio_codec import i8, i16, i32, i64, u16
+from engine.storage.log_reader import list_log_dir, read_file, read_log_dir
+from engine.image.metadata_delta import MetadataDelta, replay_entries
+from engine.image.metadata_image import MetadataImage
 from tests.conftest import CORPUS, corpus_params
 
 TOPIC = uuid.UUID(int=7)
@@ -172,8 +172,8 @@ def _normalized(record) -> str:
 @over_nodes_with_snapshots
 def test_our_snapshot_records_are_kafkas(directory: Path) -> None:
     """Writing the image of a Kafka snapshot gives Kafka's own records: same types, versions, fields."""
-    from engine.image_writer import image_records
-    from engine.metadata_records import MetadataRecord
+    from engine.image.image_writer import image_records
+    from engine.records.metadata_records import MetadataRecord
 
     snapshots = list_log_dir(directory).snapshots
     for _, path in snapshots:
@@ -183,7 +183,7 @@ def test_our_snapshot_records_are_kafkas(directory: Path) -> None:
 
 
 def test_replaying_written_records_gives_the_image_back(corpus: Path) -> None:
-    from engine.image_writer import image_records
+    from engine.image.image_writer import image_records
 
     for directory in sorted(corpus.rglob("__cluster_metadata-0")):
         image = replay_entries(read_log_dir(directory))
@@ -194,7 +194,7 @@ def test_replaying_written_records_gives_the_image_back(corpus: Path) -> None:
 
 def test_directories_default_to_migrating_and_follow_the_replicas() -> None:
     """Kafka: records without directories (before KIP-858) mean MIGRATING, one per replica."""
-    from engine.partition_registration import MIGRATING
+    from engine.image.partition_registration import MIGRATING
 
     topic = m.TopicRecordV0(name="orders", topic_id=TOPIC)
     old = m.PartitionRecordV0(partition_id=i32(0), topic_id=TOPIC, replicas=(i32(1), i32(2)), isr=(i32(1),),

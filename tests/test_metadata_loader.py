@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import metadata_records as m
-from engine.errors import StorageError
-from engine.kio_codec import i32
-from engine.metadata_loader import load_log_dir, load_snapshot
-from engine.metadata_log import MetadataLog
-from engine.snapshot_writer import SnapshotId
+from engine.records import metadata_records as m
+from engine.common.errors import StorageError
+from engine.records.kio_codec import i32
+from engine.image.metadata_loader import load_log_dir, load_snapshot
+from engine.storage.metadata_log import MetadataLog
+from engine.storage.snapshot_writer import SnapshotId
 
 TOPIC = uuid.UUID(int=5)
 
@@ -51,7 +51,7 @@ def test_snapshot_start_and_provenance(tmp_path: Path) -> None:
     directory = _history(tmp_path)
     with MetadataLog(directory / "__cluster_metadata-0") as log:
         image = load_log_dir(directory, offset=2)[0]
-        from engine.image_writer import image_records
+        from engine.image.image_writer import image_records
         log.write_snapshot(SnapshotId(3, 1), image_records(image), last_contained_log_timestamp_ms=2000, now_ms=9)
     latest, info = load_log_dir(directory)
     assert info.snapshot == SnapshotId(3, 1) and info.first_offset == 3 and _isr(latest) == (1, 2)
@@ -86,7 +86,7 @@ def test_node_files_come_along(corpus: Path, tmp_path: Path) -> None:
 def test_time_travel_before_a_snapshot_replays_the_log_from_its_start(tmp_path: Path) -> None:
     """A snapshot newer than the time asked for must not be the starting point."""
     directory = _history(tmp_path)
-    from engine.image_writer import image_records
+    from engine.image.image_writer import image_records
 
     with MetadataLog(directory / "__cluster_metadata-0") as log:
         log.write_snapshot(SnapshotId(4, 2), image_records(load_log_dir(directory)[0]),

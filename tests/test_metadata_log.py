@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from engine import metadata_records as m
-from engine.errors import StorageError
-from engine.kio_codec import i16
-from engine.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LeaderEpochCache
-from engine.leader_epoch_checkpoint import read_leader_epoch_checkpoint
-from engine.log_reader import read_log_dir
-from engine.metadata_log import MetadataLog
-from engine.metadata_record_serde import MetadataRecord
-from engine.partition_metadata_file import read_partition_metadata
-from engine.kafka_uuid import METADATA_TOPIC_ID
-from engine.snapshot_writer import SnapshotId
+from engine.records import metadata_records as m
+from engine.common.errors import StorageError
+from engine.records.kio_codec import i16
+from engine.storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LeaderEpochCache
+from engine.storage.leader_epoch_checkpoint import read_leader_epoch_checkpoint
+from engine.storage.log_reader import read_log_dir
+from engine.storage.metadata_log import MetadataLog
+from engine.records.metadata_record_serde import MetadataRecord
+from engine.storage.partition_metadata_file import read_partition_metadata
+from engine.common.kafka_uuid import METADATA_TOPIC_ID
+from engine.storage.snapshot_writer import SnapshotId
 
 
 def noop() -> MetadataRecord:
@@ -96,7 +96,7 @@ def test_truncate_below_the_snapshot_is_refused(tmp_path: Path) -> None:
 
 
 def test_append_below_the_end_is_refused(tmp_path: Path) -> None:
-    from engine.record_batch import build_batch, encode_batch
+    from engine.records.record_batch import build_batch, encode_batch
 
     with MetadataLog.create(tmp_path, fsync_policy="never") as log:
         log.append([noop()] * 3, epoch=1, timestamp_ms=0)

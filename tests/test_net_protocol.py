@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.kio_codec import ErrorCode, encode_entity, protocol_module
+from engine.records.kio_codec import ErrorCode, encode_entity, protocol_module
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 from engine.net.kafka_protocol import (
     RAFT_APIS, ApiSpec, RequestHeaderInfo, answer_api_versions, api_versions_response, decode_request_frame,

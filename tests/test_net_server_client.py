@@ -18,8 +18,8 @@ from typing import Any, Awaitable, Callable
 
 import pytest
 
-from engine.errors import MetadataError
-from engine.kio_codec import ErrorCode, encode_entity, protocol_module
+from engine.common.errors import MetadataError
+from engine.records.kio_codec import ErrorCode, encode_entity, protocol_module
 from engine.net.errors import NetworkError, RequestTimeoutError, UnsupportedVersionError
 from engine.net.kafka_client import KafkaClient, ReconnectBackoff, request_once
 from engine.net.kafka_protocol import RAFT_APIS, ApiSpec, encode_request, request_class, response_class

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from engine import metadata_records as m
-from engine.kio_codec import i8, i32
-from engine.metadata_delta import MetadataDelta
-from engine.metadata_image import MetadataImage
-from engine.metadata_loader import load_log_dir
-from metashell.nodes import NodeError, expand, normalize, resolve, walk
-from metashell.tree_layout import REDACTED, build_tree
+from engine.records import metadata_records as m
+from engine.records.kio_codec import i8, i32
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import load_log_dir
+from metashell.tree.nodes import NodeError, expand, normalize, resolve, walk
+from metashell.tree.tree_layout import REDACTED
+from metashell.tree.root import build_tree
 
 
 def test_corpus_facts_through_the_tree(corpus: Path) -> None:
@@ -95,8 +96,8 @@ def test_the_tree_is_lazy() -> None:
     """Building the tree and walking into one partition never iterates the others."""
     from dataclasses import replace
 
-    from engine.metadata_image import TopicImage, TopicsImage
-    from engine.partition_registration import PartitionRegistration
+    from engine.image.metadata_image import TopicImage, TopicsImage
+    from engine.image.partition_registration import PartitionRegistration
 
     topic_id = uuid.UUID(int=9)
     partitions = _Exploding({0: PartitionRegistration((1,), (1,), leader=1)})
@@ -126,7 +127,7 @@ def test_kafka_metadata_shell_paths_work_unchanged(corpus: Path) -> None:
 
 
 def test_kafka_names_for_quota_entities_and_topic_nodes() -> None:
-    from metashell.image_layout import kafka_quota_entity_name
+    from metashell.tree.image_layout import kafka_quota_entity_name
 
     assert kafka_quota_entity_name((("user", "alice"), ("client-id", "app"))) == "clientId(app)_user(alice)"
     assert kafka_quota_entity_name((("user", "a(b)\\c"),)) == "user(a\\(b\\)\\\\c)"

@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.cli import run
-from engine.log_reader import read_batches
-from engine.metadata_log import MetadataLog
-from engine.metadata_records import NoOpRecordV0
-from engine.snapshot_writer import SnapshotId
+from engine.tools.cli import run
+from engine.storage.log_reader import read_batches
+from engine.storage.metadata_log import MetadataLog
+from engine.records.metadata_records import NoOpRecordV0
+from engine.storage.snapshot_writer import SnapshotId
 
 
 def _metashell(*args: str | Path) -> subprocess.CompletedProcess:

@@ -1,7 +1,7 @@
 """``kraftd quorum describe | add-controller | remove-controller`` against Kafka's MetadataQuorumCommand.
 
 The network is a fake in-process responder (``FakeQuorum``) answering with real kio response
-objects, put in place through ``engine.quorum_tool.transport``: these tests check what is sent and
+objects, put in place through ``engine.tools.quorum_tool.transport``: these tests check what is sent and
 what is printed. The expected texts are written out by hand from Kafka's source
 (MetadataQuorumCommand, ToolsUtils.prettyPrintTable) and its tests (MetadataQuorumCommandTest,
 MetadataQuorumCommandUnitTest, MetadataQuorumCommandErrorTest).
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import quorum_tool as qt
-from engine.cli import run
-from engine.kafka_uuid import kafka_to_uuid
-from engine.kio_codec import ErrorCode, encode_entity, protocol_module
-from engine.meta_properties import MetaProperties, write_meta_properties
+from engine.tools import quorum_tool as qt
+from engine.tools.cli import run
+from engine.common.kafka_uuid import kafka_to_uuid
+from engine.records.kio_codec import ErrorCode, encode_entity, protocol_module
+from engine.storage.meta_properties import MetaProperties, write_meta_properties
 
 DQ = protocol_module("describe_quorum", 2, "response")
 DC = protocol_module("describe_cluster", 2, "response")
@@ -341,7 +341,7 @@ def test_controller_spec_from_listeners_only(tmp_path):
     config = controller_config(tmp_path, **{"advertised.listeners": None, "metadata.log.dir": None,
                                             "controller.listener.names": "controller,CONTROLLER2",
                                             "listeners": "CONTROLLER://example.com:9092,CONTROLLER2://:9093"})
-    from engine.java_properties import load_properties
+    from engine.common.java_properties import load_properties
 
     spec = qt.controller_spec(load_properties(config))
     assert spec.endpoints == (("CONTROLLER", "example.com", 9092), ("CONTROLLER2", "localhost", 9093))

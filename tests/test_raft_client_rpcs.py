@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from engine.kio_codec import ErrorCode as E, VotersRecord
-from engine.metadata_record_serde import ControlRecord
+from engine.records.kio_codec import ErrorCode as E, VotersRecord
+from engine.records.metadata_record_serde import ControlRecord
 from engine.raft import raft_messages as rm
 from engine.raft.election_store import ElectionState, MemoryElectionStore
 from engine.raft.kraft_control_state import KRaftControlState
@@ -23,7 +23,7 @@ from engine.raft.raft_client import (
 from engine.raft.raft_config import RaftConfig
 from engine.raft.sim_state_machine import data_record
 from engine.raft.voter_set import ReplicaKey, VoterNode, VoterSet
-from engine.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotId
 
 CID = "RaftRpcTestClusterIdAA"
 LISTENER = "CONTROLLER"

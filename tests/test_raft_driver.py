@@ -15,17 +15,17 @@ from typing import Any, Callable
 
 import pytest
 
-from engine.controller_node import ControllerNode, LoadOptions, check_storage, load_controller_settings
-from engine.errors import ConfigError, StorageError
-from engine.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+from engine.server.controller_node import ControllerNode, LoadOptions, check_storage, load_controller_settings
+from engine.common.errors import ConfigError, StorageError
+from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
 from engine.net.ports import free_ports
-from engine.kio_codec import ErrorCode, protocol_module
+from engine.records.kio_codec import ErrorCode, protocol_module
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import request_class, response_class
 from engine.raft import raft_messages as rm
-from engine.raft.load_generator import LatencyHistogram, LoadGenerator
+from engine.tools.load_generator import LatencyHistogram, LoadGenerator
 from engine.raft.raft_driver import convert_message, served_apis
-from engine.storage_tool import format_storage
+from engine.tools.storage_tool import format_storage
 
 CLUSTER_ID = uuid_to_kafka(random_kafka_uuid())
 TIMEOUTS = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.timeout.ms": 600,

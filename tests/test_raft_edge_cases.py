@@ -21,7 +21,8 @@ import uuid
 
 import pytest
 
-from engine.kio_codec import ErrorCode as E, decode_entity, encode_entity
+from engine.records.kio_codec import ErrorCode as E, encode_entity
+from engine.records.bounds_check import decode_entity
 from engine.raft import raft_messages as rm
 from engine.raft.election_store import ElectionState
 from engine.raft.file_raft_log import FileRaftLog
@@ -360,7 +361,7 @@ def test_requests_for_another_topic_or_partition_are_refused(api, what):
 # -- 7. the simulator's replay line ------------------------------------------------------------
 
 def test_replay_line_reproduces_the_failing_configuration(monkeypatch):
-    from engine.cli import build_parser
+    from engine.tools.cli import build_parser
     from engine.raft import sim_runner
     from engine.raft.simulation import SimConfig
 

@@ -16,17 +16,17 @@ from typing import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from engine import metadata_records as m
-from engine.errors import StorageError
-from engine.kio_codec import KRaftVersionRecord, LeaderChangeMessage, LeaderChangeVoter, i16, i32
-from engine.metadata_record_serde import (
+from engine.records import metadata_records as m
+from engine.common.errors import StorageError
+from engine.records.kio_codec import KRaftVersionRecord, LeaderChangeMessage, LeaderChangeVoter, i16, i32
+from engine.records.metadata_record_serde import (
     LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER, ControlRecord, MetadataRecord, control_record, encode_record,
 )
 from engine.raft.file_raft_log import FileRaftLog
 from engine.raft.memory_raft_log import MemoryRaftLog, leader_batch_bytes
 from engine.raft.raft_log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, OffsetAndEpoch, RaftLog
-from engine.record_batch import build_batch, encode_batch
-from engine.snapshot_writer import SnapshotId, snapshot_bytes
+from engine.records.record_batch import build_batch, encode_batch
+from engine.storage.snapshot_writer import SnapshotId, snapshot_bytes
 
 ALL = 1 << 30  # max_bytes that reads everything
 
@@ -144,7 +144,7 @@ def test_append_as_leader_offsets_epochs_and_bytes(log: RaftLog) -> None:
     assert [(b.base_offset, b.last_offset, b.epoch, b.append_time_ms, b.control) for b in batches] == [
         (0, 2, 1, 5, False), (3, 4, 1, 6, False), (5, 5, 3, 7, False)]
     assert batches[1].records == (feature(1), feature(2))
-    # exactly the bytes engine.record_batch builds, as the Foundation's MetadataLog writes them
+    # exactly the bytes engine.records.record_batch builds, as the Foundation's MetadataLog writes them
     expected = encode_batch(build_batch(3, [encode_record(feature(1)), encode_record(feature(2))],
                                         timestamp_ms=6, leader_epoch=1))
     assert log.read(3, 1) == expected

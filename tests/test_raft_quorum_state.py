@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.kafka_uuid import uuid_to_kafka
-from engine.quorum_state_file import QuorumStateData, dump_quorum_state
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.storage.quorum_state_file import QuorumStateData, dump_quorum_state
 from engine.raft.election_store import ElectionState, FileElectionStore, MemoryElectionStore
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import (

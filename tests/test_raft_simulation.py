@@ -203,10 +203,10 @@ def test_graceful_resignation_hands_over_to_a_preferred_successor():
 
 
 def test_kraftd_sim_quorum_prints_a_summary_and_exit_code():
-    from engine.cli import run
+    from engine.tools.cli import run
 
     lines = []
-    import engine.cli as cli
+    import engine.tools.cli as cli
 
     original = cli._out
     cli._out = lines.append

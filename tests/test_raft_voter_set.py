@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
-from engine.errors import ConfigError
-from engine.kio_codec import VotersRecord, decode_entity, encode_entity
+from engine.common.errors import ConfigError
+from engine.records.kio_codec import VotersRecord, encode_entity
+from engine.records.bounds_check import decode_entity
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import (
     ReplicaKey, VoterNode, VoterSet, VoterSetHistory, parse_bootstrap_servers, parse_quorum_voters,

@@ -6,7 +6,7 @@ read from our generated module, so a record type or version lost in regeneration
 
 from __future__ import annotations
 
-from engine.metadata_records import RECORD_CLASSES, RECORD_TYPE_NAMES
+from engine.records.metadata_records import RECORD_CLASSES, RECORD_TYPE_NAMES
 
 KAFKA_4_2 = {
     0: ("REGISTER_BROKER_RECORD", 3), 1: ("UNREGISTER_BROKER_RECORD", 0), 2: ("TOPIC_RECORD", 0),

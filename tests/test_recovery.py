@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from engine import metadata_records as m
-from engine.errors import CorruptRecordError
-from engine.kio_codec import i16
-from engine.log_reader import list_log_dir, read_file, read_log_dir
-from engine.metadata_log import MetadataLog
-from engine.metadata_record_serde import MetadataRecord
-from engine.snapshot_writer import SnapshotId
+from engine.records import metadata_records as m
+from engine.common.errors import CorruptRecordError
+from engine.records.kio_codec import i16
+from engine.storage.log_reader import list_log_dir, read_file, read_log_dir
+from engine.storage.metadata_log import MetadataLog
+from engine.records.metadata_record_serde import MetadataRecord
+from engine.storage.snapshot_writer import SnapshotId
 
 
 def feature(i: int) -> MetadataRecord:

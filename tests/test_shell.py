@@ -180,9 +180,9 @@ def test_json_is_highlighted_with_the_theme_styles(monkeypatch) -> None:
 
 
 def test_records_redact_secrets_unless_asked(tmp_path: Path) -> None:
-    from engine import metadata_records as m
-    from engine.kio_codec import i8, i32
-    from engine.metadata_log import MetadataLog
+    from engine.records import metadata_records as m
+    from engine.records.kio_codec import i8, i32
+    from engine.storage.metadata_log import MetadataLog
 
     with MetadataLog.create(tmp_path, fsync_policy="never") as log:
         log.append([m.ConfigRecordV0(resource_type=i8(4), resource_name="", name="sasl.jaas.config", value="sekrit"),

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.java_properties import load_properties
-from engine.kafka_uuid import METADATA_TOPIC_ID, kafka_to_uuid
-from engine.leader_epoch_checkpoint import read_leader_epoch_checkpoint, write_leader_epoch_checkpoint
-from engine.meta_properties import read_meta_properties, write_meta_properties
-from engine.partition_metadata_file import read_partition_metadata, write_partition_metadata
-from engine.quorum_state_file import read_quorum_state, write_quorum_state
+from engine.common.java_properties import load_properties
+from engine.common.kafka_uuid import METADATA_TOPIC_ID, kafka_to_uuid
+from engine.storage.leader_epoch_checkpoint import read_leader_epoch_checkpoint, write_leader_epoch_checkpoint
+from engine.storage.meta_properties import read_meta_properties, write_meta_properties
+from engine.storage.partition_metadata_file import read_partition_metadata, write_partition_metadata
+from engine.storage.quorum_state_file import read_quorum_state, write_quorum_state
 from tests.conftest import CORPUS, NO_CORPUS
 
 pytestmark = [

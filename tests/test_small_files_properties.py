@@ -13,15 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import StorageError
-from engine.java_properties import (
+from engine.common.errors import StorageError
+from engine.common.java_properties import (
     dump_properties,
     java_date_string,
     load_properties,
     parse_properties,
     write_properties_atomically,
 )
-from engine.kafka_uuid import (
+from engine.common.kafka_uuid import (
     METADATA_TOPIC_ID,
     RESERVED_UUIDS,
     ZERO_UUID,
@@ -29,7 +29,7 @@ from engine.kafka_uuid import (
     random_kafka_uuid,
     uuid_to_kafka,
 )
-from engine.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
+from engine.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 
 UTC = timezone.utc
 NOW = datetime(2025, 5, 11, 8, 8, 34, tzinfo=UTC)

@@ -11,20 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import StorageError
-from engine.kafka_uuid import METADATA_TOPIC_ID, ZERO_UUID, uuid_to_kafka
-from engine.leader_epoch_checkpoint import (
+from engine.common.errors import StorageError
+from engine.common.kafka_uuid import METADATA_TOPIC_ID, ZERO_UUID, uuid_to_kafka
+from engine.storage.leader_epoch_checkpoint import (
     dump_leader_epoch_checkpoint,
     parse_leader_epoch_checkpoint,
     read_leader_epoch_checkpoint,
     write_leader_epoch_checkpoint,
 )
-from engine.partition_metadata_file import (
+from engine.storage.partition_metadata_file import (
     PartitionMetadata,
     read_partition_metadata,
     write_partition_metadata,
 )
-from engine.quorum_state_file import (
+from engine.storage.quorum_state_file import (
     QuorumStateData,
     dump_quorum_state,
     parse_quorum_state,

@@ -1,6 +1,6 @@
 """``kraftd storage format | info | random-uuid`` against what kafka-storage writes (KIP-631, KIP-853).
 
-Runs ``engine.cli.run`` in-process (stdout through capsys, stderr lines collected),
+Runs ``engine.tools.cli.run`` in-process (stdout through capsys, stderr lines collected),
 with a controller.properties written by each test into tmp_path. The bootstrap
 checkpoints are compared with the ones real Kafka servers wrote (../shared/corpus).
 """
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import run
-from engine.kafka_uuid import kafka_to_uuid, random_kafka_uuid, uuid_to_kafka
-from engine.log_reader import LogEntry, read_batches, read_file
-from engine.meta_properties import read_meta_properties
-from engine.metadata_record_serde import ControlRecord, MetadataRecord
-from engine.record_batch import RecordBatch, encode_batch
-from engine.record_json import record_to_json
+from engine.tools.cli import run
+from engine.common.kafka_uuid import kafka_to_uuid, random_kafka_uuid, uuid_to_kafka
+from engine.storage.log_reader import LogEntry, read_batches, read_file
+from engine.storage.meta_properties import read_meta_properties
+from engine.records.metadata_record_serde import ControlRecord, MetadataRecord
+from engine.records.record_batch import RecordBatch, encode_batch
+from engine.records.record_json import record_to_json
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"

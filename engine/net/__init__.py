@@ -1,7 +1,7 @@
 """Kafka's wire protocol over asyncio TCP: framing, a server and a pooled client.
 
 ``kafka_protocol`` is pure (bytes in, kio messages out); ``kafka_server`` and
-``kafka_client`` do the I/O. Every kio import still goes through engine.kio_codec.
+``kafka_client`` do the I/O. Every kio import still goes through engine.records.kio_codec.
 """
 
 from engine.net.errors import NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import MetadataError
+from engine.common.errors import MetadataError
 
 
 class NetError(MetadataError):

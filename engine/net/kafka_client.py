@@ -18,7 +18,7 @@ import random
 import time
 from typing import Any, Callable
 
-from engine.kio_codec import ErrorCode
+from engine.records.kio_codec import ErrorCode
 from engine.net.errors import NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
 from engine.net.kafka_protocol import (
     API_VERSIONS_KEY, API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,

@@ -17,9 +17,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from engine.kio_codec import (
-    API_NAMES, DECODE_ERRORS, EntityType, ErrorCode, decode_entity, encode_entity, protocol_module,
+from engine.records.kio_codec import (
+    API_NAMES, DECODE_ERRORS, EntityType, ErrorCode, encode_entity, protocol_module,
 )
+from engine.records.bounds_check import decode_entity
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 
 API_VERSIONS_KEY = 18

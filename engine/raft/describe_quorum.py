@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.kio_codec import ErrorCode
+from engine.records.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
 from engine.raft.leader_state import LeaderState, ReplicaProgress
 

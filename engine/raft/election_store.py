@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from engine.quorum_state_file import QuorumStateData, read_quorum_state, write_quorum_state
+from engine.storage.quorum_state_file import QuorumStateData, read_quorum_state, write_quorum_state
 from engine.raft.voter_set import ReplicaKey
 
 

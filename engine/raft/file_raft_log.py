@@ -18,15 +18,15 @@ from bisect import bisect_left
 from pathlib import Path
 from typing import BinaryIO, Iterator, Sequence
 
-from engine.errors import StorageError
-from engine.log_reader import list_log_dir, read_batch_headers
-from engine.metadata_log import DEFAULT_SEGMENT_BYTES, FsyncPolicy, MetadataLog
-from engine.metadata_record_serde import AnyRecord, ControlRecord
+from engine.common.errors import StorageError
+from engine.storage.log_reader import list_log_dir, read_batch_headers
+from engine.storage.metadata_log import DEFAULT_SEGMENT_BYTES, FsyncPolicy, MetadataLog
+from engine.records.metadata_record_serde import AnyRecord, ControlRecord
 from engine.raft.memory_raft_log import (answer_end_offset_for_epoch, answer_last_fetched_epoch, check_fetched_batch,
                                          check_new_snapshot_id, check_snapshot_bytes, decode_all, leader_batch_bytes,
                                          snapshot_is_ahead)
 from engine.raft.raft_log import LogBatch, OffsetAndEpoch
-from engine.snapshot_writer import PARTIAL_SUFFIX, SnapshotId
+from engine.storage.snapshot_writer import PARTIAL_SUFFIX, SnapshotId
 
 _READ_CHUNK = 1 << 20  # batches() reads the files this much at a time
 

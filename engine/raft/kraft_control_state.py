@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from engine.kio_codec import KRaftVersionRecord, VotersRecord
-from engine.metadata_record_serde import ControlRecord
+from engine.records.kio_codec import KRaftVersionRecord, VotersRecord
+from engine.records.metadata_record_serde import ControlRecord
 from engine.raft.raft_log import LogBatch
 from engine.raft.voter_set import VoterSet, VoterSetHistory
 
@@ -75,8 +75,8 @@ class KRaftControlState:
     def control_records_at(self, offset: int) -> list[ControlRecord]:
         """What a snapshot ending after ``offset`` carries: KRaftVersionRecord and VotersRecord
         for kraft.version 1, nothing for 0 (Kafka writes neither for a static quorum)."""
-        from engine.kio_codec import i16
-        from engine.metadata_record_serde import control_record
+        from engine.records.kio_codec import i16
+        from engine.records.metadata_record_serde import control_record
 
         if self.kraft_version_at(offset) == 0:
             return []

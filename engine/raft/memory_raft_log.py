@@ -1,7 +1,7 @@
 """``MemoryRaftLog``: the RaftLog contract in memory, for the deterministic simulator.
 
-It stores the very bytes a FileRaftLog writes (batches built by engine.record_batch,
-snapshots by engine.snapshot_writer), so fetch responses, CRCs and sizes are real.
+It stores the very bytes a FileRaftLog writes (batches built by engine.records.record_batch,
+snapshots by engine.storage.snapshot_writer), so fetch responses, CRCs and sizes are real.
 ``flushed_end_offset`` is kept apart from ``end_offset``: ``crash()`` keeps only the
 flushed prefix, as a power loss would. Truncation, snapshots and retention count
 as durable at once, as they are on disk (MetadataLog fsyncs them immediately).
@@ -17,16 +17,16 @@ import struct
 from bisect import bisect_left, bisect_right
 from typing import Iterator, Sequence
 
-from engine.errors import MetadataError, StorageError
-from engine.kio_codec import crc32c
-from engine.leader_epoch_cache import LeaderEpochCache
-from engine.metadata_record_serde import (SNAPSHOT_FOOTER, SNAPSHOT_HEADER, AnyRecord, ControlRecord, UnknownRecord,
+from engine.common.errors import MetadataError, StorageError
+from engine.records.kio_codec import crc32c
+from engine.storage.leader_epoch_cache import LeaderEpochCache
+from engine.records.metadata_record_serde import (SNAPSHOT_FOOTER, SNAPSHOT_HEADER, AnyRecord, ControlRecord, UnknownRecord,
                                           decode_record, encode_record)
-from engine.metadata_records import MetadataRecord
+from engine.records.metadata_records import MetadataRecord
 from engine.raft.raft_log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LogBatch, OffsetAndEpoch
-from engine.record_batch import (ATTR_CONTROL, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+from engine.records.record_batch import (ATTR_CONTROL, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
                                  NO_SEQUENCE, decode_batch)
-from engine.snapshot_writer import SnapshotId, snapshot_bytes
+from engine.storage.snapshot_writer import SnapshotId, snapshot_bytes
 
 # -- checks shared with FileRaftLog ------------------------------------------------------
 

@@ -16,8 +16,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
-from engine.kio_codec import LeaderChangeMessage, LeaderChangeVoter, i16
-from engine.metadata_record_serde import AnyRecord, control_record
+from engine.records.kio_codec import LeaderChangeMessage, LeaderChangeVoter, i16
+from engine.records.metadata_record_serde import AnyRecord, control_record
 from engine.raft.election_store import ElectionStore
 from engine.raft.kraft_control_state import KRaftControlState
 from engine.raft.leader_state import LeaderState
@@ -27,7 +27,7 @@ from engine.raft.quorum_state import (
 from engine.raft.raft_config import MAX_BATCH_RECORDS, RaftConfig
 from engine.raft.raft_log import LogBatch, RaftLog
 from engine.raft.voter_set import Address, ReplicaKey
-from engine.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotId
 
 RETRY_BACKOFF_BASE_MS = 100  # Kafka's base for the binary exponential election backoff
 

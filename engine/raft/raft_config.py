@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from engine.errors import ConfigError
+from engine.common.errors import ConfigError
 from engine.raft.voter_set import Address, VoterSet, parse_bootstrap_servers, parse_quorum_voters
 
 # Kafka's QuorumConfig names and defaults.

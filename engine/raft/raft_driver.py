@@ -32,7 +32,7 @@ import time
 import typing
 from typing import Any, Callable
 
-from engine.kio_codec import ErrorCode, i8, i32, protocol_module
+from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import API_VERSIONS_KEY, RAFT_APIS, ApiSpec, request_class, response_class

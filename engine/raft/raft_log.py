@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence
 
-from engine.metadata_record_serde import AnyRecord, ControlRecord
-from engine.snapshot_writer import SnapshotId
+from engine.records.metadata_record_serde import AnyRecord, ControlRecord
+from engine.storage.snapshot_writer import SnapshotId
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1

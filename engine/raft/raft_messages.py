@@ -11,7 +11,7 @@ import datetime
 import uuid
 from typing import Any
 
-from engine.kio_codec import ErrorCode, protocol_module
+from engine.records.kio_codec import ErrorCode, protocol_module
 from engine.raft.voter_set import Address, ReplicaKey
 
 METADATA_TOPIC = "__cluster_metadata"

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import MetadataError
-from engine.kio_codec import ErrorCode
+from engine.common.errors import MetadataError
+from engine.records.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import FollowerState, ProspectiveState, ResignedState, UnattachedState
 from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
 from engine.raft.voter_set import ReplicaKey
-from engine.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotId
 
 BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
 
@@ -315,7 +315,7 @@ def handle_fetch_snapshot(client: "RaftClient", now_ms: int, token: object, requ
     if part.current_leader_epoch != epoch:
         answer(E.fenced_leader_epoch if part.current_leader_epoch < epoch else E.unknown_leader_epoch)
         return
-    from engine.snapshot_writer import SnapshotId
+    from engine.storage.snapshot_writer import SnapshotId
 
     snapshot_id = SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch)
     try:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import MetadataError
-from engine.kio_codec import ErrorCode
+from engine.common.errors import MetadataError
+from engine.records.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
 from engine.raft.quorum_state import CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState
 from engine.raft.raft_requests import become_follower
-from engine.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotId
 
 if TYPE_CHECKING:
     from engine.raft.raft_client import InboundResponse, RaftClient, _InFlight

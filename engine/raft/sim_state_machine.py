@@ -13,10 +13,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from engine import metadata_records as m
-from engine.metadata_record_serde import ControlRecord
+from engine.records import metadata_records as m
+from engine.records.metadata_record_serde import ControlRecord
 from engine.raft.raft_log import LogBatch
-from engine.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotId
 
 SNAPSHOT_STATE = "sim.state"
 

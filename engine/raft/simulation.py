@@ -18,7 +18,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from engine.kio_codec import decode_entity, encode_entity
+from engine.records.kio_codec import encode_entity
+from engine.records.bounds_check import decode_entity
 from engine.raft.election_store import MemoryElectionStore
 from engine.raft.memory_raft_log import MemoryRaftLog
 from engine.raft.raft_client import (
@@ -27,7 +28,7 @@ from engine.raft.raft_client import (
 from engine.raft.raft_config import RaftConfig
 from engine.raft.sim_state_machine import CommitRecord, InvariantViolation, SimStateMachine, data_record
 from engine.raft.voter_set import ReplicaKey, VoterNode, VoterSet
-from engine.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotId
 
 CLUSTER_ID = "SimulatedClusterIdAAAA"
 LISTENER = "CONTROLLER"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.kio_codec import ErrorCode
-from engine.metadata_record_serde import control_record
+from engine.records.kio_codec import ErrorCode
+from engine.records.metadata_record_serde import control_record
 from engine.raft import raft_messages as rm
 from engine.raft.leader_state import LeaderState, PendingVoterChange
 from engine.raft.quorum_state import FollowerState

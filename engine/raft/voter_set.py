@@ -12,8 +12,8 @@ import uuid
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from engine.errors import ConfigError
-from engine.kio_codec import KRaftVersionFeature, VotersEndpoint, VotersRecord, VotersVoter, i16, i32, u16
+from engine.common.errors import ConfigError
+from engine.records.kio_codec import KRaftVersionFeature, VotersEndpoint, VotersRecord, VotersVoter, i16, i32, u16
 
 Address = tuple[str, int]
 
@@ -26,7 +26,7 @@ class ReplicaKey:
     directory_id: uuid.UUID | None = None
 
     def __str__(self) -> str:
-        from engine.kafka_uuid import uuid_to_kafka
+        from engine.common.kafka_uuid import uuid_to_kafka
 
         return f"{self.node_id}" if self.directory_id is None else f"{self.node_id}/{uuid_to_kafka(self.directory_id)}"
 

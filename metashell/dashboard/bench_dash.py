@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engine import metadata_records as m
-from engine.bench import partition_heavy_records
-from engine.kio_codec import i32
-from engine.metadata_log import MetadataLog
-from engine.snapshot_writer import SnapshotId
+from engine.records import metadata_records as m
+from engine.tools.bench import partition_heavy_records
+from engine.records.kio_codec import i32
+from engine.storage.metadata_log import MetadataLog
+from engine.storage.snapshot_writer import SnapshotId
 
 
 def write_bench_history(directory: Path, partitions: int, steps: int) -> Path:
@@ -59,7 +59,7 @@ async def _measure(directory: Path, steps: int) -> tuple[float, float, list[floa
     started = time.perf_counter()
     history = History.open_log_dir(directory)
     opened_s = time.perf_counter() - started
-    from metashell.cli import settle_heap
+    from metashell.dashboard.heap import settle_heap
 
     settle_heap()  # as `metashell dash` does
     app = DashboardApp(history, offset=max(history.first_offset - 1, 0))

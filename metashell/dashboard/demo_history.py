@@ -37,16 +37,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable
 
-from engine import metadata_records as m
-from engine.kio_codec import (
+from engine.records import metadata_records as m
+from engine.records.kio_codec import (
     KRaftVersionFeature, KRaftVersionRecord, LeaderChangeMessage, LeaderChangeVoter, VotersEndpoint,
     VotersRecord, VotersVoter, i8, i16, i32, i64, u16,
 )
-from engine.meta_properties import MetaProperties, write_meta_properties
-from engine.metadata_log import MetadataLog
-from engine.metadata_record_serde import control_record
-from engine.partition_registration import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
-from engine.quorum_state_file import QUORUM_STATE_FILE, QuorumStateData, write_quorum_state
+from engine.storage.meta_properties import MetaProperties, write_meta_properties
+from engine.storage.metadata_log import MetadataLog
+from engine.records.metadata_record_serde import control_record
+from engine.image.partition_registration import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
+from engine.storage.quorum_state_file import QUORUM_STATE_FILE, QuorumStateData, write_quorum_state
 
 START = datetime(2026, 3, 2, 9, 0, 0, tzinfo=timezone.utc)
 START_MS = int(START.timestamp() * 1000)

@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engine.log_reader import LogEntry
-from engine.metadata_image import MetadataImage, TopicImage
-from engine.metadata_record_serde import ControlRecord
+from engine.storage.log_reader import LogEntry
+from engine.image.metadata_image import MetadataImage, TopicImage
+from engine.records.metadata_record_serde import ControlRecord
 from metashell.dashboard.model import Event
 
 _BROKER_ID_FIELD = {"RegisterBrokerRecord": "broker_id", "UnregisterBrokerRecord": "broker_id",

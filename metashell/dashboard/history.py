@@ -17,15 +17,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.log_reader import (
+from engine.storage.log_reader import (
     LogEntry,
     entries_by_batch,
     list_log_dir,
     resolve_metadata_dir,
 )
-from engine.metadata_delta import MetadataDelta
-from engine.metadata_image import MetadataImage, TopicImage
-from engine.metadata_loader import LoadInfo, load_log_dir, load_snapshot
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage, TopicImage
+from engine.image.metadata_loader import LoadInfo, load_log_dir, load_snapshot
 from metashell.dashboard.events import Touched, events_of_batch, touched
 from metashell.dashboard.model import Event, Frame
 from metashell.shell.summary import min_isr
@@ -77,7 +77,7 @@ class History:
         self._under_by_topic: dict = {t.id: n for t in start.topics.by_id.values() if (n := _under_count(start, t))}
         self._under: list[tuple[int, float]] = [(start_offset, float(sum(self._under_by_topic.values())))]
         was_enabled = gc.isenabled()
-        gc.disable()  # the heap only grows during the pass (as in engine.metadata_loader)
+        gc.disable()  # the heap only grows during the pass (as in engine.image.metadata_loader)
         try:
             self._replay_all(batches)
         finally:

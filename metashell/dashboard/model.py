@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple, Protocol
 
-from engine.log_reader import LogEntry
-from engine.metadata_image import MetadataImage
+from engine.storage.log_reader import LogEntry
+from engine.image.metadata_image import MetadataImage
 
 # Partition flags (short codes shown in the table; names for filters and help).
 FLAG_LEADERLESS = "leaderless"

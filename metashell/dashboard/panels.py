@@ -18,11 +18,11 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from engine.kafka_uuid import uuid_to_kafka
-from engine.metadata_image import MetadataImage, TopicImage
-from engine.metadata_loader import LoadInfo
-from engine.metadata_version import version_name
-from engine.partition_registration import LEADER_RECOVERY_RECOVERING
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.image.metadata_image import MetadataImage, TopicImage
+from engine.image.metadata_loader import LoadInfo
+from engine.image.metadata_version import version_name
+from engine.image.partition_registration import LEADER_RECOVERY_RECOVERING
 from metashell.dashboard.model import (
     ALL_FLAGS,
     FLAG_ISR_EMPTY_WITH_ELR,
@@ -37,7 +37,7 @@ from metashell.dashboard.model import (
     VoterRow,
 )
 from metashell.shell.summary import min_isr
-from metashell.tree_layout import quorum_voters
+from metashell.tree.tree_layout import quorum_voters
 
 
 def iso_utc(timestamp_ms: int) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from engine.metadata_image import MetadataImage
+from engine.image.metadata_image import MetadataImage
 from metashell.export.schemas import SCHEMA_DOCS, arrow_schema, spark_schema
 from metashell.export.spark_session import ExportError, get_spark
 from metashell.export.tables import Table, table_for

@@ -20,8 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable
 
-from engine.metadata_image import MetadataImage, Provenance, TopicImage, TopicsImage
-from engine.partition_registration import PartitionRegistration
+from engine.image.metadata_image import MetadataImage, Provenance, TopicImage, TopicsImage
+from engine.image.partition_registration import PartitionRegistration
 
 
 def bench_image(partitions: int, brokers: int = 6, seed: int = 7) -> MetadataImage:

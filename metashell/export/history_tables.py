@@ -19,14 +19,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from engine.kafka_uuid import uuid_to_kafka
-from engine.log_reader import read_log_dir
-from engine.metadata_loader import load_log_dir
-from engine.partition_registration import PartitionRegistration
-from engine.record_json import dumps, record_to_jsonable
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.storage.log_reader import read_log_dir
+from engine.image.metadata_loader import load_log_dir
+from engine.image.partition_registration import PartitionRegistration
+from engine.records.record_json import dumps, record_to_jsonable
 from metashell.export.schemas import column_names
 from metashell.export.tables import Table, partitions_table
-from metashell.tree_layout import redact_record_json
+from metashell.tree.tree_layout import redact_record_json
 
 HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "leader_changes")
 

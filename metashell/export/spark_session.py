@@ -11,7 +11,7 @@ import os
 import shutil
 from typing import Any
 
-from engine.errors import MetadataError
+from engine.common.errors import MetadataError
 
 NO_PYSPARK = "Spark export needs pyspark: pip install 'metashell[spark]'"
 NO_JAVA = "Spark export needs a Java runtime (17 or 21): install a JDK and set JAVA_HOME"

@@ -15,11 +15,12 @@ import json
 from collections import Counter
 from typing import Any, NamedTuple
 
-from engine.kafka_uuid import uuid_to_kafka
-from engine.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
 from metashell.export.schemas import column_names
-from metashell.nodes import NodeError, normalize, resolve, split_path, walk
-from metashell.tree_layout import REDACTED, SCRAM_MECHANISMS, build_tree, is_secret_config, quorum_voters
+from metashell.tree.nodes import NodeError, normalize, resolve, split_path, walk
+from metashell.tree.tree_layout import REDACTED, SCRAM_MECHANISMS, is_secret_config, quorum_voters
+from metashell.tree.root import build_tree
 
 
 class Table(NamedTuple):

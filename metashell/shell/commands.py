@@ -5,46 +5,12 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from metashell.nodes import walk
-from metashell.shell.session import ExitShell, Session, ShellError
-
-
-class _ArgParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise ShellError(message)
-
-    def exit(self, status: int = 0, message: str | None = None) -> None:
-        raise ShellError(message or "bad arguments")
-
-
-@dataclass(frozen=True)
-class Command:
-    name: str
-    summary: str
-    man: str  # usage and examples, shown by man
-    parser: _ArgParser
-    handler: Callable[[Session, argparse.Namespace], int]
-
-    def run(self, session: Session, words: list[str]) -> int:
-        args = self.parser.parse_args(words)
-        return self.handler(session, args) or 0
-
-
-COMMANDS: dict[str, Command] = {}
-
-
-def command(name: str, summary: str, man: str, arguments: Callable[[_ArgParser], None] = lambda p: None):
-    """Register a handler as a shell command."""
-    def register(handler: Callable[[Session, argparse.Namespace], int]) -> Callable:
-        parser = _ArgParser(prog=name, add_help=False)
-        arguments(parser)
-        COMMANDS[name] = Command(name, summary, man.strip(), parser, handler)
-        return handler
-    return register
+from metashell.tree.nodes import walk
+from metashell.shell.registry import COMMANDS, ExitShell, ShellError, command
+from metashell.shell.session import Session
 
 
 def render(value: Any) -> str:
@@ -236,9 +202,9 @@ records [--from OFFSET] [--to OFFSET] [--type TYPE...]
 """, lambda p: (p.add_argument("--from", dest="start", type=int, default=0),
                 p.add_argument("--to", dest="stop", type=int), p.add_argument("--type", nargs="+")))
 def _records(session: Session, args: argparse.Namespace) -> int:
-    from engine.log_reader import read_file, read_log_dir
-    from engine.record_json import dumps, record_to_jsonable
-    from metashell.tree_layout import redact_record_json
+    from engine.storage.log_reader import read_file, read_log_dir
+    from engine.records.record_json import dumps, record_to_jsonable
+    from metashell.tree.tree_layout import redact_record_json
 
     source = session.source
     entries = read_log_dir(source.log_dir, use_snapshot=False) if source.log_dir else read_file(source.snapshot)

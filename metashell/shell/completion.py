@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import NamedTuple
 
-from metashell.nodes import NodeError, normalize, resolve
+from metashell.tree.nodes import NodeError, normalize, resolve
 from metashell.shell.commands import COMMANDS
 from metashell.shell.session import Session
 

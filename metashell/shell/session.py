@@ -10,20 +10,13 @@ from __future__ import annotations
 import shlex
 from typing import Callable
 
-from engine.errors import MetadataError
-from engine.metadata_image import MetadataImage
-from engine.metadata_loader import LoadInfo
-from metashell.nodes import Node, NodeError, expand, normalize, resolve
+from engine.common.errors import MetadataError
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import LoadInfo
+from metashell.tree.nodes import Node, NodeError, expand, normalize, resolve
+from metashell.shell.registry import COMMANDS, ExitShell, ShellError
 from metashell.shell.source import Source
-from metashell.tree_layout import build_tree
-
-
-class ShellError(Exception):
-    """A command's one-line complaint; the shell prints it and carries on."""
-
-
-class ExitShell(Exception):
-    pass
+from metashell.tree.root import build_tree
 
 
 class Session:
@@ -79,8 +72,6 @@ class Session:
 
     def run_line(self, line: str) -> int:
         """Run ``cmd args; cmd args ...``; returns 1 if any command failed, else 0."""
-        from metashell.shell.commands import COMMANDS
-
         line = line.strip()
         if not line:
             return 0

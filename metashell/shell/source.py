@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import ConfigError
-from engine.metadata_image import MetadataImage
-from engine.metadata_loader import LoadInfo, load_log_dir, load_snapshot
+from engine.common.errors import ConfigError
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import LoadInfo, load_log_dir, load_snapshot
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from engine.metadata_image import MetadataImage
-from engine.metadata_loader import LoadInfo
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import LoadInfo
 
 
 def min_isr(image: MetadataImage, topic: str) -> int:
@@ -30,7 +30,7 @@ def summarize(image: MetadataImage, info: LoadInfo | None) -> list[str]:
             under_min += len(p.isr) < needed
             with_elr += bool(p.elr)
             offline += sum(1 for r in p.replicas if r not in live)
-    from metashell.tree_layout import quorum_voters
+    from metashell.tree.tree_layout import quorum_voters
 
     leader = image.quorum.leader
     state = info.quorum_state if info else None

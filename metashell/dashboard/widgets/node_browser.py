@@ -17,11 +17,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from engine.metadata_image import MetadataImage
-from engine.metadata_loader import LoadInfo
-from metashell.nodes import Node, NodeError, resolve, split_path
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import LoadInfo
+from metashell.tree.nodes import Node, NodeError, resolve, split_path
 from metashell.shell.commands import render
-from metashell.tree_layout import build_tree
+from metashell.tree.root import build_tree
 
 Data = tuple[str, bool]  # absolute path, is a directory
 

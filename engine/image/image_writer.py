@@ -1,0 +1,100 @@
+"""An image as the records of a snapshot (Kafka's MetadataImage.write).
+
+The order is Kafka's: features (metadata.version first), cluster, topics, configs,
+client quotas, producer ids, ACLs, SCRAM credentials, delegation tokens. Record
+versions follow the image's metadata.version as Kafka picks them, so that a node of
+that version can read the snapshot; replaying the records gives the image back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from engine.records import metadata_records as m
+from engine.records.kio_codec import f64, i8, i16, i32, i64, u16
+from engine.image.metadata_image import MetadataImage
+from engine.image.partition_registration import MIGRATING, PartitionRegistration
+
+# metadata.version levels at which record versions changed (Kafka's MetadataVersion)
+_MV_3_4_IV0, _MV_3_7_IV2, _MV_4_0_IV1 = 8, 17, 23
+
+
+def image_records(image: MetadataImage) -> Iterator[Any]:
+    """Every record a snapshot of ``image`` holds, in Kafka's order."""
+    level = image.metadata_version or 0
+    yield from _feature_records(image)
+    yield from (_broker_record(b, level) for b in image.cluster.brokers.values())
+    yield from (_controller_record(c) for c in image.cluster.controllers.values())
+    elr = level >= _MV_4_0_IV1 or image.features.get("eligible.leader.replicas.version", 0) > 0
+    for topic in image.topics.by_id.values():
+        yield m.TopicRecordV0(name=topic.name, topic_id=topic.id)
+        for partition_id, partition in topic.partitions.items():
+            yield _partition_record(topic.id, partition_id, partition, level, elr)
+    for (resource_type, name), values in image.configs.items():
+        for key, value in values.items():
+            yield m.ConfigRecordV0(resource_type=i8(resource_type), resource_name=name, name=key, value=value)
+    for entity, values in image.client_quotas.items():
+        entity_data = tuple(m.ClientQuotaRecordV0EntityData(entity_type=t, entity_name=n) for t, n in entity)
+        for key, value in values.items():
+            yield m.ClientQuotaRecordV0(entity=entity_data, key=key, value=f64(value), remove=False)
+    if image.next_producer_id >= 0:
+        yield m.ProducerIdsRecordV0(broker_id=i32(-1), broker_epoch=i64(-1), next_producer_id=i64(image.next_producer_id))
+    yield from image.acls.values()
+    yield from image.scram.values()
+    yield from image.delegation_tokens.values()
+
+
+def _feature_records(image: MetadataImage) -> Iterator[Any]:
+    names = sorted(image.features, key=lambda name: (name != "metadata.version", name))
+    for name in names:
+        yield m.FeatureLevelRecordV0(name=name, feature_level=i16(image.features[name]))
+    if image.zk_migration_state is not None:
+        yield m.ZkMigrationStateRecordV0(zk_migration_state=i8(image.zk_migration_state))
+
+
+def _broker_record(broker: Any, level: int) -> Any:
+    endpoints = [dict(name=e.name, host=e.host, port=u16(e.port), security_protocol=i16(e.security_protocol))
+                 for e in broker.endpoints]
+    features = [dict(name=f.name, min_supported_version=i16(f.min_version), max_supported_version=i16(f.max_version))
+                for f in broker.supported_features]
+    version = 3 if level >= _MV_3_7_IV2 or broker.directories else 2 if level >= _MV_3_4_IV0 else 1
+    cls = m.RECORD_CLASSES[(0, version)]
+    endpoint_cls = getattr(m, f"RegisterBrokerRecordV{version}BrokerEndpoint")
+    feature_cls = getattr(m, f"RegisterBrokerRecordV{version}BrokerFeature")
+    fields = dict(broker_id=i32(broker.id), incarnation_id=broker.incarnation_id, broker_epoch=i64(broker.epoch),
+                  end_points=tuple(endpoint_cls(**e) for e in endpoints),
+                  features=tuple(feature_cls(**f) for f in features), rack=broker.rack, fenced=broker.fenced,
+                  in_controlled_shutdown=broker.in_controlled_shutdown)
+    if version >= 2:
+        fields["is_migrating_zk_broker"] = broker.is_migrating_zk_broker
+    if version >= 3:
+        fields["log_dirs"] = broker.directories
+    return cls(**fields)
+
+
+def _controller_record(controller: Any) -> Any:
+    return m.RegisterControllerRecordV0(
+        controller_id=i32(controller.id), incarnation_id=controller.incarnation_id,
+        zk_migration_ready=controller.zk_migration_ready,
+        end_points=tuple(m.RegisterControllerRecordV0ControllerEndpoint(
+            name=e.name, host=e.host, port=u16(e.port), security_protocol=i16(e.security_protocol))
+            for e in controller.endpoints),
+        features=tuple(m.RegisterControllerRecordV0ControllerFeature(
+            name=f.name, min_supported_version=i16(f.min_version), max_supported_version=i16(f.max_version))
+            for f in controller.supported_features))
+
+
+def _partition_record(topic_id: Any, partition_id: int, p: PartitionRegistration, level: int, elr: bool) -> Any:
+    fields = dict(partition_id=i32(partition_id), topic_id=topic_id, replicas=p.replicas, isr=p.isr,
+                  removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=i32(p.leader),
+                  leader_recovery_state=i8(p.leader_recovery_state), leader_epoch=i32(p.leader_epoch),
+                  partition_epoch=i32(p.partition_epoch))
+    # v0 cannot say anything but "migrating, one per replica" (Kafka's reading of no directories)
+    has_dirs = p.directories != (MIGRATING,) * len(p.replicas)
+    if elr or p.elr or p.last_known_elr:
+        # Kafka leaves empty ELR lists out (null), as their tags' default
+        return m.PartitionRecordV2(**fields, directories=p.directories, eligible_leader_replicas=p.elr or None,
+                                   last_known_elr=p.last_known_elr or None)
+    if level >= _MV_3_7_IV2 or has_dirs:
+        return m.PartitionRecordV1(**fields, directories=p.directories)
+    return m.PartitionRecordV0(**fields)

@@ -1,0 +1,379 @@
+"""MetadataDelta: replay records onto an image, then ``apply()`` for the next image.
+
+Kafka's replay semantics (metadata/image/*Delta.java), record by record:
+- RegisterBrokerRecord replaces the registration; Unregister/Fence/Unfence act only when
+  the broker epoch matches; BrokerRegistrationChangeRecord's ``fenced`` is a tri-state
+  (-1 unfence, 0 no change, 1 fence) and ``in_controlled_shutdown`` 1 sets it.
+- FeatureLevelRecord level 0 removes the feature.
+- PartitionChangeRecord merges (see partition_registration); RemoveTopicRecord drops the
+  topic, its partitions and its configs; ClearElrRecord empties ELRs of one topic or all.
+- ConfigRecord with a null value deletes the key; ClientQuotaRecord ``remove`` deletes.
+- Begin/End/AbortTransactionRecord: the records between are applied at End, dropped at Abort.
+Records that do not apply (an epoch mismatch, an unknown topic) change nothing and are
+counted in ``skipped``: an offline reader must not stop where Kafka would have refused.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Callable
+
+from engine.image.metadata_image import (
+    BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, FeatureRange, LeaderChange,
+    MetadataImage, Provenance, QuorumImage, TopicImage, TopicsImage, Voter,
+)
+from engine.records.metadata_record_serde import ControlRecord, UnknownRecord
+from engine.records.metadata_records import RECORD_CLASSES
+from engine.image.partition_registration import PartitionRegistration
+
+_REMOVED = object()
+
+
+class MetadataDelta:
+    """Changes against ``image``; mutable and short-lived, like Kafka's MetadataDelta."""
+
+    def __init__(self, image: MetadataImage):
+        self.image = image
+        self.skipped = 0
+        self._features: dict[str, Any] = {}
+        self._brokers: dict[int, Any] = {}
+        self._controllers: dict[int, Any] = {}
+        self._topics: dict[Any, Any] = {}  # topic id -> TopicImage | _REMOVED (partitions: dict while open)
+        self._configs: dict[tuple[int, str], dict[str, str | None]] = {}
+        self._quotas: dict[tuple, dict[str, float | None]] = {}
+        self._acls: dict[Any, Any] = {}
+        self._scram: dict[tuple[int, str], Any] = {}
+        self._tokens: dict[str, Any] = {}
+        self._next_producer_id: int | None = None
+        self._zk_migration_state: int | None = None
+        self._quorum = image.quorum
+        self._provenance = image.provenance
+        self._transaction: list | None = None
+
+    # -- entry points -----------------------------------------------------------
+
+    def replay(self, record: Any, offset: int = -1, epoch: int = -1, timestamp_ms: int = -1) -> None:
+        """Apply one record (metadata, control or unknown) at its place in the log."""
+        if offset >= 0:
+            self._provenance = Provenance(offset, epoch, timestamp_ms)
+        handler = _BY_CLASS.get(type(record))
+        if handler is not None and self._transaction is None:  # the common case, first
+            handler(self, record)
+            return
+        if isinstance(record, ControlRecord):
+            self._replay_control(record, offset, epoch, timestamp_ms)
+            return
+        if isinstance(record, UnknownRecord):
+            self.skipped += 1
+            return
+        name = record.record_name
+        if self._transaction is not None and name not in _TRANSACTION_MARKERS:
+            self._transaction.append(record)
+            return
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(self, record)
+
+    def apply(self) -> MetadataImage:
+        """The next image; untouched parts are the old image's own objects."""
+        image = self.image
+        return MetadataImage(
+            provenance=self._provenance,
+            features=_merged(image.features, self._features),
+            zk_migration_state=image.zk_migration_state if self._zk_migration_state is None
+            else self._zk_migration_state,
+            cluster=self._cluster(),
+            topics=self._topics_image(),
+            configs=_merged_nested(image.configs, self._configs),
+            client_quotas=_merged_nested(image.client_quotas, self._quotas),
+            acls=_merged(image.acls, self._acls),
+            scram=_merged(image.scram, self._scram),
+            delegation_tokens=_merged(image.delegation_tokens, self._tokens),
+            next_producer_id=image.next_producer_id if self._next_producer_id is None else self._next_producer_id,
+            quorum=self._quorum,
+        )
+
+    # -- cluster --------------------------------------------------------------------
+
+    def _broker(self, broker_id: int) -> BrokerRegistration | None:
+        current = self._brokers.get(broker_id, self.image.cluster.brokers.get(broker_id))
+        return None if current is _REMOVED else current
+
+    def _broker_at_epoch(self, broker_id: int, epoch: int) -> BrokerRegistration | None:
+        broker = self._broker(broker_id)
+        if broker is None or broker.epoch != epoch:
+            self.skipped += 1
+            return None
+        return broker
+
+    def _register_broker(self, r: Any) -> None:
+        self._brokers[r.broker_id] = BrokerRegistration(
+            r.broker_id, r.broker_epoch, r.incarnation_id, _endpoints(r.end_points), _feature_ranges(r.features),
+            r.rack, r.fenced, getattr(r, "in_controlled_shutdown", False),
+            getattr(r, "is_migrating_zk_broker", False), tuple(getattr(r, "log_dirs", ())))
+
+    def _unregister_broker(self, r: Any) -> None:
+        if self._broker_at_epoch(r.broker_id, r.broker_epoch) is not None:
+            self._brokers[r.broker_id] = _REMOVED
+
+    def _fence(self, r: Any, fenced: bool) -> None:
+        broker = self._broker_at_epoch(r.id, r.epoch)
+        if broker is not None:
+            self._brokers[r.id] = broker._replace(fenced=fenced)
+
+    def _broker_change(self, r: Any) -> None:
+        broker = self._broker_at_epoch(r.broker_id, r.broker_epoch)
+        if broker is None:
+            return
+        fenced = {-1: False, 1: True}.get(r.fenced, broker.fenced)
+        shutting_down = True if getattr(r, "in_controlled_shutdown", 0) == 1 else broker.in_controlled_shutdown
+        directories = tuple(getattr(r, "log_dirs", ())) or broker.directories
+        self._brokers[r.broker_id] = broker._replace(fenced=fenced, in_controlled_shutdown=shutting_down,
+                                                     directories=directories)
+
+    def _register_controller(self, r: Any) -> None:
+        self._controllers[r.controller_id] = ControllerRegistration(
+            r.controller_id, r.incarnation_id, r.zk_migration_ready, _endpoints(r.end_points),
+            _feature_ranges(r.features))
+
+    def _cluster(self) -> ClusterImage:
+        if not self._brokers and not self._controllers:
+            return self.image.cluster
+        return ClusterImage(_merged(self.image.cluster.brokers, self._brokers),
+                            _merged(self.image.cluster.controllers, self._controllers))
+
+    # -- topics ----------------------------------------------------------------------
+
+    def _open_topic(self, topic_id: Any) -> dict | None:
+        """The changing partitions dict of a topic (copied from the image once), or None."""
+        changed = self._topics.get(topic_id)
+        if changed is _REMOVED:
+            return None
+        if changed is None:
+            base = self.image.topics.by_id.get(topic_id)
+            if base is None:
+                return None
+            changed = self._topics[topic_id] = [base.name, dict(base.partitions)]
+        return changed[1]
+
+    def _topic(self, r: Any) -> None:
+        self._topics[r.topic_id] = [r.name, {}]
+
+    def _partition(self, r: Any) -> None:
+        partitions = self._open_topic(r.topic_id)
+        if partitions is None:
+            self.skipped += 1
+            return
+        partitions[r.partition_id] = PartitionRegistration.from_record(r)
+
+    def _partition_change(self, r: Any) -> None:
+        partitions = self._open_topic(r.topic_id)
+        current = None if partitions is None else partitions.get(r.partition_id)
+        if current is None:
+            self.skipped += 1
+            return
+        partitions[r.partition_id] = current.merge(r)
+
+    def _remove_topic(self, r: Any) -> None:
+        name = self._topic_name(r.topic_id)
+        if name is None:
+            self.skipped += 1
+            return
+        self._topics[r.topic_id] = _REMOVED
+        self._configs[(2, name)] = {key: None for key in self._config_keys((2, name))}
+
+    def _topic_name(self, topic_id: Any) -> str | None:
+        changed = self._topics.get(topic_id)
+        if changed is _REMOVED:
+            return None
+        if changed is not None:
+            return changed[0]
+        base = self.image.topics.by_id.get(topic_id)
+        return None if base is None else base.name
+
+    def _clear_elr(self, r: Any) -> None:
+        if r.topic_name:
+            ids = [tid for tid in self._topic_ids() if self._topic_name(tid) == r.topic_name]
+        else:
+            ids = list(self._topic_ids())
+        for topic_id in ids:
+            partitions = self._open_topic(topic_id)
+            for pid, reg in list(partitions.items()):
+                if reg.elr or reg.last_known_elr:
+                    partitions[pid] = reg.without_elr()
+
+    def _topic_ids(self):
+        seen = set(self.image.topics.by_id) | set(self._topics)
+        return [tid for tid in seen if self._topic_name(tid) is not None]
+
+    def _topics_image(self) -> TopicsImage:
+        if not self._topics:
+            return self.image.topics
+        by_id = dict(self.image.topics.by_id)
+        by_name = dict(self.image.topics.by_name)
+        for topic_id, changed in self._topics.items():
+            old = by_id.pop(topic_id, None)
+            if old is not None:
+                by_name.pop(old.name, None)
+            if changed is not _REMOVED:
+                by_id[topic_id] = TopicImage(changed[0], topic_id, MappingProxyType(changed[1]))
+                by_name[changed[0]] = topic_id
+        return TopicsImage(MappingProxyType(by_id), MappingProxyType(by_name))
+
+    # -- configs, quotas, security, producer ids, features ---------------------------
+
+    def _config_keys(self, resource: tuple[int, str]) -> set[str]:
+        keys = set(self.image.configs.get(resource, {}))
+        keys |= {k for k, v in self._configs.get(resource, {}).items() if v is not None}
+        return keys
+
+    def _config(self, r: Any) -> None:
+        self._configs.setdefault((r.resource_type, r.resource_name), {})[r.name] = r.value
+
+    def _quota(self, r: Any) -> None:
+        entity = tuple((e.entity_type, e.entity_name) for e in r.entity)
+        self._quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value
+
+    def _feature(self, r: Any) -> None:
+        self._features[r.name] = _REMOVED if r.feature_level == 0 else r.feature_level
+
+    def _zk_migration(self, r: Any) -> None:
+        self._zk_migration_state = r.zk_migration_state
+
+    def _producer_ids(self, r: Any) -> None:
+        self._next_producer_id = r.next_producer_id
+
+    def _acl(self, r: Any) -> None:
+        self._acls[r.id] = r
+
+    def _remove_acl(self, r: Any) -> None:
+        self._acls[r.id] = _REMOVED
+
+    def _scram_credential(self, r: Any) -> None:
+        self._scram[(r.mechanism, r.name)] = r
+
+    def _remove_scram(self, r: Any) -> None:
+        self._scram[(r.mechanism, r.name)] = _REMOVED
+
+    def _token(self, r: Any) -> None:
+        self._tokens[r.token_id] = r
+
+    def _remove_token(self, r: Any) -> None:
+        self._tokens[r.token_id] = _REMOVED
+
+    # -- transactions (KIP-868) --------------------------------------------------------
+
+    def _begin(self, r: Any) -> None:
+        self._transaction = []
+
+    def _end(self, r: Any) -> None:
+        pending, self._transaction = self._transaction or [], None
+        for record in pending:
+            self.replay(record)
+
+    def _abort(self, r: Any) -> None:
+        self._transaction = None
+
+    # -- control records: the quorum ---------------------------------------------------
+
+    def _replay_control(self, record: ControlRecord, offset: int, epoch: int, timestamp_ms: int) -> None:
+        message, quorum = record.message, self._quorum
+        if record.type_name == "LEADER_CHANGE":
+            change = LeaderChange(offset, epoch, timestamp_ms, message.leader_id,
+                                  tuple(v.voter_id for v in message.voters),
+                                  tuple(v.voter_id for v in message.granting_voters))
+            self._quorum = QuorumImage(quorum.leader_changes + (change,), quorum.kraft_version, quorum.voters)
+        elif record.type_name == "KRAFT_VERSION":
+            self._quorum = QuorumImage(quorum.leader_changes, message.k_raft_version, quorum.voters)
+        elif record.type_name == "KRAFT_VOTERS":
+            voters = tuple(Voter(v.voter_id, v.voter_directory_id,
+                                 tuple((e.name, e.host, e.port) for e in v.endpoints),
+                                 (v.k_raft_version_feature.min_supported_version,
+                                  v.k_raft_version_feature.max_supported_version))
+                           for v in message.voters)
+            self._quorum = QuorumImage(quorum.leader_changes, quorum.kraft_version, voters)
+
+
+def _endpoints(items: Any) -> tuple[Endpoint, ...]:
+    """By listener name: Kafka keeps them in a map, so their order in a record means nothing."""
+    return tuple(sorted(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in items))
+
+
+def _feature_ranges(items: Any) -> tuple[FeatureRange, ...]:
+    return tuple(sorted(FeatureRange(f.name, f.min_supported_version, f.max_supported_version) for f in items))
+
+
+def _merged(base: Any, changes: dict) -> Any:
+    if not changes:
+        return base
+    merged = dict(base)
+    for key, value in changes.items():
+        if value is _REMOVED:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return MappingProxyType(merged)
+
+
+def _merged_nested(base: Any, changes: dict[Any, dict]) -> Any:
+    """Two-level maps (resource -> key -> value) where a None value deletes the key."""
+    if not changes:
+        return base
+    merged = dict(base)
+    for resource, keys in changes.items():
+        inner = dict(merged.get(resource, {}))
+        for key, value in keys.items():
+            if value is None:
+                inner.pop(key, None)
+            else:
+                inner[key] = value
+        if inner:
+            merged[resource] = MappingProxyType(inner)
+        else:
+            merged.pop(resource, None)
+    return MappingProxyType(merged)
+
+
+_TRANSACTION_MARKERS = {"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"}
+
+_HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
+    "RegisterBrokerRecord": MetadataDelta._register_broker,
+    "UnregisterBrokerRecord": MetadataDelta._unregister_broker,
+    "FenceBrokerRecord": lambda d, r: d._fence(r, True),
+    "UnfenceBrokerRecord": lambda d, r: d._fence(r, False),
+    "BrokerRegistrationChangeRecord": MetadataDelta._broker_change,
+    "RegisterControllerRecord": MetadataDelta._register_controller,
+    "TopicRecord": MetadataDelta._topic,
+    "PartitionRecord": MetadataDelta._partition,
+    "PartitionChangeRecord": MetadataDelta._partition_change,
+    "RemoveTopicRecord": MetadataDelta._remove_topic,
+    "ClearElrRecord": MetadataDelta._clear_elr,
+    "ConfigRecord": MetadataDelta._config,
+    "ClientQuotaRecord": MetadataDelta._quota,
+    "FeatureLevelRecord": MetadataDelta._feature,
+    "ZkMigrationStateRecord": MetadataDelta._zk_migration,
+    "ProducerIdsRecord": MetadataDelta._producer_ids,
+    "AccessControlEntryRecord": MetadataDelta._acl,
+    "RemoveAccessControlEntryRecord": MetadataDelta._remove_acl,
+    "UserScramCredentialRecord": MetadataDelta._scram_credential,
+    "RemoveUserScramCredentialRecord": MetadataDelta._remove_scram,
+    "DelegationTokenRecord": MetadataDelta._token,
+    "RemoveDelegationTokenRecord": MetadataDelta._remove_token,
+    "BeginTransactionRecord": MetadataDelta._begin,
+    "EndTransactionRecord": MetadataDelta._end,
+    "AbortTransactionRecord": MetadataDelta._abort,
+}
+
+
+# record class -> handler, for every version of every handled record type
+_BY_CLASS = {cls: _HANDLERS[cls.record_name] for cls in RECORD_CLASSES.values()
+             if cls.record_name in _HANDLERS and cls.record_name not in _TRANSACTION_MARKERS}
+
+
+def replay_entries(entries, image: MetadataImage | None = None) -> MetadataImage:
+    """The image after replaying LogEntry values (e.g. from engine.storage.log_reader) onto ``image``."""
+    delta = MetadataDelta(image or MetadataImage())
+    for entry in entries:
+        delta.replay(entry.record, entry.offset if not entry.in_snapshot else -1, entry.leader_epoch,
+                     entry.timestamp_ms)
+    return delta.apply()

@@ -1,0 +1,156 @@
+"""The metadata image: the whole cluster state at one offset, immutable.
+
+One ``MetadataImage``, shared by the controller, the brokers, the shell and the
+dashboard, changed only by replaying records through a ``MetadataDelta``
+(engine/image/metadata_delta.py), which yields the next image and reuses every part it
+did not touch. Mappings are read-only views; nothing here is mutated after build.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
+
+from engine.image.partition_registration import PartitionRegistration
+
+EMPTY_MAP: Mapping = MappingProxyType({})
+
+
+def _empty() -> Mapping:
+    return EMPTY_MAP
+
+# ConfigRecord resource types (Kafka's ConfigResource.Type ids)
+CONFIG_RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+
+
+class Endpoint(NamedTuple):
+    name: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+class FeatureRange(NamedTuple):
+    name: str
+    min_version: int
+    max_version: int
+
+
+class BrokerRegistration(NamedTuple):
+    id: int
+    epoch: int
+    incarnation_id: uuid.UUID | None
+    endpoints: tuple[Endpoint, ...]
+    supported_features: tuple[FeatureRange, ...]
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    is_migrating_zk_broker: bool = False
+    directories: tuple[uuid.UUID | None, ...] = ()
+
+    @property
+    def state(self) -> str:
+        """active, fenced or controlled-shutdown: how an operator names it. Fenced wins: a
+        broker that finished its controlled shutdown is fenced, and serves nothing."""
+        if self.fenced:
+            return "fenced"
+        return "controlled-shutdown" if self.in_controlled_shutdown else "active"
+
+
+class ControllerRegistration(NamedTuple):
+    id: int
+    incarnation_id: uuid.UUID | None
+    zk_migration_ready: bool
+    endpoints: tuple[Endpoint, ...]
+    supported_features: tuple[FeatureRange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    id: uuid.UUID
+    partitions: Mapping[int, PartitionRegistration] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsImage:
+    by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=_empty)
+    by_name: Mapping[str, uuid.UUID] = field(default_factory=_empty)
+
+    def topic(self, name: str) -> TopicImage | None:
+        topic_id = self.by_name.get(name)
+        return None if topic_id is None else self.by_id[topic_id]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterImage:
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=_empty)
+    controllers: Mapping[int, ControllerRegistration] = field(default_factory=_empty)
+
+
+class LeaderChange(NamedTuple):
+    """A LeaderChangeMessage as it stands in the log."""
+
+    offset: int
+    epoch: int
+    timestamp_ms: int
+    leader_id: int
+    voters: tuple[int, ...]
+    granting_voters: tuple[int, ...]
+
+
+class Voter(NamedTuple):
+    id: int
+    directory_id: uuid.UUID | None
+    endpoints: tuple[tuple[str, str, int], ...]  # (listener name, host, port)
+    kraft_version_range: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumImage:
+    """The quorum as the log tells it: leader changes, kraft.version, voters (KIP-853)."""
+
+    leader_changes: tuple[LeaderChange, ...] = ()
+    kraft_version: int | None = None  # None: no KRaftVersionRecord seen (kraft.version 0)
+    voters: tuple[Voter, ...] | None = None  # None: static voters, not in the log
+
+    @property
+    def leader(self) -> LeaderChange | None:
+        return self.leader_changes[-1] if self.leader_changes else None
+
+
+class Provenance(NamedTuple):
+    """Where the image stands in the log."""
+
+    last_offset: int = -1
+    last_epoch: int = -1
+    last_timestamp_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    provenance: Provenance = Provenance()
+    features: Mapping[str, int] = field(default_factory=_empty)  # finalized feature levels, metadata.version included
+    zk_migration_state: int | None = None
+    cluster: ClusterImage = field(default_factory=ClusterImage)
+    topics: TopicsImage = field(default_factory=TopicsImage)
+    configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=_empty)  # (resource type, name) -> key -> value
+    client_quotas: Mapping[tuple[tuple[str, str | None], ...], Mapping[str, float]] = field(default_factory=_empty)
+    acls: Mapping[uuid.UUID, Any] = field(default_factory=_empty)  # id -> AccessControlEntryRecord
+    scram: Mapping[tuple[int, str], Any] = field(default_factory=_empty)  # (mechanism, user) -> UserScramCredentialRecord
+    delegation_tokens: Mapping[str, Any] = field(default_factory=_empty)  # token id -> DelegationTokenRecord
+    next_producer_id: int = -1
+    quorum: QuorumImage = field(default_factory=QuorumImage)
+
+    @property
+    def metadata_version(self) -> int | None:
+        return self.features.get("metadata.version")
+
+    @property
+    def partition_count(self) -> int:
+        return sum(len(t.partitions) for t in self.topics.by_id.values())
+
+
+EMPTY_IMAGE = MetadataImage()

@@ -1,0 +1,205 @@
+"""Load an image from a snapshot file or a log directory, now or as of an offset or a time.
+
+From a directory the loader starts at the newest snapshot at or before the point asked
+for (or at the log's start when the log reaches back to offset 0), then replays the
+segments up to that point. What it read from is reported in ``LoadInfo``, together
+with the node's ``quorum-state`` and ``meta.properties`` when the directory has them.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable
+
+from engine.common.errors import MetadataError, StorageError
+from engine.storage.log_reader import (
+    LogEntry, entries_by_batch, entries_of_batch, list_log_dir, read_file, resolve_metadata_dir,
+)
+from engine.storage.log_segment import iter_batches, read_segment_bytes
+from engine.storage.meta_properties import MetaProperties, read_meta_properties
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage, Provenance, QuorumImage
+from engine.records.record_batch import decode_batch
+from engine.storage.quorum_state_file import QuorumStateData, read_quorum_state
+from engine.storage.snapshot_writer import SnapshotId, parse_snapshot_name
+
+
+@dataclass(frozen=True, slots=True)
+class LoadInfo:
+    source: Path
+    snapshot: SnapshotId | None = None  # the snapshot the image started from
+    first_offset: int | None = None  # of the records replayed after it
+    end_offset: int = 0  # one past the last record read
+    log_end_offset: int = 0  # one past the last record the source holds
+    quorum_state: QuorumStateData | None = None
+    meta: MetaProperties | None = None
+    skipped_records: int = 0
+    notes: tuple[str, ...] = ()
+
+
+def load_snapshot(path: Path) -> tuple[MetadataImage, LoadInfo]:
+    """The image a snapshot file holds."""
+    path = Path(path)
+    delta = MetadataDelta(MetadataImage())
+    header_ts = -1
+    with _collector_paused():
+        for entry in read_file(path, snapshot=True):
+            if entry.record.type_name == "SNAPSHOT_HEADER":
+                header_ts = entry.record.message.last_contained_log_timestamp
+            delta.replay(entry.record)
+        image = delta.apply()
+    snapshot_id = _snapshot_id_of(path)
+    if snapshot_id is not None:
+        image = replace(image, provenance=Provenance(snapshot_id.end_offset - 1, snapshot_id.epoch, header_ts))
+    end = snapshot_id.end_offset if snapshot_id else 0
+    return image, LoadInfo(path, snapshot_id, None, end, end, skipped_records=delta.skipped)
+
+
+def load_log_dir(path: Path, *, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
+    """The image of a node's metadata log: the latest, or the last one at or before ``offset``
+    (inclusive) or ``time_ms`` (records stamped at or before it)."""
+    directory = resolve_metadata_dir(Path(path))
+    listing = list_log_dir(directory)
+    segments_start = listing.segments[0][0] if listing.segments else None
+    start = _starting_snapshot(listing, offset, time_ms, segments_start)
+    image, info = (MetadataImage(), LoadInfo(directory)) if start is None else load_snapshot(start[1])
+    begin = 0 if start is None else start[0].end_offset
+    if start is not None and segments_start is not None and segments_start < begin:
+        image = replace(image, quorum=_quorum_before(listing, begin))
+    delta = MetadataDelta(image)
+    notes: list[str] = []
+    last = None
+    stopped_early = False
+    with _collector_paused():
+        for entry in _segment_entries(listing, begin, notes):
+            if (offset is not None and entry.offset > offset) or (time_ms is not None and entry.timestamp_ms > time_ms):
+                stopped_early = True
+                break
+            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+            last = entry
+        image = delta.apply()
+    # read to the end already, unless time travel stopped short: then look at batch headers only
+    log_end = max(_log_end_offset(listing) if stopped_early else (last.offset + 1 if last else 0), begin)
+    info = LoadInfo(directory, start[0] if start else None, begin if last else None,
+                    last.offset + 1 if last else begin, log_end, _quorum_state(directory, notes),
+                    _meta(directory, notes), info.skipped_records + delta.skipped, tuple(notes))
+    return image, info
+
+
+def _starting_snapshot(listing, offset: int | None, time_ms: int | None, segments_start: int | None):
+    """The newest snapshot at or before the point asked for; None to replay the log from its start."""
+    candidates = [s for s in listing.snapshots
+                  if (offset is None or s[0].end_offset <= offset + 1)
+                  and (time_ms is None or _snapshot_time_ms(s[1]) <= time_ms)]
+    if candidates:
+        return candidates[-1]
+    if listing.snapshots and segments_start not in (None, 0):
+        oldest = listing.snapshots[0][0].end_offset
+        point = f"offset {offset}" if offset is not None else f"time {time_ms}"
+        raise StorageError(f"{point} is before the oldest data here (snapshot at {oldest}, "
+                           f"log from {segments_start})", path=str(listing.path))
+    return None
+
+
+def _snapshot_time_ms(path: Path) -> int:
+    """The append time of the last record a snapshot holds (its header's), from the first batch only."""
+    buf = read_segment_bytes(path)
+    for _, batch, _ in iter_batches(buf, str(path)):
+        for entry in entries_of_batch(batch, True):
+            if entry.record.type_name == "SNAPSHOT_HEADER":
+                return entry.record.message.last_contained_log_timestamp
+        break
+    return -1
+
+
+def _quorum_before(listing, end_offset: int) -> QuorumImage:
+    """The quorum's control records (leader changes, kraft.version, voters) from segments that a
+    snapshot replaced, which Kafka's snapshots do not carry. Only control batches are decoded."""
+    delta = MetadataDelta(MetadataImage())
+    for base, segment in listing.segments:
+        if base >= end_offset:
+            break
+        buf = read_segment_bytes(segment)
+        try:
+            for pos, header, _ in iter_batches(buf, str(segment), decode_records=False,
+                                               on_torn_tail=lambda at, err: None):
+                if header.base_offset >= end_offset:
+                    break
+                if header.is_control:
+                    batch, _ = decode_batch(buf, pos)
+                    for entry in entries_of_batch(batch):
+                        if entry.offset < end_offset:
+                            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        except MetadataError:
+            break  # damage in history the snapshot replaced: the snapshot still stands
+    return delta.apply().quorum
+
+
+def _segment_entries(listing, begin: int, notes: list[str]) -> Iterable[LogEntry]:
+    segments = listing.segments
+    for index, (base, segment) in enumerate(segments):
+        if index + 1 < len(segments) and segments[index + 1][0] <= begin:
+            continue
+        is_last = index == len(segments) - 1
+        on_torn = (lambda pos, err: notes.append(f"not read, cut short or still being written: {err.one_line()}")) \
+            if is_last else None
+        for entries in entries_by_batch(segment, on_torn, False):
+            for entry in entries:
+                if entry.offset >= begin:
+                    yield entry
+
+
+def _log_end_offset(listing) -> int:
+    """One past the last complete batch of the newest non-empty segment (headers only)."""
+    for base, segment in reversed(listing.segments):
+        last = None
+        try:
+            for _, header, _ in iter_batches(read_segment_bytes(segment), str(segment), decode_records=False,
+                                             on_torn_tail=lambda pos, err: None):
+                last = header.last_offset
+        except MetadataError:
+            return base
+        if last is not None:
+            return last + 1
+    return listing.segments[0][0] if listing.segments else 0
+
+
+def _quorum_state(directory: Path, notes: list[str]) -> QuorumStateData | None:
+    path = directory / "quorum-state"
+    if not path.exists():
+        return None
+    try:
+        return read_quorum_state(path)
+    except StorageError as exc:
+        notes.append(exc.one_line())
+        return None
+
+
+def _meta(directory: Path, notes: list[str]) -> MetaProperties | None:
+    node_dir = directory.parent
+    if not (node_dir / "meta.properties").exists():
+        return None
+    try:
+        return read_meta_properties(node_dir)
+    except StorageError as exc:
+        notes.append(exc.one_line())
+        return None
+
+
+def _snapshot_id_of(path: Path) -> SnapshotId | None:
+    return parse_snapshot_name(path.name)
+
+
+class _collector_paused:
+    """Pause the cyclic GC while an image is built: the heap only grows during a load,
+    and rescanning it over and over would cost more than the load (see docs/performance.md)."""
+
+    def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc) -> None:
+        if self.was_enabled:
+            gc.enable()

@@ -1,0 +1,102 @@
+"""metadata.version levels and the feature levels a new cluster is formatted with.
+
+Levels are Kafka's MetadataVersion feature levels (3.3-IV3 = 7 ... 4.2-IV1 = 29).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.common.errors import ConfigError
+
+_LEVELS = [
+    ("3.3-IV3", 7), ("3.4-IV0", 8), ("3.5-IV0", 9), ("3.5-IV1", 10), ("3.5-IV2", 11),
+    ("3.6-IV0", 12), ("3.6-IV1", 13), ("3.6-IV2", 14), ("3.7-IV0", 15), ("3.7-IV1", 16),
+    ("3.7-IV2", 17), ("3.7-IV3", 18), ("3.7-IV4", 19), ("3.8-IV0", 20), ("3.9-IV0", 21),
+    ("4.0-IV0", 22), ("4.0-IV1", 23), ("4.0-IV2", 24), ("4.0-IV3", 25), ("4.1-IV0", 26),
+    ("4.1-IV1", 27), ("4.2-IV0", 28), ("4.2-IV1", 29),
+]
+LATEST_PRODUCTION = "4.2-IV1"
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataVersion:
+    name: str  # e.g. "3.7-IV4"
+    level: int
+
+    @property
+    def release(self) -> str:
+        return self.name.split("-")[0]
+
+
+BY_NAME = {name: MetadataVersion(name, level) for name, level in _LEVELS}
+BY_LEVEL = {level: MetadataVersion(name, level) for name, level in _LEVELS}
+
+
+def parse_release_version(text: str | None) -> MetadataVersion:
+    """"3.7" (its newest sub-version), "3.7-IV2", or None for the latest production version."""
+    if text is None:
+        return BY_NAME[LATEST_PRODUCTION]
+    text = text.strip()
+    if text in BY_NAME:
+        return BY_NAME[text]
+    matches = [mv for name, mv in BY_NAME.items() if mv.release == text]
+    if matches:
+        return matches[-1]
+    known = ", ".join(sorted({mv.release for mv in BY_NAME.values()}, key=_release_key))
+    raise ConfigError(f"unknown release version {text!r} (known: {known})")
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split("."))
+
+
+def version_name(level: int) -> str:
+    mv = BY_LEVEL.get(level)
+    return mv.name if mv else f"unknown({level})"
+
+
+# Features a formatter may set with --feature (Kafka's Feature enum, plus metadata.version).
+KNOWN_FEATURES = ("metadata.version", "kraft.version", "group.version", "transaction.version",
+                  "eligible.leader.replicas.version", "share.version", "streams.version")
+KRAFT_VERSION_1_MINIMUM = "3.9-IV0"  # dynamic quorums (KIP-853) need this metadata.version
+
+
+def check_feature_names(features: dict[str, int]) -> None:
+    for name in features:
+        if name not in KNOWN_FEATURES:
+            raise ConfigError(f"unsupported feature {name!r} (supported: {', '.join(KNOWN_FEATURES)})")
+
+
+def resolve_metadata_version(release_version: str | None, features: dict[str, int]) -> MetadataVersion:
+    """``--feature metadata.version=N`` wins over ``--release-version``, as in Kafka's formatter."""
+    if "metadata.version" not in features:
+        return parse_release_version(release_version)
+    level = features["metadata.version"]
+    if level not in BY_LEVEL:
+        raise ConfigError(f"unknown metadata.version level {level} "
+                          f"(known: {min(BY_LEVEL)} to {max(BY_LEVEL)})")
+    return BY_LEVEL[level]
+
+
+def default_feature_levels(mv: MetadataVersion) -> dict[str, int]:
+    """The other finalized features a new cluster at ``mv`` starts with, as Kafka's formatter sets them."""
+    levels = {}
+    if mv.level >= BY_NAME["4.0-IV0"].level:
+        levels["group.version"] = 1
+    if mv.level >= BY_NAME["4.0-IV2"].level:
+        levels["transaction.version"] = 2
+    if mv.level >= BY_NAME["4.1-IV0"].level:
+        levels["eligible.leader.replicas.version"] = 1
+    return levels
+
+
+def feature_levels_for(mv: MetadataVersion, overrides: dict[str, int] | None = None) -> list[tuple[str, int]]:
+    """(name, level) records for bootstrap.checkpoint: metadata.version first, then the rest by
+    name. Level 0 means "not enabled" and gets no record; kraft.version is never a record here
+    (it lives in the KRaftVersionRecord of the first snapshot)."""
+    levels = default_feature_levels(mv)
+    levels.update(overrides or {})
+    for name in ("metadata.version", "kraft.version"):
+        levels.pop(name, None)
+    return [("metadata.version", mv.level)] + sorted((k, v) for k, v in levels.items() if v > 0)

@@ -1,0 +1,145 @@
+"""JSON for records, in the form Kafka's tools print it.
+
+``{"type":"TOPIC_RECORD","version":0,"data":{"name":"bar","topicId":"GU_rXds2FGppL1JqXYpx2g"}}``:
+compact separators, fields in schema order with camelCase names, tagged fields
+only when they differ from their default (as Kafka's generated JsonConverters
+do), UUIDs in Kafka's URL-safe base64, bytes in standard base64, doubles as
+Java prints them.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import typing
+import uuid
+from typing import Any
+
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.records.metadata_record_serde import AnyRecord, ControlRecord, MetadataRecord
+
+_field_cache: dict[type, list[tuple[str, str, bool, Any, bool | str]]] = {}
+
+# Labels printed before control records' JSON, as Kafka's dump tool labels the ones it
+# decodes (it prints leader changes only as a control type; we decode them too).
+CONTROL_LABELS = {
+    "LEADER_CHANGE": "LeaderChange",
+    "SNAPSHOT_HEADER": "SnapshotHeader",
+    "SNAPSHOT_FOOTER": "SnapshotFooter",
+    "KRAFT_VERSION": "KRaftVersion",
+    "KRAFT_VOTERS": "KRaftVoters",
+}
+
+
+def camel_case(snake: str) -> str:
+    head, *rest = snake.rstrip("_").split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _fields(cls: type) -> list[tuple[str, str, bool, Any, bool | str]]:
+    cached = _field_cache.get(cls)
+    if cached is None:
+        hints = typing.get_type_hints(cls)
+        cached = [
+            (f.name, camel_case(f.name), "tag" in f.metadata, f.default,
+             "uuid-array" if f.metadata.get("kafka_type") == "uuid" and "tuple" in str(hints[f.name])
+             else f.metadata.get("kafka_type") == "uuid")
+            for f in dataclasses.fields(cls)
+        ]
+        _field_cache[cls] = cached
+    return cached
+
+
+def message_to_jsonable(message: Any) -> dict[str, Any]:
+    """A kio-style message as Kafka's JsonConverter would write it."""
+    out: dict[str, Any] = {}
+    for name, json_name, tagged, default, is_uuid in _fields(type(message)):
+        value = getattr(message, name)
+        if tagged and value == default:
+            continue
+        if is_uuid == "uuid-array":  # kio reads Kafka's all-zero UUID as None; Kafka prints it
+            out[json_name] = None if value is None else [uuid_to_kafka(v) for v in value]
+        elif is_uuid:
+            out[json_name] = uuid_to_kafka(value)
+        else:
+            out[json_name] = _value(value)
+    return out
+
+
+def _value(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, uuid.UUID):
+        return uuid_to_kafka(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, tuple):
+        return [_value(item) for item in value]
+    if dataclasses.is_dataclass(value):
+        return message_to_jsonable(value)
+    return str(value)
+
+
+def java_double_string(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    magnitude = abs(value)
+    if value == 0 or 1e-3 <= magnitude < 1e7:
+        text = repr(float(value))
+        return text if ("." in text or "e" in text) else text + ".0"
+    mantissa, exponent = f"{value:.16e}".split("e")
+    for digits in range(1, 18):  # the shortest mantissa that round-trips, as Java prints
+        candidate = f"{value:.{digits - 1}e}"
+        if float(candidate) == value:
+            mantissa, exponent = candidate.split("e")
+            break
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}E{int(exponent)}"
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON as Jackson writes it: no spaces, doubles in Java's form."""
+    if isinstance(obj, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{dumps(v)}" for k, v in obj.items()) + "}"
+    if isinstance(obj, list):
+        return "[" + ",".join(dumps(v) for v in obj) + "]"
+    if isinstance(obj, float):
+        return java_double_string(obj)
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def record_to_jsonable(record: AnyRecord) -> dict[str, Any]:
+    """The record as a JSON-ready dict: metadata records as the dump tool prints their payload."""
+    if isinstance(record, MetadataRecord):
+        return {"type": record.type_name, "version": record.version, "data": message_to_jsonable(record.message)}
+    if isinstance(record, ControlRecord):
+        return {"type": record.type_name, "data": message_to_jsonable(record.message)}
+    out: dict[str, Any] = {"type": record.type_name}
+    if record.api_key is not None:
+        out["apiKey"] = record.api_key
+    if record.version is not None:
+        out["version"] = record.version
+    out["error"] = record.reason
+    if record.key is not None:
+        out["key"] = base64.b64encode(record.key).decode("ascii")
+    out["value"] = None if record.value is None else base64.b64encode(record.value).decode("ascii")
+    return out
+
+
+def record_to_json(record: AnyRecord) -> str:
+    return dumps(record_to_jsonable(record))
+
+
+def control_payload(record: ControlRecord) -> str:
+    """``SnapshotHeader {"version":0,...}``, as the dump tool prints a control record."""
+    label = CONTROL_LABELS.get(record.type_name, record.type_name)
+    return f"{label} {dumps(message_to_jsonable(record.message))}"

@@ -1,0 +1,106 @@
+"""KRaft snapshot files (``<20-digit end offset>-<10-digit epoch>.checkpoint``) and bootstrap.checkpoint.
+
+A snapshot is a sequence of batches: a control batch with the
+SnapshotHeaderRecord (followed, for kraft.version 1, by KRaftVersionRecord and
+VotersRecord in the same batch), data batches of metadata records, and a control
+batch with the SnapshotFooterRecord. It is written to ``NAME.part``, fsynced,
+atomically renamed, and the directory fsynced, so a reader sees all or nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from engine.storage.file_io import write_bytes_atomically
+from engine.records.kio_codec import SnapshotFooterRecord, SnapshotHeaderRecord, i16, i64
+from engine.records.metadata_record_serde import AnyRecord, ControlRecord, control_record, encode_record
+from engine.records.record_batch import build_batch, encode_batch
+
+CHECKPOINT_SUFFIX = ".checkpoint"
+PARTIAL_SUFFIX = ".part"
+BOOTSTRAP_FILE_NAME = "bootstrap.checkpoint"
+DEFAULT_MAX_BATCH_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotId:
+    end_offset: int  # offsets below this are contained in the snapshot
+    epoch: int
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.end_offset:020d}-{self.epoch:010d}{CHECKPOINT_SUFFIX}"
+
+
+def parse_snapshot_name(name: str) -> SnapshotId | None:
+    """The snapshot id in a file name, or None if the name is not a complete snapshot's."""
+    if not name.endswith(CHECKPOINT_SUFFIX):
+        return None
+    stem = name[: -len(CHECKPOINT_SUFFIX)]
+    offset, dash, epoch = stem.partition("-")
+    if dash and len(offset) == 20 and len(epoch) == 10 and offset.isdigit() and epoch.isdigit():
+        return SnapshotId(int(offset), int(epoch))
+    return None
+
+
+def snapshot_bytes(
+    records: Iterable[AnyRecord],
+    *,
+    epoch: int,
+    last_contained_log_timestamp_ms: int,
+    now_ms: int,
+    kraft_control: Sequence[ControlRecord] = (),
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+) -> bytes:
+    """The bytes of a whole snapshot file."""
+    out = bytearray()
+    offset = 0
+
+    def emit(entries: list[tuple[bytes | None, bytes | None]], control: bool) -> None:
+        nonlocal offset
+        batch = build_batch(offset, entries, timestamp_ms=now_ms, leader_epoch=epoch, control=control)
+        out.extend(encode_batch(batch))
+        offset += len(entries)
+
+    header = SnapshotHeaderRecord(version=i16(0), last_contained_log_timestamp=i64(last_contained_log_timestamp_ms))
+    # Kafka puts the header and the kraft.version/voters records in one control batch.
+    emit([encode_record(control_record(header))] + [encode_record(r) for r in kraft_control], control=True)
+    pending: list[tuple[bytes | None, bytes | None]] = []
+    pending_bytes = 0
+    for record in records:
+        entry = encode_record(record)
+        size = len(entry[1] or b"") + 8
+        if pending and pending_bytes + size > max_batch_bytes:
+            emit(pending, control=False)
+            pending, pending_bytes = [], 0
+        pending.append(entry)
+        pending_bytes += size
+    if pending:
+        emit(pending, control=False)
+    emit([encode_record(control_record(SnapshotFooterRecord(version=i16(0))))], control=True)
+    return bytes(out)
+
+
+def write_snapshot(
+    directory: Path,
+    snapshot_id: SnapshotId,
+    records: Iterable[AnyRecord],
+    *,
+    last_contained_log_timestamp_ms: int,
+    now_ms: int,
+    kraft_control: Sequence[ControlRecord] = (),
+    fsync: bool = True,
+) -> Path:
+    data = snapshot_bytes(records, epoch=snapshot_id.epoch,
+                          last_contained_log_timestamp_ms=last_contained_log_timestamp_ms,
+                          now_ms=now_ms, kraft_control=kraft_control)
+    return write_bytes_atomically(Path(directory) / snapshot_id.file_name, data, temp_suffix=PARTIAL_SUFFIX,
+                                  fsync=fsync)
+
+
+def write_bootstrap_checkpoint(directory: Path, records: Iterable[AnyRecord], *, now_ms: int) -> Path:
+    """``bootstrap.checkpoint``: the feature levels a new cluster starts with, in snapshot form."""
+    data = snapshot_bytes(records, epoch=0, last_contained_log_timestamp_ms=0, now_ms=now_ms)
+    return write_bytes_atomically(Path(directory) / BOOTSTRAP_FILE_NAME, data)

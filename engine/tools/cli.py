@@ -1,0 +1,224 @@
+"""``kraftd``: the engine's command line (dump-log, storage, quorum, start, bench).
+
+Every error reaches the user as one line on stderr and exit code 1; a
+traceback never does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from engine.common.command_line import OneLineParser, run_guarded
+from engine.common.errors import ConfigError, StorageError
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+def _note(line: str) -> None:
+    sys.stderr.write(f"kraftd: note: {line}\n")
+
+
+def cmd_dump_log(args: argparse.Namespace) -> int:
+    from engine.tools.dump_log import dump_files
+
+    dump_files(args.files, _out, _note, skip_record_metadata=args.skip_record_metadata)
+    return 0
+
+
+def cmd_storage_format(args: argparse.Namespace) -> int:
+    from engine.tools.storage_tool import format_storage
+
+    features = dict(_parse_feature(f) for f in args.feature or [])
+    format_storage(Path(args.config), args.cluster_id, release_version=args.release_version,
+                   standalone=args.standalone, initial_controllers=args.initial_controllers,
+                   no_initial_controllers=args.no_initial_controllers,
+                   ignore_formatted=args.ignore_formatted, features=features, out=_out)
+    return 0
+
+
+def _parse_feature(text: str) -> tuple[str, int]:
+    name, eq, level = text.partition("=")
+    if not eq or not level.strip().isdigit():
+        raise ConfigError(f"bad --feature {text!r} (expected NAME=LEVEL)")
+    return name.strip(), int(level)
+
+
+def cmd_storage_info(args: argparse.Namespace) -> int:
+    from engine.tools.storage_tool import storage_info
+
+    problems = storage_info(Path(args.config), out=_out)
+    if problems:  # the report is on stdout, as Kafka prints it; the verdict is one line on stderr
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise StorageError(f"{problems[0]}{more}")
+    return 0
+
+
+def cmd_random_uuid(args: argparse.Namespace) -> int:
+    from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+
+    _out(uuid_to_kafka(random_kafka_uuid()))
+    return 0
+
+
+def cmd_bench_decode(args: argparse.Namespace) -> int:
+    from engine.tools.bench import bench_decode
+
+    bench_decode(args.partitions, rounds=args.rounds, out=_out, directories=args.directories)
+    return 0
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
+
+
+def cmd_bench_replay(args: argparse.Namespace) -> int:
+    from engine.tools.bench import bench_replay
+
+    bench_replay(args.topics, args.partitions_per_topic, out=_out)
+    return 0
+
+
+def cmd_quorum(args: argparse.Namespace) -> int:
+    from engine.tools.quorum_tool import run_quorum
+
+    return run_quorum(args, _out)
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from engine.server.controller_node import cmd_start as start
+
+    return start(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="kraftd", description="The metashell KRaft engine.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    dump = sub.add_parser("dump-log", help="print record batches and records of segments and snapshots")
+    dump.add_argument("files", nargs="+", help="segment (.log) or snapshot (.checkpoint) files, or directories")
+    dump.add_argument("--skip-record-metadata", action="store_true", help="print only the records' payloads")
+    dump.add_argument("--cluster-metadata-decoder", action="store_true",
+                      help="accepted for kafka-dump-log compatibility (always on)")
+    dump.set_defaults(run=cmd_dump_log)
+
+    storage = sub.add_parser("storage", help="format and inspect log directories")
+    storage_sub = storage.add_subparsers(dest="storage_command", required=True, parser_class=OneLineParser)
+    fmt = storage_sub.add_parser("format", help="format the log directories of a node")
+    fmt.add_argument("--config", "-c", required=True, help="the node's .properties file")
+    fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (see random-uuid)")
+    fmt.add_argument("--release-version", "-r", help="e.g. 3.7 or 3.7-IV4 (default: latest production)")
+    fmt.add_argument("--feature", "-f", action="append", help="NAME=LEVEL, a feature level to set")
+    fmt.add_argument("--ignore-formatted", "-g", action="store_true", help="skip directories already formatted")
+    voters = fmt.add_mutually_exclusive_group()
+    voters.add_argument("--standalone", "-s", action="store_true", help="this controller is the only voter")
+    voters.add_argument("--initial-controllers", "-I", help="ID@HOST:PORT:DIRECTORY_ID,... the initial voters")
+    voters.add_argument("--no-initial-controllers", "-N", action="store_true",
+                        help="join an existing dynamic quorum later")
+    fmt.set_defaults(run=cmd_storage_format)
+    info = storage_sub.add_parser("info", help="describe the log directories of a node")
+    info.add_argument("--config", "-c", required=True)
+    info.set_defaults(run=cmd_storage_info)
+    rnd = storage_sub.add_parser("random-uuid", help="print a new random cluster or directory id")
+    rnd.set_defaults(run=cmd_random_uuid)
+
+    from engine.tools.quorum_tool import add_quorum_parser  # light: it imports kio only when it talks
+
+    add_quorum_parser(sub, cmd_quorum)
+
+    start = sub.add_parser("start", help="run a KRaft controller")
+    start.add_argument("--config", "-c", required=True, help="the controller's .properties file")
+    start.add_argument("--load-rate", type=float, help=argparse.SUPPRESS)  # benchmark load: records/s,
+    start.add_argument("--load-batch", type=_positive, default=1, help=argparse.SUPPRESS)  # per append,
+    start.add_argument("--load-report", help=argparse.SUPPRESS)  # JSON latency report every second
+    start.set_defaults(run=cmd_start)
+
+    bench = sub.add_parser("bench", help="measure throughput")
+    bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
+    decode = bench_sub.add_parser("decode", help="decoded records/s of a PartitionRecord-heavy log")
+    decode.add_argument("--partitions", type=_positive, default=300_000)
+    decode.add_argument("--rounds", type=_positive, default=3)
+    decode.add_argument("--directories", action="store_true",
+                        help="give replicas log directory ids, as Kafka 3.7+ writes them")
+    decode.set_defaults(run=cmd_bench_decode)
+    replay = bench_sub.add_parser("replay", help="load a generated snapshot: replay rate, memory, first prompt")
+    replay.add_argument("--topics", type=_positive, default=10_000)
+    replay.add_argument("--partitions-per-topic", type=_positive, default=100)
+    replay.set_defaults(run=cmd_bench_replay)
+
+    quorum_bench = bench_sub.add_parser("quorum", help="3 controller processes on loopback: commit latency, records/s")
+    quorum_bench.add_argument("--seconds", type=float, default=10.0, help="measured time per phase")
+    quorum_bench.add_argument("--latency-rate", type=float, default=1000.0, help="records/s of the latency phase")
+    quorum_bench.add_argument("--throughput-rate", type=float, default=50_000.0,
+                              help="records/s offered in the throughput phase")
+    quorum_bench.add_argument("--batch", type=_positive, default=200, help="records per append (throughput phase)")
+    quorum_bench.add_argument("--linger-ms", type=int, default=1, help="controller.quorum.append.linger.ms")
+    quorum_bench.set_defaults(run=cmd_bench_quorum)
+
+    failover = bench_sub.add_parser("failover", help="3 controller processes: time to a new leader after SIGKILL")
+    failover.add_argument("--rounds", type=_positive, default=20)
+    failover.add_argument("--fetch-timeout-ms", type=_positive, default=1000,
+                          help="controller.quorum.fetch.timeout.ms (Kafka's default is 2000)")
+    failover.add_argument("--election-timeout-ms", type=_positive, default=1000,
+                          help="controller.quorum.election.timeout.ms")
+    failover.set_defaults(run=cmd_bench_failover)
+
+    sim = sub.add_parser("sim", help="deterministic simulations")
+    sim_sub = sim.add_subparsers(dest="sim_command", required=True, parser_class=OneLineParser)
+    quorum_sim = sim_sub.add_parser("quorum", help="random fault schedules over a simulated quorum, seed by seed")
+    quorum_sim.add_argument("--seeds", type=_positive, default=100)
+    quorum_sim.add_argument("--first-seed", type=int, default=1)
+    quorum_sim.add_argument("--events", type=_positive, default=2000)
+    quorum_sim.add_argument("--voters", type=_positive, default=3)
+    quorum_sim.add_argument("--observers", type=int, default=1)
+    quorum_sim.add_argument("--kraft-version", type=int, choices=(0, 1), default=1)
+    quorum_sim.add_argument("--trace", action="store_true", help="print every role change of a seed")
+    quorum_sim.set_defaults(run=cmd_sim_quorum)
+    return parser
+
+
+def cmd_bench_quorum(args: argparse.Namespace) -> int:
+    from engine.tools.bench_quorum import bench_quorum
+
+    bench_quorum(seconds=args.seconds, latency_rate=args.latency_rate, throughput_rate=args.throughput_rate,
+                 batch=args.batch, linger_ms=args.linger_ms, out=_out)
+    return 0
+
+
+def cmd_bench_failover(args: argparse.Namespace) -> int:
+    from engine.tools.bench_failover import bench_failover
+
+    bench_failover(rounds=args.rounds, fetch_timeout_ms=args.fetch_timeout_ms,
+                   election_timeout_ms=args.election_timeout_ms, out=_out)
+    return 0
+
+
+def cmd_sim_quorum(args: argparse.Namespace) -> int:
+    from engine.raft.sim_runner import run_seeds
+    from engine.raft.simulation import SimConfig
+
+    config = SimConfig(voters=args.voters, observers=args.observers, kraft_version=args.kraft_version)
+    results = run_seeds(args.first_seed, args.seeds, args.events, out=_out, config=config, trace=args.trace)
+    return 1 if any(r.violation for r in results) else 0
+
+
+def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
+    def work() -> int:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+
+    return run_guarded("kraftd", work, err)
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+if __name__ == "__main__":
+    main()

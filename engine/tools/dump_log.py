@@ -1,0 +1,184 @@
+"""``kraftd dump-log``: print segments and snapshots as ``kafka-dump-log --cluster-metadata-decoder`` does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from engine.common.errors import CorruptRecordError, StorageError
+from engine.storage.log_reader import is_snapshot_file, list_log_dir, read_batches
+from engine.storage.log_segment import parse_segment_name
+from engine.records.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record
+from engine.records.record_batch import ATTR_DELETE_HORIZON, NO_SEQUENCE, RecordBatch
+from engine.records.compression import codec_name
+from engine.records.record_json import control_payload, record_to_json
+from engine.storage.snapshot_writer import BOOTSTRAP_FILE_NAME, parse_snapshot_name
+
+
+# Files of a log directory that hold no record batches, and what they are.
+_NOT_BATCHES = {
+    ".index": "an offset index", ".timeindex": "a time index", ".txnindex": "a transaction index",
+    ".snapshot": "a producer-state snapshot", ".part": "an unfinished snapshot",
+    ".deleted": "a segment awaiting deletion",
+}
+_NOT_BATCH_NAMES = {
+    "quorum-state": "the quorum state (JSON)", "leader-epoch-checkpoint": "a leader-epoch checkpoint",
+    "partition.metadata": "the partition's metadata", "meta.properties": "a properties file",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A record shown raw: unknown type or version, or bytes that do not decode."""
+
+    path: Path
+    byte_offset: int  # of its batch
+    offset: int
+    reason: str
+
+
+def not_batches(path: Path) -> str | None:
+    """What a file is when it is a Kafka file that holds no record batches, else None."""
+    if path.name in _NOT_BATCH_NAMES:
+        return _NOT_BATCH_NAMES[path.name]
+    return _NOT_BATCHES.get(path.suffix) if parse_segment_name(path.name) is None else None
+
+
+def expand_paths(paths: Iterable[str]) -> list[tuple[Path, bool]]:
+    """(file, named explicitly) for each argument; a directory stands for its snapshots and
+    segments, in order."""
+    out: list[tuple[Path, bool]] = []
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            listing = list_log_dir(path)
+            out.extend((p, False) for _, p in listing.snapshots)
+            out.extend((p, False) for _, p in listing.segments)
+        elif not path.exists():
+            raise StorageError("no such file", path=name)
+        else:
+            out.append((path, True))
+    return out
+
+
+def dump_files(paths: Iterable[str], out: Callable[[str], None], note: Callable[[str], None], *,
+               skip_record_metadata: bool = False) -> int:
+    """Dump every file; returns the record count. Raises, after printing everything, one error
+    naming the first record that could only be shown raw."""
+    unreadable: list[Unreadable] = []
+    dumped = records = 0
+    files = expand_paths(paths)
+    for path, explicit in files:
+        kind = not_batches(path)
+        if kind is not None:
+            note(f"skipping {path}: {kind}, not record batches")
+            continue
+        # An empty segment among others is Kafka's fresh active segment; alone, it is all
+        # that was asked for and there is nothing in it.
+        records += dump_file(path, out, skip_record_metadata=skip_record_metadata,
+                             empty_ok=not explicit or len(files) > 1, unreadable=unreadable)
+        dumped += 1
+    if not dumped:
+        raise StorageError("no segment or snapshot among the files given")
+    if unreadable:
+        first = unreadable[0]
+        more = f" ({len(unreadable) - 1} more records shown raw)" if len(unreadable) > 1 else ""
+        raise CorruptRecordError(f"record at offset {first.offset} shown raw: {first.reason}{more}",
+                                 path=str(first.path), byte_offset=first.byte_offset)
+    return records
+
+
+def file_banner(path: Path) -> str | None:
+    base = parse_segment_name(path.name)
+    if base is not None:
+        return f"Log starting offset: {base}"
+    if path.name == BOOTSTRAP_FILE_NAME:
+        return "KRaft bootstrap snapshot"
+    snapshot_id = parse_snapshot_name(path.name)
+    if snapshot_id is not None:
+        return f"Snapshot end offset: {snapshot_id.end_offset}, epoch: {snapshot_id.epoch}"
+    return None
+
+
+def batch_line(batch: RecordBatch, position: int) -> str:
+    base_seq = batch.base_sequence
+    last_seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else base_seq + batch.last_offset_delta
+    horizon = (str(batch.base_timestamp) if batch.attributes & ATTR_DELETE_HORIZON else "OptionalLong.empty")
+    return (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {len(batch.records)} "
+            f"baseSequence: {base_seq} lastSequence: {last_seq} producerId: {batch.producer_id} "
+            f"producerEpoch: {batch.producer_epoch} partitionLeaderEpoch: {batch.partition_leader_epoch} "
+            f"isTransactional: {_bool(batch.is_transactional)} isControl: {_bool(batch.is_control)} "
+            f"deleteHorizonMs: {horizon} position: {position} {batch.timestamp_type}: {batch.max_timestamp} "
+            f"size: {batch.size_bytes} magic: 2 compresscodec: {codec_name(batch.compression)} "
+            f"crc: {batch.crc} isvalid: true")
+
+
+def record_lines(batch: RecordBatch, skip_record_metadata: bool,
+                 on_unreadable: Callable[[int, str], None] = lambda offset, reason: None) -> Iterable[str]:
+    for record in batch.records:
+        decoded = decode_record(record.key, record.value, batch.is_control)
+        if isinstance(decoded, UnknownRecord) and decoded.problem:
+            on_unreadable(batch.record_offset(record), decoded.reason)
+        # Kafka's tool drops the "|" along with the metadata: " payload: {...}".
+        parts = [""] if skip_record_metadata else ["|"]
+        if not skip_record_metadata:
+            seq = NO_SEQUENCE if batch.base_sequence == NO_SEQUENCE else batch.base_sequence + record.offset_delta
+            headers = ",".join(k.decode("utf-8", "replace") for k, _ in record.headers)
+            parts.append(f"offset: {batch.record_offset(record)} {batch.timestamp_type}: "
+                         f"{batch.record_timestamp(record)} keySize: {_size(record.key)} "
+                         f"valueSize: {_size(record.value)} sequence: {seq} headerKeys: [{headers}]")
+        if isinstance(decoded, ControlRecord):
+            parts.append(control_payload(decoded))
+        elif isinstance(decoded, MetadataRecord) or not batch.is_control:
+            parts.append(f"payload: {record_to_json(decoded)}")
+        else:
+            parts.append(f"controlRecord: {record_to_json(decoded)}")
+        yield " ".join(parts)
+
+
+def dump_file(path: Path, out: Callable[[str], None], *, skip_record_metadata: bool = False,
+              empty_ok: bool = False, unreadable: list[Unreadable] | None = None) -> int:
+    """Print one file; returns the number of records. Damage raises an error naming file and
+    offset; records shown raw are added to ``unreadable``. An empty segment is fine where
+    ``empty_ok`` (Kafka's active segment starts empty); a snapshot must end in its footer."""
+    out(f"Dumping {path}")
+    banner = file_banner(path)
+    if banner:
+        out(banner)
+    if path.stat().st_size == 0:
+        if empty_ok and parse_segment_name(path.name) is not None:
+            return 0
+        raise StorageError("empty file: no record batches", path=str(path), byte_offset=0)
+    count = 0
+    last_type = None
+    for position, batch in read_batches(path):
+        out(batch_line(batch, position))
+
+        def collect(offset: int, reason: str, position: int = position) -> None:
+            if unreadable is not None:
+                unreadable.append(Unreadable(path, position, offset, reason))
+
+        for line in record_lines(batch, skip_record_metadata, collect):
+            out(line)
+        count += len(batch.records)
+        last_type = _last_control_type(batch)
+    if is_snapshot_file(path) and last_type != "SNAPSHOT_FOOTER":
+        raise StorageError("snapshot ends without a SnapshotFooter: cut short or not a snapshot",
+                           path=str(path), byte_offset=path.stat().st_size)
+    return count
+
+
+def _last_control_type(batch: RecordBatch) -> str | None:
+    if not batch.is_control or not batch.records:
+        return None
+    last = batch.records[-1]
+    return decode_record(last.key, last.value, True).type_name
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _size(value: bytes | None) -> int:
+    return -1 if value is None else len(value)

@@ -1,0 +1,125 @@
+"""``/image``: the same data in the layout of Kafka's own ``kafka-metadata-shell`` (3.6+),
+so runbooks written for Kafka's tool work unchanged.
+
+    /image/provenance, /image/features/{metadataVersion, zkMigrationState, finalized_<name>},
+    /image/cluster/{brokers,controllers}/<id>, /image/topics/{byName/<name>, byId/<uuid>}/{name,id,<p>},
+    /image/configs/<TYPE>[:<name>]/<key>, /image/clientQuotas/<entity>/<key>,
+    /image/producerIds/nextProducerId, /image/acls/byId/<uuid>, /image/scram/<mechanism>/<user>,
+    /image/delegationToken/<id>
+
+Values are our JSON, where Kafka's tool prints Java objects' toString().
+"""
+
+from __future__ import annotations
+
+from engine.image.metadata_image import CONFIG_RESOURCE_TYPES
+from engine.image.metadata_version import version_name
+from metashell.tree.nodes import DirNode, FileNode, Node, static_dir
+from metashell.tree.tree_layout import TreeBuilder
+
+ZK_MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION"}
+
+
+def image_dir(tree: TreeBuilder) -> DirNode:
+    image = tree.image
+    return static_dir("image", {
+        "provenance": lambda: FileNode("provenance", lambda: image.provenance._asdict()),
+        "features": lambda: _features(tree),
+        "cluster": lambda: static_dir("cluster", {
+            "brokers": lambda: _leaves("brokers", image.cluster.brokers),
+            "controllers": lambda: _leaves("controllers", image.cluster.controllers)}),
+        "topics": lambda: static_dir("topics", {"byName": _renamed(lambda: _kafka_topics(tree.topics()), "byName"),
+                                                "byId": _renamed(lambda: _kafka_topics(tree.topic_ids()), "byId")}),
+        "configs": lambda: _configs(tree),
+        "clientQuotas": lambda: _client_quotas(tree),
+        "producerIds": lambda: static_dir("producerIds", {
+            "nextProducerId": lambda: FileNode("nextProducerId", lambda: image.next_producer_id)}),
+        "acls": lambda: static_dir("acls", {"byId": _renamed(tree.acls, "byId")}),
+        "scram": tree.scram,
+        "delegationToken": _renamed(tree.delegation_tokens, "delegationToken"),
+    })
+
+
+def _leaves(name: str, registrations) -> DirNode:
+    """Kafka's tool shows each registration as one leaf; here, its fields as JSON."""
+    def make(text: str) -> Node | None:
+        if not text.isdigit() or int(text) not in registrations:
+            return None
+        return FileNode(text, lambda: _registration_json(registrations[int(text)]))
+    return DirNode(name, lambda: map(str, registrations), make)
+
+
+def _registration_json(registration) -> dict:
+    from engine.common.kafka_uuid import uuid_to_kafka
+
+    data = registration._asdict()
+    data["incarnation_id"] = uuid_to_kafka(registration.incarnation_id)
+    data["endpoints"] = [e._asdict() for e in registration.endpoints]
+    data["supported_features"] = {f.name: [f.min_version, f.max_version] for f in registration.supported_features}
+    if "directories" in data:
+        data["directories"] = [uuid_to_kafka(d) for d in registration.directories]
+    return data
+
+
+def _kafka_topics(topics: DirNode) -> DirNode:
+    """Kafka's topic node has name, id and the partitions; our configs/ lives elsewhere there."""
+    def make(name: str) -> Node | None:
+        topic = topics.child(name)
+        if topic is None:
+            return None
+        return DirNode(name, lambda: [n for n in topic.child_names() if n != "configs"],
+                       lambda n: topic.child(n) if n != "configs" else None)
+    return DirNode(topics.name, topics.child_names, make)
+
+
+_QUOTA_ENTITY_NAMES = (("client-id", "clientId"), ("ip", "ip"), ("user", "user"))
+
+
+def kafka_quota_entity_name(entity: tuple) -> str:
+    """``clientId(x)_ip(y)_user(z)``, as Kafka's ClientQuotasImageNode names an entity."""
+    values = dict(entity)
+    parts = []
+    for entity_type, label in _QUOTA_ENTITY_NAMES:
+        if entity_type in values:
+            value = values[entity_type] or ""
+            escaped = value.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            parts.append(f"{label}({escaped})")
+    return "_".join(parts)
+
+
+def _client_quotas(tree: TreeBuilder) -> DirNode:
+    quotas = tree.image.client_quotas
+    names = {kafka_quota_entity_name(entity): entity for entity in quotas}
+
+    def make(name: str) -> Node | None:
+        values = quotas.get(names.get(name))
+        if values is None:
+            return None
+        return DirNode(name, lambda: values.keys(), lambda k: FileNode(k, lambda: values[k]) if k in values else None)
+    return DirNode("clientQuotas", lambda: names.keys(), make)
+
+
+def _renamed(make, name: str):
+    def build() -> Node:
+        node = make()
+        node.name = name
+        return node
+    return build
+
+
+def _features(tree: TreeBuilder) -> DirNode:
+    image = tree.image
+    files = {"metadataVersion": lambda: version_name(image.metadata_version) if image.metadata_version else None,
+             "zkMigrationState": lambda: ZK_MIGRATION_STATES.get(image.zk_migration_state or 0, "NONE")}
+    files.update({f"finalized_{name}": (lambda level=level: level) for name, level in image.features.items()
+                  if name != "metadata.version"})
+    return DirNode("features", lambda: files.keys(), lambda n: FileNode(n, files[n]) if n in files else None)
+
+
+def _configs(tree: TreeBuilder) -> DirNode:
+    names = {}
+    for resource_type, name in tree.image.configs:
+        type_name = CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type))
+        names[type_name if name == "" else f"{type_name}:{name}"] = (resource_type, name)
+    return DirNode("configs", lambda: names.keys(),
+                   lambda n: tree.config_dir(n, names[n]) if n in names else None)

@@ -1,0 +1,290 @@
+"""The layout of the metadata filesystem over an image (names are part of the interface).
+
+    /brokers/<id>/        registration fields, state, endpoints, features, leader-of, replica-of
+    /controllers/<id>/    registration fields
+    /topics/<name>/       id, configs/, and one file per partition (its JSON)
+    /topic-ids/<uuid>/    the same topic, by id
+    /quorum/              leader, epoch, kraft-version, voters/<id>/, leader-changes/<n>
+    /features/<name>      finalized levels
+    /configs/<TYPE>/<name>/<key>
+    /client-quotas/<entity>/<key>, /acls/<uuid>, /scram/<mechanism>/<user>,
+    /delegation-tokens/<id>, /producer-ids, /local/ (where the image came from)
+    /image/...            the layout of Kafka's kafka-metadata-shell (metashell/tree/image_layout.py)
+
+Secrets are redacted unless ``show_secrets``: SCRAM salts and keys, and config values
+whose names say they are passwords, keys or JAAS configs.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Callable
+
+from engine.common.kafka_uuid import kafka_to_uuid, uuid_to_kafka
+from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
+from engine.image.metadata_loader import LoadInfo
+from engine.image.partition_registration import PartitionRegistration
+from engine.records.record_json import message_to_jsonable
+from metashell.tree.nodes import DirNode, FileNode, Node, static_dir
+
+REDACTED = "[redacted]"
+SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+_SECRET_MARKERS = ("password", "secret", "jaas", "keystore.key", "private.key", "credentials")
+
+
+def is_secret_config(key: str) -> bool:
+    return any(marker in key.lower() for marker in _SECRET_MARKERS)
+
+
+def redact_record_json(data: dict) -> dict:
+    """A record's JSON (as record_json makes it) with its secrets replaced: SCRAM salts and keys,
+    secret config values."""
+    kind, fields = data.get("type"), data.get("data")
+    if kind == "USER_SCRAM_CREDENTIAL_RECORD" and fields:
+        fields = {**fields, "salt": REDACTED, "storedKey": REDACTED, "serverKey": REDACTED}
+    elif kind == "CONFIG_RECORD" and fields and fields.get("value") is not None \
+            and is_secret_config(fields.get("name", "")):
+        fields = {**fields, "value": REDACTED}
+    else:
+        return data
+    return {**data, "data": fields}
+
+
+def partition_json(topic_id: Any, partition_id: int, p: PartitionRegistration) -> dict:
+    return {"partitionId": partition_id, "topicId": uuid_to_kafka(topic_id), "replicas": list(p.replicas),
+            "isr": list(p.isr), "removingReplicas": list(p.removing_replicas),
+            "addingReplicas": list(p.adding_replicas), "leader": p.leader,
+            "leaderRecoveryState": p.leader_recovery_state, "leaderEpoch": p.leader_epoch,
+            "partitionEpoch": p.partition_epoch, "directories": [uuid_to_kafka(d) for d in p.directories],
+            "eligibleLeaderReplicas": list(p.elr), "lastKnownElr": list(p.last_known_elr)}
+
+
+class TreeBuilder:
+    """Builds the nodes of one image; every node reads the image only when asked."""
+
+    def __init__(self, image: MetadataImage, info: LoadInfo | None = None, show_secrets: bool = False):
+        self.image, self.info, self.show_secrets = image, info, show_secrets
+        self._leadership: tuple[dict, dict] | None = None
+
+    # -- brokers and controllers ---------------------------------------------------
+
+    def brokers(self) -> DirNode:
+        brokers = self.image.cluster.brokers
+        return DirNode("brokers", lambda: map(str, brokers), lambda n: self.broker(int(n)) if _is_int(n)
+                       and int(n) in brokers else None)
+
+    def broker(self, broker_id: int) -> DirNode:
+        b = self.image.cluster.brokers[broker_id]
+        return _files(str(broker_id), {
+            "id": lambda: b.id, "epoch": lambda: b.epoch, "incarnation-id": lambda: uuid_to_kafka(b.incarnation_id),
+            "state": lambda: b.state, "fenced": lambda: b.fenced, "in-controlled-shutdown": lambda: b.in_controlled_shutdown,
+            "rack": lambda: b.rack, "endpoints": lambda: [_endpoint_json(e) for e in b.endpoints],
+            "features": lambda: {f.name: [f.min_version, f.max_version] for f in b.supported_features},
+            "directories": lambda: [uuid_to_kafka(d) for d in b.directories],
+            "leader-of": lambda: self.leadership()[0].get(broker_id, []),
+            "replica-of": lambda: self.leadership()[1].get(broker_id, []),
+        })
+
+    def leadership(self) -> tuple[dict, dict]:
+        """broker -> partitions it leads, broker -> partitions it hosts ("topic-partition")."""
+        if self._leadership is None:
+            leads: dict[int, list[str]] = {}
+            hosts: dict[int, list[str]] = {}
+            for topic in self.image.topics.by_id.values():
+                for pid, p in topic.partitions.items():
+                    name = f"{topic.name}-{pid}"
+                    if p.leader >= 0:
+                        leads.setdefault(p.leader, []).append(name)
+                    for replica in p.replicas:
+                        hosts.setdefault(replica, []).append(name)
+            self._leadership = (leads, hosts)
+        return self._leadership
+
+    def controllers(self) -> DirNode:
+        controllers = self.image.cluster.controllers
+
+        def make(n: str) -> Node | None:
+            c = controllers.get(int(n)) if _is_int(n) else None
+            return None if c is None else _files(n, {
+                "id": lambda: c.id, "incarnation-id": lambda: uuid_to_kafka(c.incarnation_id),
+                "zk-migration-ready": lambda: c.zk_migration_ready,
+                "endpoints": lambda: [_endpoint_json(e) for e in c.endpoints],
+                "features": lambda: {f.name: [f.min_version, f.max_version] for f in c.supported_features}})
+        return DirNode("controllers", lambda: map(str, controllers), make)
+
+    # -- topics ---------------------------------------------------------------------------
+
+    def topics(self) -> DirNode:
+        topics = self.image.topics
+        return DirNode("topics", lambda: topics.by_name.keys(),
+                       lambda n: self.topic(topics.by_name[n], n) if n in topics.by_name else None)
+
+    def topic_ids(self) -> DirNode:
+        topics = self.image.topics
+
+        def make(text: str) -> Node | None:
+            try:
+                topic_id = kafka_to_uuid(text)
+            except ValueError:
+                return None
+            return self.topic(topic_id, text) if topic_id in topics.by_id else None
+        return DirNode("topic-ids", lambda: (uuid_to_kafka(t) for t in topics.by_id), make)
+
+    def topic(self, topic_id: Any, name: str) -> DirNode:
+        topic = self.image.topics.by_id[topic_id]
+        fixed = {"id": lambda: FileNode("id", lambda: uuid_to_kafka(topic_id)),
+                 "name": lambda: FileNode("name", lambda: topic.name),
+                 "configs": lambda: self.config_dir("configs", (2, topic.name))}
+
+        def make(n: str) -> Node | None:
+            if n in fixed:
+                return fixed[n]()
+            if _is_int(n) and int(n) in topic.partitions:
+                pid = int(n)
+                return FileNode(n, lambda: partition_json(topic_id, pid, topic.partitions[pid]))
+            return None
+        return DirNode(name, lambda: [*fixed, *map(str, topic.partitions)], make)
+
+    # -- configs, features, security ---------------------------------------------------------
+
+    def config_dir(self, name: str, resource: tuple[int, str]) -> DirNode:
+        values = self.image.configs.get(resource, {})
+        return DirNode(name, lambda: values.keys(),
+                       lambda k: FileNode(k, lambda: self._config_value(k, values[k])) if k in values else None)
+
+    def _config_value(self, key: str, value: str) -> str:
+        return REDACTED if is_secret_config(key) and not self.show_secrets else value
+
+    def configs(self) -> DirNode:
+        by_type: dict[str, dict[str, tuple[int, str]]] = {}
+        for resource_type, name in self.image.configs:
+            type_name = CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type))
+            by_type.setdefault(type_name, {})[name or "<default>"] = (resource_type, name)
+        return DirNode("configs", lambda: by_type.keys(), lambda t: DirNode(
+            t, lambda: by_type[t].keys(), lambda n: self.config_dir(n, by_type[t][n]) if n in by_type[t] else None)
+            if t in by_type else None)
+
+    def features(self) -> DirNode:
+        levels = self.image.features
+        return DirNode("features", lambda: levels.keys(),
+                       lambda n: FileNode(n, lambda: levels[n]) if n in levels else None)
+
+    def client_quotas(self) -> DirNode:
+        entities = {",".join(f"{t}={n if n is not None else '<default>'}" for t, n in e): e
+                    for e in self.image.client_quotas}
+        return DirNode("client-quotas", lambda: entities.keys(), lambda n: _map_dir(
+            n, self.image.client_quotas[entities[n]]) if n in entities else None)
+
+    def acls(self) -> DirNode:
+        acls = {uuid_to_kafka(k): v for k, v in self.image.acls.items()}
+        return DirNode("acls", lambda: acls.keys(),
+                       lambda n: FileNode(n, lambda: message_to_jsonable(acls[n])) if n in acls else None)
+
+    def scram(self) -> DirNode:
+        by_mechanism: dict[str, dict[str, Any]] = {}
+        for (mechanism, user), record in self.image.scram.items():
+            by_mechanism.setdefault(SCRAM_MECHANISMS.get(mechanism, str(mechanism)), {})[user] = record
+        return DirNode("scram", lambda: by_mechanism.keys(), lambda m: DirNode(
+            m, lambda: by_mechanism[m].keys(),
+            lambda u: FileNode(u, lambda: self._scram_json(by_mechanism[m][u])) if u in by_mechanism[m] else None)
+            if m in by_mechanism else None)
+
+    def _scram_json(self, record: Any) -> dict:
+        data = message_to_jsonable(record)
+        for key in ("salt", "storedKey", "serverKey"):
+            data[key] = base64.b64encode(getattr(record, _snake(key))).decode() if self.show_secrets else REDACTED
+        return data
+
+    def delegation_tokens(self) -> DirNode:
+        tokens = self.image.delegation_tokens
+        return DirNode("delegation-tokens", lambda: tokens.keys(),
+                       lambda n: FileNode(n, lambda: message_to_jsonable(tokens[n])) if n in tokens else None)
+
+    # -- quorum and local -----------------------------------------------------------------
+
+    def quorum(self) -> DirNode:
+        q = self.image.quorum
+        state = self.info.quorum_state if self.info else None
+        leader = q.leader
+        changes = {str(i): c for i, c in enumerate(q.leader_changes)}
+        voters = quorum_voters(self.image, self.info)
+        return static_dir("quorum", {
+            "leader": lambda: FileNode("leader", lambda: leader.leader_id if leader else
+                                       (state.leader_id if state else -1)),
+            "epoch": lambda: FileNode("epoch", lambda: leader.epoch if leader else (state.leader_epoch if state else -1)),
+            "kraft-version": lambda: FileNode("kraft-version", lambda: q.kraft_version or 0),
+            "high-watermark": lambda: FileNode("high-watermark", lambda: self.info.end_offset if self.info else None),
+            "voters": lambda: DirNode("voters", lambda: map(str, voters), lambda n: _files(n, {
+                "id": lambda: voters[int(n)]["id"], "directory-id": lambda: voters[int(n)]["directoryId"],
+                "endpoints": lambda: voters[int(n)]["endpoints"], "source": lambda: voters[int(n)]["source"],
+            }) if _is_int(n) and int(n) in voters else None),
+            # observers are known only to a live leader (DescribeQuorum); offline the directory is empty
+            "observers": lambda: static_dir("observers", {}),
+            "leader-changes": lambda: DirNode("leader-changes", lambda: changes.keys(), lambda n: FileNode(
+                n, lambda: changes[n]._asdict()) if n in changes else None),
+        })
+
+    def local(self) -> DirNode:
+        info = self.info
+        if info is None:
+            return static_dir("local", {})
+        return _files("local", {
+            "version": _tool_version,
+            "source": lambda: str(info.source),
+            "snapshot": lambda: info.snapshot.file_name if info.snapshot else None,
+            "end-offset": lambda: info.end_offset, "log-end-offset": lambda: info.log_end_offset,
+            "cluster-id": lambda: info.meta.cluster_id if info.meta else None,
+            "node-id": lambda: info.meta.node_id if info.meta else None,
+            "last-offset": lambda: self.image.provenance.last_offset,
+            "last-timestamp-ms": lambda: self.image.provenance.last_timestamp_ms,
+        })
+
+
+def quorum_voters(image: MetadataImage, info: LoadInfo | None) -> dict[int, dict]:
+    """The voters, from the best source there is: the log's VotersRecord (KIP-853), else the
+    last leader change's voter set, else quorum-state's currentVoters (data_version 0)."""
+    q = image.quorum
+    if q.voters:
+        return {v.id: {"id": v.id, "directoryId": uuid_to_kafka(v.directory_id),
+                       "endpoints": [{"name": n, "host": h, "port": p} for n, h, p in v.endpoints],
+                       "source": "VotersRecord"} for v in q.voters}
+    if q.leader is not None:
+        return {v: {"id": v, "directoryId": None, "endpoints": [], "source": "LeaderChangeMessage"}
+                for v in q.leader.voters}
+    state = info.quorum_state if info else None
+    if state is not None and state.current_voters:
+        return {v: {"id": v, "directoryId": None, "endpoints": [], "source": "quorum-state"}
+                for v in state.current_voters}
+    return {}
+
+
+def _tool_version() -> str:
+    """This tool's version, as Kafka's shell shows its own under /local/version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("metashell")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _files(name: str, getters: dict[str, Callable[[], Any]]) -> DirNode:
+    return DirNode(name, lambda: getters.keys(),
+                   lambda n: FileNode(n, getters[n]) if n in getters else None)
+
+
+def _endpoint_json(endpoint: Any) -> dict:
+    return {"name": endpoint.name, "host": endpoint.host, "port": endpoint.port,
+            "securityProtocol": endpoint.security_protocol}
+
+
+def _map_dir(name: str, values: Any) -> DirNode:
+    return DirNode(name, lambda: values.keys(), lambda k: FileNode(k, lambda: values[k]) if k in values else None)
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _snake(camel: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in camel)
