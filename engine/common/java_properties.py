@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Literal, Mapping
 
 from engine.common.errors import StorageError
-from engine.storage.file_io import StrPath, read_text_file, write_bytes_atomically
+from engine.common.file_io import StrPath, read_text_file, write_bytes_atomically
 
 KeyOrder = Literal["insertion", "sorted", "jdk-hash"]
 

@@ -10,7 +10,7 @@ import re
 from typing import Iterable
 
 from engine.common.errors import StorageError
-from engine.storage.file_io import StrPath, read_text_file, write_bytes_atomically
+from engine.common.file_io import StrPath, read_text_file, write_bytes_atomically
 
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 CHECKPOINT_VERSION = 0

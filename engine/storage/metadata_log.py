@@ -28,7 +28,7 @@ from engine.storage.log_segment import (
 )
 from engine.records.metadata_record_serde import AnyRecord, ControlRecord, encode_record
 from engine.records.record_batch import build_batch, encode_batch
-from engine.storage.file_io import fsync_directory
+from engine.common.file_io import fsync_directory
 from engine.storage.leader_epoch_cache import LeaderEpochCache
 from engine.storage.leader_epoch_checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE, read_leader_epoch_checkpoint, write_leader_epoch_checkpoint,

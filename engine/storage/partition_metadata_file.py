@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 
 from engine.common.errors import StorageError
-from engine.storage.file_io import StrPath, read_text_file, write_bytes_atomically
+from engine.common.file_io import StrPath, read_text_file, write_bytes_atomically
 from engine.common.kafka_uuid import METADATA_TOPIC_ID, ZERO_UUID, kafka_to_uuid, uuid_to_kafka
 
 PARTITION_METADATA_FILE = "partition.metadata"

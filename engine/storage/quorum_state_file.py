@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.common.errors import StorageError
-from engine.storage.file_io import StrPath, read_text_file, write_bytes_atomically
+from engine.common.file_io import StrPath, read_text_file, write_bytes_atomically
 from engine.common.kafka_uuid import ZERO_UUID, kafka_to_uuid, uuid_to_kafka
 
 QUORUM_STATE_FILE = "quorum-state"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from engine.storage.file_io import write_bytes_atomically
+from engine.common.file_io import write_bytes_atomically
 from engine.records.kio_codec import SnapshotFooterRecord, SnapshotHeaderRecord, i16, i64
 from engine.records.metadata_record_serde import AnyRecord, ControlRecord, control_record, encode_record
 from engine.records.record_batch import build_batch, encode_batch

@@ -1,0 +1,135 @@
+"""The layout docs/architecture.md draws holds in the code: no import cycles, the layers, one door to kio.
+
+Every import counts, including those inside functions and under ``TYPE_CHECKING``: a cycle
+hidden in a function body still ties two files together for a reader.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("engine", "metashell", "themes")
+
+# package -> the packages it may import (besides itself). The engine's layers, bottom up:
+# common < records < storage < image, net < raft < server < tools.
+ALLOWED = {
+    "engine.common": set(),
+    "engine.records": {"engine.common"},
+    "engine.storage": {"engine.common", "engine.records"},
+    "engine.image": {"engine.common", "engine.records", "engine.storage"},
+    "engine.net": {"engine.common", "engine.records"},
+    "engine.raft": {"engine.common", "engine.records", "engine.storage", "engine.net"},
+    "engine.server": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
+                      "engine.raft"},
+    "engine.tools": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
+                     "engine.raft", "engine.server"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            modules[name.removesuffix(".__init__")] = path
+    return modules
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+MODULES = _modules()
+GRAPH = {name: {dep for dep in _imports(path) if dep in MODULES and dep != name} for name, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_between_modules() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_the_engine_never_imports_metashell() -> None:
+    offenders = [(name, dep) for name, deps in GRAPH.items() if name.startswith("engine")
+                 for dep in deps if dep.startswith("metashell")]
+    assert offenders == []
+
+
+def test_only_kio_codec_imports_kio() -> None:
+    importers = sorted(name for name, path in MODULES.items()
+                       if any(dep == "kio" or dep.startswith("kio.") for dep in _imports(path)))
+    assert importers == ["engine.records.kio_codec"]
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_engine_packages_import_only_the_layers_below(package: str) -> None:
+    used = {".".join(dep.split(".")[:2]) for name, deps in GRAPH.items()
+            if name == package or name.startswith(package + ".") for dep in deps if dep.startswith("engine.")}
+    assert used - {package} <= ALLOWED[package]
+
+
+def test_every_engine_package_is_placed_in_a_layer() -> None:
+    packages = {".".join(name.split(".")[:2]) for name in MODULES if name.count(".") >= 1 and name.startswith("engine.")}
+    assert packages <= set(ALLOWED), "a new engine package needs its place in ALLOWED and in docs/architecture.md"
+
+
+def test_modules_are_packages_a_kafka_engineer_would_guess() -> None:
+    """Nothing sits loose in engine/: every module lives in a package named after Kafka's modules."""
+    loose = sorted(p.name for p in (ROOT / "engine").glob("*.py") if p.name != "__init__.py")
+    assert loose == []
