@@ -30,6 +30,7 @@ from engine.raft.voter_set import Address, ReplicaKey
 from engine.storage.snapshot_writer import SnapshotId
 
 RETRY_BACKOFF_BASE_MS = 100  # Kafka's base for the binary exponential election backoff
+BOOTSTRAP_NODE_ID = -1  # bootstrap servers have no known id: they are addressed as -1, -2, ...
 
 
 class NotLeaderError(Exception):
@@ -98,6 +99,11 @@ class _InFlight:
     destination: Destination
     deadline_ms: int
     context: Any = None
+
+
+def _backoff_key(node_id: int, api: str) -> tuple[int, str]:
+    # The bootstrap servers are asked in turn under made-up ids: one back-off covers them all.
+    return (BOOTSTRAP_NODE_ID if node_id < 0 else node_id), api
 
 
 @dataclass
@@ -260,11 +266,11 @@ class RaftClient:
         return any(f.api == api and f.destination.node_id == node_id for f in self.inflight.values())
 
     def can_send(self, node_id: int, api: str, now_ms: int) -> bool:
-        return not self.has_inflight(node_id, api) and now_ms >= self.backoff_until.get((node_id, api), 0)
+        return not self.has_inflight(node_id, api) and now_ms >= self.backoff_until.get(_backoff_key(node_id, api), 0)
 
     def back_off(self, node_id: int, api: str, now_ms: int, delay_ms: int | None = None) -> None:
         delay = self.config.retry_backoff_ms if delay_ms is None else delay_ms
-        self.backoff_until[(node_id, api)] = now_ms + delay
+        self.backoff_until[_backoff_key(node_id, api)] = now_ms + delay
 
     def voter_destination(self, node_id: int) -> Destination | None:
         node = self.control.latest_voters().node(node_id)

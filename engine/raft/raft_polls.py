@@ -15,6 +15,8 @@ from engine.raft.quorum_state import (
 )
 from engine.raft.raft_config import MAX_FETCH_SIZE_BYTES
 
+BOOTSTRAP_NODE_ID = -1  # as raft_client's: every bootstrap server shares one back-off
+
 if TYPE_CHECKING:
     from engine.raft.raft_client import RaftClient
 
@@ -119,7 +121,7 @@ def _observer_discover_leader(client: "RaftClient", now_ms: int, state) -> None:
     """Observers fetch from a bootstrap server; its answer names the leader."""
     if any(f.api == "fetch" for f in client.inflight.values()):
         return
-    if now_ms < client.backoff_until.get((-1, "fetch"), 0):
+    if not client.can_send(BOOTSTRAP_NODE_ID, "fetch", now_ms):
         return
     destination = client.bootstrap_destination()
     if destination is None:

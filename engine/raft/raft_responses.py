@@ -27,8 +27,6 @@ def handle_response(client: "RaftClient", now_ms: int, flight: "_InFlight", mess
     if message.response is None:
         # Network failure or timeout: try again after the retry backoff.
         client.back_off(node_id, flight.api, now_ms)
-        if flight.api == "fetch" and node_id < 0:
-            client.back_off(-1, "fetch", now_ms)
         return
     from engine.raft import voter_changes
 
@@ -128,10 +126,13 @@ def _fetch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any
         client.back_off(node_id, "fetch", now_ms)
         return
     leader = part.current_leader
-    if maybe_handle_epoch(client, now_ms, leader.leader_id, leader.leader_epoch, response):
-        return
+    handled = maybe_handle_epoch(client, now_ms, leader.leader_id, leader.leader_epoch, response)
     state = client.quorum.state
-    if not isinstance(state, FollowerState) or state.leader_id != node_id:
+    if node_id < 0 and not isinstance(state, FollowerState):
+        # A bootstrap server that named no leader to follow (an election is on, or it is behind
+        # us): ask again after retry.backoff.ms, not at once in a loop.
+        client.back_off(node_id, "fetch", now_ms)
+    if handled or not isinstance(state, FollowerState) or state.leader_id != node_id:
         return
     if part.error_code != E.none:
         client.back_off(node_id, "fetch", now_ms)
