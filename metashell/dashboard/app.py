@@ -23,6 +23,7 @@ from themes.textual_themes import OPPOSITE, THEMES
 
 if TYPE_CHECKING:
     from metashell.dashboard.history import History
+    from metashell.dashboard.ticker import Ticker
 
 
 class DashboardApp(App):
@@ -35,17 +36,20 @@ class DashboardApp(App):
         Binding("question_mark", "help", "Help"),
     ]
 
-    def __init__(self, source: "History", *, theme: str = "metashell-dark", offset: int | None = None) -> None:
-        """``offset``: the record to open at (default: the last one)."""
+    def __init__(self, source: "History", *, theme: str = "metashell-dark", offset: int | None = None,
+                 ticker: "Ticker | None" = None) -> None:
+        """``offset``: the record to open at (default: the last one); ``ticker``: what play mode
+        ticks on (default: Textual's timers; tests pass a ManualTicker and tick it themselves)."""
         super().__init__()
         for definition in THEMES.values():
             self.register_theme(definition)
         self.theme = theme
         self.source = source
         self._offset = offset
+        self._ticker = ticker
 
     def get_default_screen(self) -> MainScreen:
-        return MainScreen(self.source, self._offset)
+        return MainScreen(self.source, self._offset, ticker=self._ticker)
 
     @property
     def main(self) -> MainScreen:

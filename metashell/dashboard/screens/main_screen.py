@@ -4,6 +4,9 @@ Frames reach the panels through ``show(frame)`` only — stepping, jumping, play
 wave) the live feed all take that path. Each panel compares what it is given with what it
 shows and redraws only the difference; panels over parts of the image the frame shares with
 the previous one (images are immutable and share what a batch did not touch) are skipped.
+
+Play mode is two reactive attributes, ``playing`` and ``speed``; their watchers start and stop a
+ticker (Textual's timers, or one the app was given: tests advance a ManualTicker by hand).
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.timer import Timer
+from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from metashell.dashboard import panels
 from metashell.dashboard.model import Frame
 from metashell.dashboard.screens.prompt_screen import PromptScreen
+from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
 from metashell.dashboard.widgets import (BrokersPanel, Charts, EventsFeed, HeaderBar, NodeBrowser, PartitionsPanel,
                                          QuorumPanel, RowTable)
 
@@ -37,6 +41,14 @@ ISR_KINDS = frozenset({"isr-shrink", "isr-expand"})
 # The travel keys are priority bindings (tables and the tree bind arrows, home/end and space
 # for scrolling); they stand down while an Input has focus, see check_action.
 TRAVEL_ACTIONS = frozenset({"step", "batch", "first", "last", "play"})
+
+
+def play_cadence(speed: float) -> tuple[float, int]:
+    """(seconds between ticks, batches per tick) to play ``speed`` times BATCH_SECONDS' pace:
+    ticks no closer than TICK_SECONDS, and the interval stretched to fit the whole batches a
+    tick takes, so the pace is exactly ``speed / BATCH_SECONDS`` batches a second."""
+    batches = max(1, math.ceil(TICK_SECONDS * speed / BATCH_SECONDS))
+    return batches * BATCH_SECONDS / speed, batches
 
 
 class MainScreen(Screen):
@@ -63,15 +75,18 @@ class MainScreen(Screen):
         Binding("escape", "escape", "Close filter"),
     ]
 
-    def __init__(self, source: "History", offset: int | None = None) -> None:
+    playing = var(False, init=False)
+    speed = var(1.0, init=False)
+
+    def __init__(self, source: "History", offset: int | None = None, *, ticker: Ticker | None = None) -> None:
+        """``ticker``: what play mode ticks on (default: Textual's timers)."""
         super().__init__()
         self.source = source
         self.frame: Frame | None = None
         self.frames_shown = 0
         self._start_offset = offset
-        self.playing = False
-        self.speed = 1.0
-        self._timer: Timer | None = None
+        self._ticker: Ticker = ticker if ticker is not None else IntervalTicker(self)
+        self._ticking: Ticking | None = None
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -180,41 +195,45 @@ class MainScreen(Screen):
     # -- play mode ------------------------------------------------------------------------------
 
     def action_play(self) -> None:
+        if not self.playing and self.frame is not None and self.frame.offset >= self.source.last_offset:
+            self.show(self.source.first(self.frame))  # at the end: play from the start
         self.playing = not self.playing
-        if self.playing:
-            if self.frame is not None and self.frame.offset >= self.source.last_offset:
-                self.show(self.source.first(self.frame))  # at the end: play from the start
-            self._restart_timer()
-        elif self._timer is not None:
-            self._timer.stop()
-            self._timer = None
-        self._refresh_header()
 
     def action_speed(self, direction: int) -> None:
         index = min(range(len(SPEEDS)), key=lambda i: abs(SPEEDS[i] - self.speed)) + direction
         self.speed = float(SPEEDS[max(0, min(len(SPEEDS) - 1, index))])
-        if self.playing:
-            self._restart_timer()
-        self._refresh_header()
         self.notify(f"speed {self.speed:g}x", timeout=1)
 
-    def _restart_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.stop()
-        interval = BATCH_SECONDS / self.speed
-        self._timer = self.set_interval(max(TICK_SECONDS, interval), self.play_tick)
+    def watch_playing(self, playing: bool) -> None:
+        self._restart_ticking()
+        self._refresh_header()
+
+    def watch_speed(self, speed: float) -> None:
+        if self.playing:
+            self._restart_ticking()
+        self._refresh_header()
+
+    def _restart_ticking(self) -> None:
+        if self._ticking is not None:
+            self._ticking.stop()
+            self._ticking = None
+        if self.playing:
+            interval_s, _ = play_cadence(self.speed)
+            self._ticking = self._ticker.start(interval_s, self.play_tick)
 
     def play_tick(self) -> None:
-        """One tick of play mode: the next batch(es), shown through the same ``show`` path."""
-        if self.frame is None:
+        """One tick of play mode: the next batch(es), shown through the same ``show`` path; play
+        stops on reaching the end of the history."""
+        if self.frame is None or not self.playing:
             return
         frame = self.frame
-        for _ in range(max(1, math.ceil(TICK_SECONDS * self.speed / BATCH_SECONDS))):
+        for _ in range(play_cadence(self.speed)[1]):
             frame = self.source.next_batch(frame)
-        if frame is self.frame:  # the end of the history
-            self.action_play()
-            return
-        self.show(frame)
+        moved = frame is not self.frame
+        if moved:
+            self.show(frame)
+        if not moved or frame.offset >= self.source.last_offset:
+            self.playing = False
 
     def _refresh_header(self) -> None:
         if self.frame is not None:
