@@ -19,7 +19,7 @@ import pytest
 from engine.records.kio_codec import ErrorCode as E
 from engine.raft import raft_messages as rm
 from engine.raft.raft_client import InboundResponse
-from test_raft_client_rpcs import Replica
+from test_raft_client_rpcs import CID, Replica, endpoints
 
 
 # -- 1. an observer looking for the leader backs off ----------------------------------------------
@@ -60,3 +60,77 @@ def test_observer_that_finds_the_leader_fetches_from_it_at_once() -> None:
     fetches = r.requests(c.poll(5), "FetchRequest")
     assert (c.role, c.epoch, c.quorum.leader_id) == ("follower", 3, 2)
     assert [m.destination.node_id for m in fetches] == [2]
+
+
+# -- 2. an election is lost once a majority can no longer grant it ----------------------------------
+
+def _vote_requests(r: Replica, ready) -> list:
+    return r.requests(ready, "VoteRequest")
+
+
+def _answer_votes(c, now: int, requests, granted: dict[int, bool]) -> None:
+    for m in requests:
+        node_id = m.destination.node_id
+        if node_id in granted:
+            c.receive(now, InboundResponse(m.correlation_id, rm.vote_response(E.none, -1, c.epoch, granted[node_id])))
+
+
+def test_prospective_with_four_voters_gives_up_after_two_refusals() -> None:
+    r = Replica(voter_ids=(1, 2, 3, 4))  # a majority is 3: after 2 refusals at most 2 can grant
+    c = r.client
+    now = c.quorum.state.election_deadline_ms
+    pre = _vote_requests(r, c.poll(now))
+    assert c.role == "prospective" and {m.destination.node_id for m in pre} == {2, 3, 4}
+    first = c.quorum.state
+    _answer_votes(c, now + 5, pre, {2: False, 3: False})
+    c.poll(now + 5)
+    # Lost at once (today's bug: it waited out the whole election timeout). No leader known, so
+    # unattached in its epoch for a random election backoff (which may be 0: then a new round).
+    assert c.election_retries == 1 and c.quorum.state is not first and c.epoch == 0
+    assert c.role == "unattached" or (c.role == "prospective" and not c.quorum.state.rejected)
+
+
+def test_prospective_with_four_voters_still_hopes_after_one_refusal() -> None:
+    r = Replica(voter_ids=(1, 2, 3, 4))
+    c = r.client
+    now = c.quorum.state.election_deadline_ms
+    pre = _vote_requests(r, c.poll(now))
+    _answer_votes(c, now + 5, pre, {2: False, 3: True})
+    c.poll(now + 5)
+    assert c.role == "prospective"
+    _answer_votes(c, now + 6, pre, {4: True})
+    c.poll(now + 6)
+    assert (c.role, c.epoch) == ("candidate", 1)
+
+
+def test_prospective_that_followed_a_leader_goes_back_to_it_after_two_refusals() -> None:
+    r = Replica(voter_ids=(1, 2, 3, 4))
+    c = r.client
+    r.answer(0, rm.begin_epoch_request(CID, 2, 1, r.local, endpoints(2)))
+    assert (c.role, c.quorum.leader_id) == ("follower", 2)
+    now = c.quorum.state.fetch_deadline_ms
+    pre = _vote_requests(r, c.poll(now))  # no fetch answered within the fetch timeout: pre-vote
+    assert c.role == "prospective"
+    _answer_votes(c, now + 5, pre, {3: False, 4: False})
+    c.poll(now + 5)
+    assert (c.role, c.epoch, c.quorum.leader_id) == ("follower", 1, 2)
+
+
+def test_candidate_with_four_voters_backs_off_after_two_refusals() -> None:
+    r = Replica(voter_ids=(1, 2, 3, 4))
+    c = r.client
+    now = c.quorum.state.election_deadline_ms
+    _answer_votes(c, now, _vote_requests(r, c.poll(now)), {2: True, 3: True})
+    votes = _vote_requests(r, c.poll(now))
+    assert (c.role, c.epoch) == ("candidate", 1) and {m.destination.node_id for m in votes} == {2, 3}
+    deadline = c.quorum.state.election_deadline_ms
+    _answer_votes(c, now + 5, votes, {2: False, 3: False})
+    ready = c.poll(now + 5)
+    state = c.quorum.state
+    assert c.role == "candidate" and state.backoff_until_ms is not None  # lost: backing off already
+    assert now + 5 <= state.backoff_until_ms <= now + 5 + r.config.election_backoff_max_ms < deadline
+    assert ready.next_poll_ms == state.backoff_until_ms
+    assert not _vote_requests(r, ready) and not _vote_requests(r, c.poll(state.backoff_until_ms - 1))
+    pre = _vote_requests(r, c.poll(state.backoff_until_ms))
+    assert (c.role, c.epoch) == ("prospective", 1)
+    assert pre and all(rm.only_partition(m.request).pre_vote for m in pre)

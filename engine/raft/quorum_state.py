@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from engine.raft.election_store import ElectionState, ElectionStore
 from engine.raft.leader_state import LeaderState
-from engine.raft.voter_set import Address, ReplicaKey
+from engine.raft.voter_set import Address, ReplicaKey, VoterSet
 
 
 class IllegalTransition(RuntimeError):
@@ -32,8 +32,28 @@ class UnattachedState:
         return "voted" if self.voted_key is not None else "unattached"
 
 
+class NomineeState:
+    """What a prospective and a candidate share: an election of their own (Kafka's EpochElection).
+
+    ``granted`` and ``rejected`` hold node ids; only the voters of the set passed in count.
+    """
+
+    granted: set[int]
+    rejected: set[int]
+
+    def is_vote_granted(self, voters: VoterSet) -> bool:
+        return len(self.granted & set(voters.ids)) >= voters.majority_size
+
+    def is_vote_rejected(self, voters: VoterSet) -> bool:
+        """Lost: the votes granted plus those not answered yet can no longer make a majority."""
+        ids = set(voters.ids)
+        granted = self.granted & ids
+        unanswered = ids - granted - self.rejected
+        return len(granted) + len(unanswered) < voters.majority_size
+
+
 @dataclass
-class ProspectiveState:
+class ProspectiveState(NomineeState):
     """Asking for pre-votes for ``epoch + 1``; nothing persisted changes (KIP-996)."""
 
     epoch: int
@@ -48,7 +68,7 @@ class ProspectiveState:
 
 
 @dataclass
-class CandidateState:
+class CandidateState(NomineeState):
     epoch: int
     election_deadline_ms: int
     granted: set[int] = field(default_factory=set)

@@ -138,10 +138,10 @@ def poll_prospective(client: "RaftClient", now_ms: int) -> None:
         client.quorum.to_unattached(state.epoch, client.election_deadline_ms(now_ms))
         return
     state.granted.add(client.local.node_id)
-    if len(state.granted & set(voters.ids)) >= voters.majority_size:
+    if state.is_vote_granted(voters):
         client.quorum.to_candidate(client.election_deadline_ms(now_ms))
         return
-    if now_ms >= state.election_deadline_ms or len(state.rejected) >= voters.majority_size:
+    if now_ms >= state.election_deadline_ms or state.is_vote_rejected(voters):
         prospective_failed(client, now_ms)
         return
     _ask_for_votes(client, state, voters, now_ms, pre_vote=True)
@@ -166,10 +166,13 @@ def poll_candidate(client: "RaftClient", now_ms: int) -> None:
         if now_ms >= state.backoff_until_ms:
             client.quorum.to_prospective(client.election_deadline_ms(now_ms))
         return
-    if len(state.granted & set(voters.ids)) >= voters.majority_size:
+    if state.is_vote_granted(voters):
         client.become_leader(now_ms)
         return
-    if now_ms >= state.election_deadline_ms or len(state.rejected & set(voters.ids)) >= voters.majority_size:
+    if now_ms >= state.election_deadline_ms or state.is_vote_rejected(voters):
+        # Lost: back off (binary exponential, as Kafka's CandidateState did before KIP-996), then
+        # pre-vote again. Kafka 4.1 sits out the rest of its election timeout instead; the backoff
+        # starts the next round sooner, and safety does not depend on either.
         client.election_retries += 1
         state.backoff_until_ms = now_ms + client.election_backoff_ms(client.election_retries)
         return
