@@ -1,5 +1,15 @@
+"""Fixtures shared by the test files.
+
+What is costly or shared lives once per run (session scope): the Spark session, the generated
+log directories. Tests only read them, and each test checks, as it ends, that it left them as
+it found them, so no test can lean on another's leftovers (a failure names the test that wrote).
+Objects that keep state as they are used (a History's frame cache) are built per test from the
+shared directories.
+"""
+
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -23,9 +33,47 @@ def corpus() -> Path:
     return CORPUS
 
 
+def tree_digest(directory: Path) -> dict[str, str]:
+    """Every file under ``directory`` by relative path, with the SHA-256 of its bytes."""
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _read_only(directory: Path):
+    """Yield ``directory`` to one test, then fail that test if it changed anything in it."""
+    before = tree_digest(directory)
+    yield directory
+    assert tree_digest(directory) == before, f"this test changed the shared directory {directory}"
+
+
 @pytest.fixture(scope="session")
-def spark():
-    """One local SparkSession for the whole run; skipped, saying why, without pyspark or Java."""
+def _demo_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from metashell.demo import write_demo_log_dir
+
+    return write_demo_log_dir(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture
+def demo_log_dir(_demo_log_dir: Path):
+    """metashell.demo's log directory (metashell --demo), written once per run; read only."""
+    yield from _read_only(_demo_log_dir)
+
+
+@pytest.fixture(scope="session")
+def _dashboard_demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from metashell.dashboard.demo_history import write_dashboard_demo
+
+    return write_dashboard_demo(tmp_path_factory.mktemp("dashboard-demo"))
+
+
+@pytest.fixture
+def dashboard_demo_dir(_dashboard_demo_dir: Path):
+    """The richer history of ``metashell demo`` (metashell.dashboard.demo_history); read only."""
+    yield from _read_only(_dashboard_demo_dir)
+
+
+@pytest.fixture(scope="session")
+def _spark_session():
     from metashell.export.spark_session import ExportError, get_spark
 
     try:
@@ -34,3 +82,13 @@ def spark():
         pytest.skip(str(exc))
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spark(_spark_session):
+    """One local SparkSession for the whole run (skipped, saying why, without pyspark or Java).
+    The export front ends find it active and reuse it; a test must leave it active."""
+    yield _spark_session
+    from pyspark.sql import SparkSession
+
+    assert SparkSession.getActiveSession() is _spark_session, "this test stopped or replaced the shared SparkSession"

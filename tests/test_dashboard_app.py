@@ -22,14 +22,13 @@ from metashell.dashboard.screens.main_screen import BATCH_SECONDS, SPEEDS, TICK_
 from metashell.dashboard.ticker import IntervalTicker, ManualTicker
 from metashell.dashboard.widgets import (BrokersPanel, EventsFeed, HeaderBar, NodeBrowser, PartitionsPanel,
                                          QuorumPanel)
-from metashell.demo import write_demo_log_dir
 
 SIZE = (160, 50)
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    return History.open_log_dir(write_demo_log_dir(Path(tmp_path_factory.mktemp("demo"))))
+@pytest.fixture
+def history(demo_log_dir: Path) -> History:
+    return History.open_log_dir(demo_log_dir)
 
 
 def run(app: DashboardApp, body: Callable[..., Awaitable[None]]) -> None:
@@ -385,11 +384,9 @@ def test_show_redraws_only_rows_that_changed(history: History) -> None:
 
 # -- the richer demo of `metashell demo` (metashell.dashboard.demo_history) ------------------------
 
-@pytest.fixture(scope="module")
-def bad_day(tmp_path_factory: pytest.TempPathFactory) -> History:
-    from metashell.dashboard.demo_history import write_dashboard_demo
-
-    return History.open_log_dir(write_dashboard_demo(Path(tmp_path_factory.mktemp("bad-day"))))
+@pytest.fixture
+def bad_day(dashboard_demo_dir: Path) -> History:
+    return History.open_log_dir(dashboard_demo_dir)
 
 
 def test_elr_episode_flags_and_filter(bad_day: History) -> None:

@@ -31,9 +31,9 @@ from metashell.dashboard.demo_history import (
 )
 
 
-@pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_dashboard_demo(tmp_path_factory.mktemp("dashboard-demo"))
+@pytest.fixture
+def demo_dir(dashboard_demo_dir: Path) -> Path:
+    return dashboard_demo_dir
 
 
 def image_at(demo_dir: Path, offset: int) -> MetadataImage:

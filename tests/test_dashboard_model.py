@@ -39,9 +39,9 @@ T1 = uuid.UUID(int=0xA1)
 T2 = uuid.UUID(int=0xB2)
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> History:
-    return History.open_log_dir(write_demo_log_dir(tmp_path_factory.mktemp("demo")))
+@pytest.fixture
+def demo(demo_log_dir: Path) -> History:
+    return History.open_log_dir(demo_log_dir)
 
 
 def _partition(topic_id, pid, replicas=(1, 2, 3), isr=None, leader=None, elr=None, last_known=None,

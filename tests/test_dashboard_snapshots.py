@@ -13,14 +13,13 @@ import pytest
 
 from metashell.dashboard.app import DashboardApp
 from metashell.dashboard.history import History
-from metashell.demo import write_demo_log_dir
 
 SIZE = (160, 50)
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    return History.open_log_dir(write_demo_log_dir(Path(tmp_path_factory.mktemp("demo"))))
+@pytest.fixture
+def history(demo_log_dir: Path) -> History:
+    return History.open_log_dir(demo_log_dir)
 
 
 def fence_offset(history: History) -> int:

@@ -9,15 +9,14 @@ from pathlib import Path
 import pytest
 
 from metashell import cli
-from metashell.demo import write_demo_log_dir
 from metashell.shell import commands
 from metashell.shell.session import Session
 from metashell.shell.source import Source
 
 
-@pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory) -> Path:
-    return write_demo_log_dir(tmp_path_factory.mktemp("demo"))
+@pytest.fixture
+def demo_dir(demo_log_dir: Path) -> Path:
+    return demo_log_dir
 
 
 def _session(log_dir: Path, show_secrets: bool = False) -> tuple[Session, list[str], list[str]]:
