@@ -19,6 +19,7 @@ import pytest
 from engine.records.kio_codec import ErrorCode as E
 from engine.raft import raft_messages as rm
 from engine.raft.raft_client import InboundResponse
+from engine.raft.sim_state_machine import data_record
 from test_raft_client_rpcs import CID, Replica, endpoints
 
 
@@ -134,3 +135,28 @@ def test_candidate_with_four_voters_backs_off_after_two_refusals() -> None:
     pre = _vote_requests(r, c.poll(state.backoff_until_ms))
     assert (c.role, c.epoch) == ("prospective", 1)
     assert pre and all(rm.only_partition(m.request).pre_vote for m in pre)
+
+
+# -- 3. a fetcher with a replica id below 0 reads but is not tracked -----------------------------------
+
+@pytest.mark.parametrize("kraft_version", [0, 1])
+def test_fetch_as_replica_minus_one_gets_records_but_is_no_observer(kraft_version: int) -> None:
+    r = Replica(kraft_version=kraft_version)
+    c = r.client
+    now = r.elect()
+    r.commit_leader_change(now)
+    last = c.append_now(c.epoch, [data_record("a"), data_record("b")], now + 1)
+    r.fetch(now + 2, 2, r.log.end_offset, c.epoch)  # voter 2 has it all: committed
+    assert c.high_watermark == last + 1
+    before = _describe(r, now + 4)
+    [response] = r.fetch(now + 4, -1, 0, 0)  # what live attach sends: replica id -1, from the start
+    p = rm.only_partition(response)
+    assert (response.error_code, p.error_code, p.high_watermark) == (E.none, E.none, last + 1)
+    assert bytes(p.records)  # it gets the log
+    after = _describe(r, now + 4)
+    assert after.observers == () and after.current_voters == before.current_voters
+    assert c.high_watermark == last + 1
+
+
+def _describe(r: Replica, now: int):
+    return rm.only_partition(r.answer(now, rm.describe_quorum_request()))

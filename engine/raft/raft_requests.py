@@ -249,7 +249,9 @@ def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any,
     if fetch_offset > client.log.end_offset:
         _fetch_error(client, token, E.offset_out_of_range)
         return
-    if leader.update_replica(replica, fetch_offset, now_ms, client.log.end_offset):
+    # A replica id below 0 is no replica (live attach, a tool): it reads, but is not tracked as an
+    # observer nor counted anywhere (Kafka's LeaderState.updateReplicaState ignores it too).
+    if replica.node_id >= 0 and leader.update_replica(replica, fetch_offset, now_ms, client.log.end_offset):
         client.on_high_watermark(leader.high_watermark, now_ms)
         client.complete_parked_fetches(now_ms, force=False)
     progress = leader.progress_of(replica)
