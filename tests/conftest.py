@@ -47,29 +47,31 @@ def _read_only(directory: Path):
 
 
 @pytest.fixture(scope="session")
-def _demo_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _generated(tmp_path_factory: pytest.TempPathFactory):
+    """Generated directories by name, each written on first use and kept for the run."""
+    made: dict[str, Path] = {}
+
+    def get(name: str, write) -> Path:
+        if name not in made:
+            made[name] = write(tmp_path_factory.mktemp(name))
+        return made[name]
+    return get
+
+
+@pytest.fixture
+def demo_log_dir(_generated):
+    """metashell.demo's log directory (metashell --demo), written once per run; read only."""
     from metashell.demo import write_demo_log_dir
 
-    return write_demo_log_dir(tmp_path_factory.mktemp("demo"))
+    yield from _read_only(_generated("demo", write_demo_log_dir))
 
 
 @pytest.fixture
-def demo_log_dir(_demo_log_dir: Path):
-    """metashell.demo's log directory (metashell --demo), written once per run; read only."""
-    yield from _read_only(_demo_log_dir)
-
-
-@pytest.fixture(scope="session")
-def _dashboard_demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dashboard_demo_dir(_generated):
+    """The richer history of ``metashell demo`` (metashell.dashboard.demo_history); read only."""
     from metashell.dashboard.demo_history import write_dashboard_demo
 
-    return write_dashboard_demo(tmp_path_factory.mktemp("dashboard-demo"))
-
-
-@pytest.fixture
-def dashboard_demo_dir(_dashboard_demo_dir: Path):
-    """The richer history of ``metashell demo`` (metashell.dashboard.demo_history); read only."""
-    yield from _read_only(_dashboard_demo_dir)
+    yield from _read_only(_generated("dashboard-demo", write_dashboard_demo))
 
 
 @pytest.fixture(scope="session")
