@@ -14,13 +14,20 @@ Everything runs on the pure core with explicit times: no sockets, no wall clock.
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode as E
+from engine.records.metadata_record_serde import control_record
 from engine.raft import raft_messages as rm
+from engine.raft.election_store import ElectionState
+from engine.raft.memory_raft_log import MemoryRaftLog
 from engine.raft.raft_client import InboundResponse
 from engine.raft.sim_state_machine import data_record
-from test_raft_client_rpcs import CID, Replica, endpoints
+from engine.raft.voter_set import ReplicaKey, VoterNode, VoterSet, VoterSetChangeError, VoterSetHistory
+from test_raft_client_rpcs import CID, Replica, dir_key, endpoints
 
 
 # -- 1. an observer looking for the leader backs off ----------------------------------------------
@@ -160,3 +167,101 @@ def test_fetch_as_replica_minus_one_gets_records_but_is_no_observer(kraft_versio
 
 def _describe(r: Replica, now: int):
     return rm.only_partition(r.answer(now, rm.describe_quorum_request()))
+
+
+# -- 4. voter-set history: overlapping majorities only ---------------------------------------------
+
+def _set(*ids: int) -> VoterSet:
+    return VoterSet.of(VoterNode(dir_key(i), endpoints(i)) for i in ids)
+
+
+def test_history_refuses_a_voter_set_without_an_overlapping_majority() -> None:
+    history = VoterSetHistory(VoterSet())
+    history.add(3, _set(1, 2, 3))
+    with pytest.raises(VoterSetChangeError) as err:
+        history.add(8, _set(1, 4, 5))  # two voters gone, two new: two majorities that need not meet
+    assert isinstance(err.value, MetadataError) and "\n" not in str(err.value)
+    assert "offset 8" in str(err.value) and "offset 3" in str(err.value)
+    assert history.latest() == _set(1, 2, 3) and history.offsets == [3]
+    history.add(8, _set(1, 2, 3, 4))  # one at a time is fine
+    history.add(9, _set(1, 2, 4))
+
+
+def test_history_compares_nothing_with_the_bootstrap_checkpoint() -> None:
+    # The 0-0 checkpoint's voters (offset -1) come from `kraftd storage format`, not from a leader.
+    history = VoterSetHistory(_set(7, 8, 9))
+    history.add(-1, _set(1, 2, 3))
+    history.add(4, _set(4, 5, 6))
+    assert history.latest() == _set(4, 5, 6)
+
+
+def test_overlapping_majority_is_kafkas_one_gone_one_new() -> None:
+    base = _set(1, 2, 3)
+    moved = base.without_voter(dir_key(3)).with_voter(VoterNode(ReplicaKey(3, uuid.UUID(int=0xD15C)), endpoints(3)))
+    assert base.has_overlapping_majority(moved) and moved.has_overlapping_majority(base)
+    assert not base.has_overlapping_majority(_set(1, 2, 4, 5)) and not base.has_overlapping_majority(_set(1))
+
+
+def _log_with_voter_sets(*sets: VoterSet) -> MemoryRaftLog:
+    log = MemoryRaftLog()
+    for i, voters in enumerate(sets):
+        log.append_as_leader([control_record(voters.to_voters_record())], epoch=1, timestamp_ms=i, control=True)
+    log.flush()
+    return log
+
+
+def test_follower_fails_on_a_voter_set_jump_from_its_leader() -> None:
+    r = Replica(kraft_version=1)
+    c = r.client
+    r.answer(0, rm.begin_epoch_request(CID, 2, 1, r.keys[1], endpoints(2)))
+    [fetch] = [m for m in r.requests(r.ready, "FetchRequest") if m.destination.node_id == 2]
+    records = _log_with_voter_sets(_set(1, 2, 3), _set(1, 4, 5)).read(0, 1 << 20)
+    with pytest.raises(VoterSetChangeError) as err:  # the node stops, as Kafka's replica fails
+        c.receive(5, InboundResponse(fetch.correlation_id, rm.fetch_response(
+            E.none, leader_id=2, epoch=1, high_watermark=0, records=records)))
+    assert "offset 1" in str(err.value) and "offset 0" in str(err.value)
+
+
+def test_replica_refuses_to_start_on_a_log_with_a_voter_set_jump() -> None:
+    log = _log_with_voter_sets(_set(1, 2, 3), _set(1, 2, 3, 4), _set(1, 4, 5, 6))
+    with pytest.raises(VoterSetChangeError, match="offset 2 has no overlapping majority"):
+        Replica(log=log, voter_ids=(1, 2, 3), kraft_version=1)
+
+
+# -- 4. a Vote's epoch comes before its voter key ------------------------------------------------------
+
+WRONG_DISK = ReplicaKey(1, uuid.UUID(int=0xBAD))
+
+
+def _vote(candidate: ReplicaKey, epoch: int, voter: ReplicaKey, *, pre_vote: bool = False, last_epoch: int = 0):
+    return rm.vote_request(CID, candidate, epoch, voter, last_epoch, 0, pre_vote)
+
+
+def test_vote_with_a_higher_epoch_and_another_voter_key_still_takes_the_epoch() -> None:
+    r = Replica(kraft_version=1)
+    p = rm.only_partition(r.answer(10, _vote(r.keys[2], 5, WRONG_DISK)))
+    assert (p.error_code, p.vote_granted, p.leader_epoch) == (E.invalid_voter_key, False, 5)
+    assert (r.client.role, r.client.epoch) == ("unattached", 5)
+    assert r.store.state == ElectionState(5, -1, None)  # the epoch, but no vote
+
+
+def test_vote_with_a_lower_epoch_and_another_voter_key_is_fenced_first() -> None:
+    r = Replica(kraft_version=1)
+    r.answer(10, _vote(r.keys[2], 4, r.local))
+    p = rm.only_partition(r.answer(11, _vote(r.keys[3], 3, WRONG_DISK)))
+    assert (p.error_code, p.vote_granted, p.leader_epoch) == (E.fenced_leader_epoch, False, 4)
+
+
+def test_pre_vote_with_another_voter_key_changes_no_epoch() -> None:
+    r = Replica(kraft_version=1)
+    p = rm.only_partition(r.answer(10, _vote(r.keys[2], 5, WRONG_DISK, pre_vote=True)))
+    assert (p.error_code, p.vote_granted) == (E.invalid_voter_key, False)
+    assert r.client.epoch == 0 and r.store.writes == 0
+
+
+def test_vote_without_a_voter_id_is_for_whoever_receives_it() -> None:
+    # Vote v0 carries no voter id (-1): Kafka's isValidVoterKey accepts it.
+    r = Replica(kraft_version=1)
+    p = rm.only_partition(r.answer(10, _vote(r.keys[2], 1, ReplicaKey(-1))))
+    assert (p.error_code, p.vote_granted) == (E.none, True)
+    assert r.store.state == ElectionState(1, -1, r.keys[2])

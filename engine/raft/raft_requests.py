@@ -64,11 +64,8 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
         error = E.inconsistent_cluster_id if part is not None else E.invalid_request
         client.respond(token, rm.vote_response(E.none, -1, client.epoch, False, top_error=error))
         return
-    if request.voter_id != client.local.node_id or (
-            part.voter_directory_id is not None and client.local.directory_id is not None
-            and part.voter_directory_id != client.local.directory_id):
-        client.respond(token, _vote_answer(client, E.invalid_voter_key, False))
-        return
+    # Kafka's order (KafkaRaftClient.handleVoteRequest): sanity, then the epoch (a higher one is
+    # taken, even when the vote is refused), and only then whether the request was meant for us.
     candidate = ReplicaKey(part.replica_id, part.replica_directory_id)
     epoch = part.replica_epoch
     if part.last_offset < 0 or part.last_offset_epoch < 0 or part.last_offset_epoch >= epoch:
@@ -76,6 +73,14 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
         return
     if epoch < client.epoch:
         client.respond(token, _vote_answer(client, E.fenced_leader_epoch, False))
+        return
+    if candidate.node_id < 0:
+        client.respond(token, _vote_answer(client, E.invalid_request, False))
+        return
+    if not part.pre_vote and epoch > client.epoch:
+        client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
+    if not _meant_for_us(client, request.voter_id, part.voter_directory_id):
+        client.respond(token, _vote_answer(client, E.invalid_voter_key, False))
         return
     up_to_date = client.is_log_up_to_date(part.last_offset, part.last_offset_epoch)
     if part.pre_vote:
@@ -89,8 +94,6 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
             not _loses_tie(client, candidate, part.last_offset, part.last_offset_epoch)
         client.respond(token, _vote_answer(client, E.none, granted))
         return
-    if epoch > client.epoch:
-        client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
     state = client.quorum.state
     voted = client.quorum.voted_key
     granted = (up_to_date and isinstance(state, (UnattachedState, ProspectiveState))
@@ -98,6 +101,15 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
     if granted:
         client.quorum.to_voted(epoch, candidate, client.election_deadline_ms(now_ms))
     client.respond(token, _vote_answer(client, E.none, granted))
+
+
+def _meant_for_us(client: "RaftClient", voter_id: int, voter_directory_id: Any) -> bool:
+    """Kafka's isValidVoterKey: no voter id (an older request version) names nobody in particular."""
+    if voter_id < 0:
+        return True
+    local = client.local
+    return voter_id == local.node_id and (voter_directory_id is None or local.directory_id is None
+                                          or voter_directory_id == local.directory_id)
 
 
 def _may_pre_vote(client: "RaftClient", now_ms: int, epoch: int, candidate: ReplicaKey) -> bool:

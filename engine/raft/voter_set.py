@@ -12,7 +12,7 @@ import uuid
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from engine.common.errors import ConfigError
+from engine.common.errors import ConfigError, MetadataError
 from engine.records.kio_codec import KRaftVersionFeature, VotersEndpoint, VotersRecord, VotersVoter, i16, i32, u16
 
 Address = tuple[str, int]
@@ -102,9 +102,10 @@ class VoterSet:
                               if n.key.node_id == key.node_id else n for n in self.voters))
 
     def has_overlapping_majority(self, other: "VoterSet") -> bool:
-        """KIP-853's safety rule: a new set may differ from the old by at most one voter."""
+        """KIP-853's safety rule, as Kafka's VoterSet checks it: at most one voter gone and at
+        most one voter new (a replica key counts: a voter on a new disk is a new voter)."""
         mine, theirs = set(self.keys), set(other.keys)
-        return len(mine ^ theirs) <= 1
+        return len(mine - theirs) <= 1 and len(theirs - mine) <= 1
 
     # -- the VotersRecord form ----------------------------------------------------
 
@@ -161,6 +162,15 @@ def _check_port(port: int, item: str, key: str) -> None:
         raise ConfigError(f"bad {key} entry {item!r}: port {port} out of range")
 
 
+class VoterSetChangeError(MetadataError):
+    """A voter set in the log without an overlapping majority with the one before it: the log
+    was not written by a correct leader, and following it could elect two leaders at once."""
+
+
+def _names(voters: VoterSet) -> str:
+    return "{" + ", ".join(str(k) for k in voters.keys) + "}"
+
+
 @dataclass
 class VoterSetHistory:
     """Voter sets by the offset of the VotersRecord that set them.
@@ -175,6 +185,12 @@ class VoterSetHistory:
     def add(self, offset: int, voters: VoterSet) -> None:
         if self.offsets and offset <= self.offsets[-1]:
             raise ValueError(f"voter set at offset {offset} is not after {self.offsets[-1]}")
+        # Kafka's VoterSetHistory.addAt: a set from the log must overlap the last one from the log.
+        # The bootstrap checkpoint's (offset -1) comes from configuration and is not compared.
+        if self.offsets and self.offsets[-1] >= 0 and not self.sets[-1].has_overlapping_majority(voters):
+            raise VoterSetChangeError(
+                f"the voter set {_names(voters)} at offset {offset} has no overlapping majority with "
+                f"{_names(self.sets[-1])} at offset {self.offsets[-1]} (at most one voter may come and one go)")
         self.offsets.append(offset)
         self.sets.append(voters)
 
