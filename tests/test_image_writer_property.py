@@ -24,13 +24,17 @@ def _topic(index: int) -> m.TopicRecordV0:
     return m.TopicRecordV0(name=f"topic-{index}", topic_id=TOPICS[index])
 
 
+# None is MIGRATING as kio reads it, then UNASSIGNED, LOST and a real directory
+directory_ids = st.sampled_from([None, uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=9)])
 partition_records = st.builds(
     m.PartitionRecordV2, partition_id=st.integers(0, 3).map(i32), topic_id=st.sampled_from(TOPICS),
     replicas=replica_lists, isr=replica_lists, removing_replicas=replica_lists, adding_replicas=replica_lists,
     leader=st.integers(-1, 4).map(i32), leader_recovery_state=st.sampled_from([0, 1]).map(i8),
     leader_epoch=st.integers(0, 50).map(i32), partition_epoch=st.integers(0, 50).map(i32),
-    directories=st.lists(st.sampled_from([None, uuid.UUID(int=9)]), max_size=4).map(tuple),
-    eligible_leader_replicas=st.one_of(st.none(), replica_lists), last_known_elr=st.one_of(st.none(), replica_lists))
+    directories=st.lists(directory_ids, max_size=4).map(tuple),
+    eligible_leader_replicas=st.one_of(st.none(), replica_lists), last_known_elr=st.one_of(st.none(), replica_lists)
+).flatmap(lambda r: st.one_of(st.just(r), st.lists(directory_ids, min_size=len(r.replicas), max_size=len(r.replicas))
+                              .map(lambda d: dataclasses.replace(r, directories=tuple(d)))))
 partition_changes = st.builds(
     m.PartitionChangeRecordV2, partition_id=st.integers(0, 3).map(i32), topic_id=st.sampled_from(TOPICS),
     isr=st.one_of(st.none(), replica_lists), leader=st.integers(-2, 4).map(i32),
@@ -77,11 +81,11 @@ def test_written_image_replays_to_itself(history) -> None:
     assert dataclasses.replace(again, provenance=None) == dataclasses.replace(image, provenance=None)
 
 
-def test_directories_that_are_not_one_unassigned_per_replica_survive() -> None:
-    """Found by the property above: a v0 PartitionRecord can only say 'unassigned, one per replica'."""
+def test_directories_that_are_not_one_migrating_per_replica_survive() -> None:
+    """Found by the property above: a v0 PartitionRecord can only say 'MIGRATING, one per replica'."""
     topic = _topic(0)
-    odd = m.PartitionRecordV2(partition_id=i32(0), topic_id=TOPICS[0], replicas=(), isr=(), removing_replicas=(),
-                              adding_replicas=(), leader=i32(0), leader_recovery_state=i8(0), leader_epoch=i32(0),
-                              partition_epoch=i32(0), directories=(None,))
+    odd = m.PartitionRecordV2(partition_id=i32(0), topic_id=TOPICS[0], replicas=(i32(1),), isr=(),
+                              removing_replicas=(), adding_replicas=(), leader=i32(0), leader_recovery_state=i8(0),
+                              leader_epoch=i32(0), partition_epoch=i32(0), directories=(uuid.UUID(int=2),))
     image = _replay([topic, odd])
     assert _replay(image_records(image)) == image

@@ -13,7 +13,8 @@ from typing import Any, Iterator
 from engine.records import metadata_records as m
 from engine.records.kio_codec import f64, i8, i16, i32, i64, u16
 from engine.image.metadata_image import MetadataImage
-from engine.image.partition_registration import MIGRATING, PartitionRegistration
+from engine.common.directory_id import migrating_array
+from engine.image.partition_registration import PartitionRegistration
 
 # metadata.version levels at which record versions changed (Kafka's MetadataVersion)
 _MV_3_4_IV0, _MV_3_7_IV2, _MV_4_0_IV1 = 8, 17, 23
@@ -89,12 +90,13 @@ def _partition_record(topic_id: Any, partition_id: int, p: PartitionRegistration
                   removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=i32(p.leader),
                   leader_recovery_state=i8(p.leader_recovery_state), leader_epoch=i32(p.leader_epoch),
                   partition_epoch=i32(p.partition_epoch))
-    # v0 cannot say anything but "migrating, one per replica" (Kafka's reading of no directories)
-    has_dirs = p.directories != (MIGRATING,) * len(p.replicas)
+    # Kafka writes the directories, MIGRATING ones too, from 3.7-IV2 on, and none before: no
+    # directories reads back as one MIGRATING per replica. Others are kept whatever the version.
+    with_dirs = level >= _MV_3_7_IV2 or p.directories != migrating_array(len(p.replicas))
     if elr or p.elr or p.last_known_elr:
         # Kafka leaves empty ELR lists out (null), as their tags' default
-        return m.PartitionRecordV2(**fields, directories=p.directories, eligible_leader_replicas=p.elr or None,
-                                   last_known_elr=p.last_known_elr or None)
-    if level >= _MV_3_7_IV2 or has_dirs:
+        return m.PartitionRecordV2(**fields, directories=p.directories if with_dirs else (),
+                                   eligible_leader_replicas=p.elr or None, last_known_elr=p.last_known_elr or None)
+    if with_dirs:
         return m.PartitionRecordV1(**fields, directories=p.directories)
     return m.PartitionRecordV0(**fields)

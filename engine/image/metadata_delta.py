@@ -9,8 +9,9 @@ Kafka's replay semantics (metadata/image/*Delta.java), record by record:
   topic, its partitions and its configs; ClearElrRecord empties ELRs of one topic or all.
 - ConfigRecord with a null value deletes the key; ClientQuotaRecord ``remove`` deletes.
 - Begin/End/AbortTransactionRecord: the records between are applied at End, dropped at Abort.
-Records that do not apply (an epoch mismatch, an unknown topic) change nothing and are
-counted in ``skipped``: an offline reader must not stop where Kafka would have refused.
+Records that do not apply (an epoch mismatch, an unknown topic, directories that do not pair
+with the replicas) change nothing and are counted in ``skipped``: an offline reader must not
+stop where Kafka would have refused.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from engine.image.metadata_image import (
 )
 from engine.records.metadata_record_serde import ControlRecord, UnknownRecord
 from engine.records.metadata_records import RECORD_CLASSES
-from engine.image.partition_registration import PartitionRegistration
+from engine.image.partition_registration import InvalidReplicaDirectories, PartitionRegistration
 
 _REMOVED = object()
 
@@ -164,7 +165,10 @@ class MetadataDelta:
         if partitions is None:
             self.skipped += 1
             return
-        partitions[r.partition_id] = PartitionRegistration.from_record(r)
+        try:
+            partitions[r.partition_id] = PartitionRegistration.from_record(r)
+        except InvalidReplicaDirectories:
+            self.skipped += 1
 
     def _partition_change(self, r: Any) -> None:
         partitions = self._open_topic(r.topic_id)
@@ -172,7 +176,10 @@ class MetadataDelta:
         if current is None:
             self.skipped += 1
             return
-        partitions[r.partition_id] = current.merge(r)
+        try:
+            partitions[r.partition_id] = current.merge(r)
+        except InvalidReplicaDirectories:
+            self.skipped += 1
 
     def _remove_topic(self, r: Any) -> None:
         name = self._topic_name(r.topic_id)
