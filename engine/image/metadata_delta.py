@@ -1,12 +1,14 @@
 """MetadataDelta: replay records onto an image, then ``apply()`` for the next image.
 
 Kafka's replay semantics (metadata/image/*Delta.java), record by record:
-- RegisterBrokerRecord replaces the registration; Unregister/Fence/Unfence act only when
-  the broker epoch matches; BrokerRegistrationChangeRecord's ``fenced`` is a tri-state
-  (-1 unfence, 0 no change, 1 fence) and ``in_controlled_shutdown`` 1 sets it.
+- RegisterBrokerRecord replaces the registration; UnregisterBrokerRecord removes it whatever
+  its epoch; Fence/Unfence act only when the broker epoch matches;
+  BrokerRegistrationChangeRecord's ``fenced`` is a tri-state (-1 unfence, 0 no change,
+  1 fence) and ``in_controlled_shutdown`` 1 sets it.
 - FeatureLevelRecord level 0 removes the feature.
 - PartitionChangeRecord merges (see partition_registration); RemoveTopicRecord drops the
-  topic, its partitions and its configs; ClearElrRecord empties ELRs of one topic or all.
+  topic, its partitions and its configs; ClearElrRecord empties ELRs of one topic or all
+  (topics without any stay the old image's objects).
 - ConfigRecord with a null value deletes the key; ClientQuotaRecord ``remove`` deletes.
 - Begin/End/AbortTransactionRecord: the records between are applied at End, dropped at Abort.
 Records that do not apply (an epoch mismatch, an unknown topic, directories that do not pair
@@ -114,7 +116,9 @@ class MetadataDelta:
             getattr(r, "is_migrating_zk_broker", False), tuple(getattr(r, "log_dirs", ())))
 
     def _unregister_broker(self, r: Any) -> None:
-        if self._broker_at_epoch(r.broker_id, r.broker_epoch) is not None:
+        # Kafka's ClusterDelta removes the registration by id, whatever its epoch (only the
+        # controller's own bookkeeping compares it)
+        if self._broker(r.broker_id) is not None:
             self._brokers[r.broker_id] = _REMOVED
 
     def _fence(self, r: Any, fenced: bool) -> None:
@@ -200,14 +204,30 @@ class MetadataDelta:
 
     def _clear_elr(self, r: Any) -> None:
         if r.topic_name:
-            ids = [tid for tid in self._topic_ids() if self._topic_name(tid) == r.topic_name]
+            topic_id = self._topic_id(r.topic_name)
+            if topic_id is None:  # Kafka's TopicsDelta refuses it: no such topic
+                self.skipped += 1
+                return
+            ids = [topic_id]
         else:
-            ids = list(self._topic_ids())
+            ids = self._topic_ids()
         for topic_id in ids:
+            changed = self._topics.get(topic_id)
+            current = changed[1] if changed is not None else self.image.topics.by_id[topic_id].partitions
+            if not any(reg.elr or reg.last_known_elr for reg in current.values()):
+                continue  # nothing to clear: the topic stays the image's own object
             partitions = self._open_topic(topic_id)
             for pid, reg in list(partitions.items()):
                 if reg.elr or reg.last_known_elr:
                     partitions[pid] = reg.without_elr()
+
+    def _topic_id(self, name: str) -> Any:
+        """The id of the topic named ``name`` as the delta stands, or None."""
+        for topic_id, changed in self._topics.items():
+            if changed is not _REMOVED and changed[0] == name:
+                return topic_id
+        topic_id = self.image.topics.by_name.get(name)
+        return topic_id if topic_id is not None and self._topic_name(topic_id) == name else None
 
     def _topic_ids(self):
         seen = set(self.image.topics.by_id) | set(self._topics)
@@ -289,7 +309,7 @@ class MetadataDelta:
             change = LeaderChange(offset, epoch, timestamp_ms, message.leader_id,
                                   tuple(v.voter_id for v in message.voters),
                                   tuple(v.voter_id for v in message.granting_voters))
-            self._quorum = QuorumImage(quorum.leader_changes + (change,), quorum.kraft_version, quorum.voters)
+            self._quorum = QuorumImage(quorum.leader_changes.appended(change), quorum.kraft_version, quorum.voters)
         elif record.type_name == "KRAFT_VERSION":
             self._quorum = QuorumImage(quorum.leader_changes, message.k_raft_version, quorum.voters)
         elif record.type_name == "KRAFT_VOTERS":

@@ -8,10 +8,12 @@ did not touch. Mappings are read-only views; nothing here is mutated after build
 
 from __future__ import annotations
 
+import threading
 import uuid
 from dataclasses import dataclass, field
+from itertools import islice
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from engine.image.partition_registration import PartitionRegistration
 
@@ -101,6 +103,70 @@ class LeaderChange(NamedTuple):
     granting_voters: tuple[int, ...]
 
 
+_APPEND_LOCK = threading.Lock()  # the dashboard may replay in a worker while the shell replays
+
+
+class LeaderChanges(Sequence):
+    """The leader changes of the log, oldest first: an immutable sequence that appends in O(1).
+
+    Images share one backing list and each keeps how much of it is its own, so the next
+    image costs one append, not a copy of the whole history (a log may hold thousands of
+    elections, and the dashboard keeps many images). Appending to a view that is not the
+    newest (a replay from an older image) reuses the next element when it is the same change,
+    else starts a new list from its own prefix; nothing a view holds ever changes."""
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, changes: Sequence[LeaderChange] = ()):
+        self._items = list(changes)
+        self._length = len(self._items)
+
+    def appended(self, change: LeaderChange) -> "LeaderChanges":
+        items, length = self._items, self._length
+        with _APPEND_LOCK:
+            if not length:
+                items = [change]
+            elif len(items) == length:
+                items.append(change)
+            elif items[length] != change:
+                items = items[:length] + [change]
+        view = LeaderChanges.__new__(LeaderChanges)
+        view._items, view._length = items, length + 1
+        return view
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self._items[:self._length][index])
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("leader change index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[LeaderChange]:
+        return islice(self._items, self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (LeaderChanges, tuple, list)):
+            return NotImplemented
+        return len(other) == self._length and all(a == b for a, b in zip(self, other))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"LeaderChanges({list(self)!r})"
+
+    def __reduce__(self):
+        return LeaderChanges, (tuple(self),)
+
+
+NO_LEADER_CHANGES = LeaderChanges()
+
+
 class Voter(NamedTuple):
     id: int
     directory_id: uuid.UUID | None
@@ -112,7 +178,7 @@ class Voter(NamedTuple):
 class QuorumImage:
     """The quorum as the log tells it: leader changes, kraft.version, voters (KIP-853)."""
 
-    leader_changes: tuple[LeaderChange, ...] = ()
+    leader_changes: LeaderChanges = NO_LEADER_CHANGES
     kraft_version: int | None = None  # None: no KRaftVersionRecord seen (kraft.version 0)
     voters: tuple[Voter, ...] | None = None  # None: static voters, not in the log
 
