@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.records.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
 from engine.raft.leader_state import LeaderState, ReplicaProgress
-
-if TYPE_CHECKING:
-    from engine.raft.raft_client import RaftClient
+from engine.raft.replica_context import ReplicaContext
 
 R = rm.DESCRIBE_RESP
 
 
-def describe_quorum_response(client: "RaftClient", now_ms: int, request: Any) -> Any:
+def describe_quorum_response(client: ReplicaContext, now_ms: int, request: Any) -> Any:
     part = rm.only_partition(request)
     if part is None or request.topics[0].topic_name != rm.METADATA_TOPIC or part.partition_index != rm.PARTITION:
         return _answer(ErrorCode.none, top=ErrorCode.unknown_topic_or_partition,
@@ -38,7 +36,7 @@ def describe_quorum_response(client: "RaftClient", now_ms: int, request: Any) ->
                    voters=voters, observers=observers, nodes=nodes)
 
 
-def _replica(leader: LeaderState, progress: ReplicaProgress, client: "RaftClient", now_ms: int) -> Any:
+def _replica(leader: LeaderState, progress: ReplicaProgress, client: ReplicaContext, now_ms: int) -> Any:
     if progress.key.node_id == client.local.node_id:
         end, fetch_ms, caught_up_ms = client.log.end_offset, now_ms, now_ms
     else:

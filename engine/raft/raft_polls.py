@@ -6,22 +6,18 @@ change the role through QuorumState, which persists first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from engine.raft import raft_messages as rm
+from engine.raft import voter_changes
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import (
     CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState,
 )
 from engine.raft.raft_config import MAX_FETCH_SIZE_BYTES
-
-BOOTSTRAP_NODE_ID = -1  # as raft_client's: every bootstrap server shares one back-off
-
-if TYPE_CHECKING:
-    from engine.raft.raft_client import RaftClient
+from engine.raft.raft_io import BOOTSTRAP_NODE_ID, Destination
+from engine.raft.replica_context import ReplicaContext
 
 
-def poll_state(client: "RaftClient", now_ms: int) -> None:
+def poll_state(client: ReplicaContext, now_ms: int) -> None:
     # A role change inside a poll is followed by one poll of the new role, so that its
     # first requests go out at once.
     for _ in range(3):
@@ -31,7 +27,7 @@ def poll_state(client: "RaftClient", now_ms: int) -> None:
             return
 
 
-def state_deadline_ms(client: "RaftClient", now_ms: int) -> int:
+def state_deadline_ms(client: ReplicaContext, now_ms: int) -> int:
     state = client.quorum.state
     if isinstance(state, LeaderState):
         return state.check_quorum_deadline_ms
@@ -44,16 +40,14 @@ def state_deadline_ms(client: "RaftClient", now_ms: int) -> int:
 
 # -- leader -----------------------------------------------------------------------------
 
-def poll_leader(client: "RaftClient", now_ms: int) -> None:
-    from engine.raft import voter_changes
-
+def poll_leader(client: ReplicaContext, now_ms: int) -> None:
     leader: LeaderState = client.quorum.state
     client.election_retries = 0
     if client.pending_since_ms is not None and now_ms >= client.pending_since_ms + client.config.append_linger_ms:
         client.drain_appends(now_ms)
     client.complete_parked_fetches(now_ms, force=False)
     if not leader.check_quorum(now_ms):
-        resign(client, now_ms)
+        client.become_resigned(now_ms)
         return
     voter_changes.poll_leader(client, now_ms)
     if client.quorum.state is not leader:
@@ -71,19 +65,9 @@ def poll_leader(client: "RaftClient", now_ms: int) -> None:
                 client.cluster_id, client.local.node_id, leader.epoch, voter, client.endpoints), now_ms)
 
 
-def resign(client: "RaftClient", now_ms: int) -> None:
-    leader: LeaderState = client.quorum.state
-    successors = leader.successors()
-    others = set(leader.voters.ids) - {client.local.node_id}
-    client.quorum.to_resigned(client.election_deadline_ms(now_ms), successors, others)
-    client.complete_parked_fetches(now_ms, force=True)  # now answered "not the leader"
-    client.pending_records = []
-    client.pending_since_ms = None
-
-
 # -- resigned ---------------------------------------------------------------------------------
 
-def poll_resigned(client: "RaftClient", now_ms: int) -> None:
+def poll_resigned(client: ReplicaContext, now_ms: int) -> None:
     state: ResignedState = client.quorum.state
     if now_ms >= state.election_deadline_ms:
         _start_election_or_wait(client, now_ms)
@@ -98,7 +82,7 @@ def poll_resigned(client: "RaftClient", now_ms: int) -> None:
 
 # -- elections ----------------------------------------------------------------------------
 
-def _start_election_or_wait(client: "RaftClient", now_ms: int) -> None:
+def _start_election_or_wait(client: ReplicaContext, now_ms: int) -> None:
     """A voter whose timer ran out asks for pre-votes; an observer goes looking for a leader."""
     if client.is_voter():
         client.quorum.to_prospective(client.election_deadline_ms(now_ms))
@@ -106,7 +90,7 @@ def _start_election_or_wait(client: "RaftClient", now_ms: int) -> None:
         client.quorum.to_unattached(client.epoch, client.election_deadline_ms(now_ms))
 
 
-def poll_unattached(client: "RaftClient", now_ms: int) -> None:
+def poll_unattached(client: ReplicaContext, now_ms: int) -> None:
     state: UnattachedState = client.quorum.state
     if client.is_voter():
         if now_ms >= state.election_deadline_ms:
@@ -117,7 +101,7 @@ def poll_unattached(client: "RaftClient", now_ms: int) -> None:
     _observer_discover_leader(client, now_ms, state)
 
 
-def _observer_discover_leader(client: "RaftClient", now_ms: int, state) -> None:
+def _observer_discover_leader(client: ReplicaContext, now_ms: int, state) -> None:
     """Observers fetch from a bootstrap server; its answer names the leader."""
     if any(f.api == "fetch" for f in client.inflight.values()):
         return
@@ -131,7 +115,7 @@ def _observer_discover_leader(client: "RaftClient", now_ms: int, state) -> None:
         client.cluster_id, client.local, state.epoch, end, epoch, 0, MAX_FETCH_SIZE_BYTES), now_ms)
 
 
-def poll_prospective(client: "RaftClient", now_ms: int) -> None:
+def poll_prospective(client: ReplicaContext, now_ms: int) -> None:
     state: ProspectiveState = client.quorum.state
     voters = client.control.latest_voters()
     if not voters.is_voter(client.local):
@@ -147,7 +131,7 @@ def poll_prospective(client: "RaftClient", now_ms: int) -> None:
     _ask_for_votes(client, state, voters, now_ms, pre_vote=True)
 
 
-def prospective_failed(client: "RaftClient", now_ms: int) -> None:
+def prospective_failed(client: ReplicaContext, now_ms: int) -> None:
     """No pre-vote majority: go back to the leader we knew, or wait and try again."""
     state: ProspectiveState = client.quorum.state
     if state.leader_id >= 0:
@@ -159,7 +143,7 @@ def prospective_failed(client: "RaftClient", now_ms: int) -> None:
     client.quorum.to_unattached(state.epoch, now_ms + client.election_backoff_ms(client.election_retries))
 
 
-def poll_candidate(client: "RaftClient", now_ms: int) -> None:
+def poll_candidate(client: ReplicaContext, now_ms: int) -> None:
     state: CandidateState = client.quorum.state
     voters = client.control.latest_voters()
     if state.backoff_until_ms is not None:
@@ -179,7 +163,7 @@ def poll_candidate(client: "RaftClient", now_ms: int) -> None:
     _ask_for_votes(client, state, voters, now_ms, pre_vote=False)
 
 
-def _ask_for_votes(client: "RaftClient", state, voters, now_ms: int, *, pre_vote: bool) -> None:
+def _ask_for_votes(client: ReplicaContext, state, voters, now_ms: int, *, pre_vote: bool) -> None:
     """Vote (or PreVote, for epoch + 1) requests to every voter that has not answered yet."""
     end, last_epoch = client.last_fetched()
     epoch = state.epoch + 1 if pre_vote else state.epoch
@@ -196,9 +180,7 @@ def _ask_for_votes(client: "RaftClient", state, voters, now_ms: int, *, pre_vote
 
 # -- follower ---------------------------------------------------------------------------------
 
-def poll_follower(client: "RaftClient", now_ms: int) -> None:
-    from engine.raft import voter_changes
-
+def poll_follower(client: ReplicaContext, now_ms: int) -> None:
     state: FollowerState = client.quorum.state
     client.election_retries = 0
     if now_ms >= state.fetch_deadline_ms:
@@ -209,9 +191,9 @@ def poll_follower(client: "RaftClient", now_ms: int) -> None:
         return
     if state.leader_address is None:
         state.leader_address = client.leader_address(state.leader_id)
-    destination = rm_destination(client, state)
-    if destination is None:
+    if state.leader_address is None:
         return
+    destination = Destination(state.leader_id, state.leader_address)
     if state.snapshot_download is not None:
         if client.can_send(state.leader_id, "fetch_snapshot", now_ms):
             snapshot_id, position = state.snapshot_download
@@ -225,14 +207,6 @@ def poll_follower(client: "RaftClient", now_ms: int) -> None:
             client.cluster_id, client.local, state.epoch, end, last_epoch, client.config.fetch_max_wait_ms,
             MAX_FETCH_SIZE_BYTES, client.log.start_offset), now_ms)
     voter_changes.poll_follower(client, now_ms)
-
-
-def rm_destination(client: "RaftClient", state: FollowerState):
-    from engine.raft.raft_client import Destination
-
-    if state.leader_address is None:
-        return None
-    return Destination(state.leader_id, state.leader_address)
 
 
 _POLLS = {

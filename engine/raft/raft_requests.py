@@ -8,28 +8,26 @@ changes nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
+from engine.raft import voter_changes
+from engine.raft.describe_quorum import describe_quorum_response
 from engine.raft.leader_state import LeaderState
-from engine.raft.quorum_state import FollowerState, ProspectiveState, ResignedState, UnattachedState
+from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
 from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
+from engine.raft.replica_context import ReplicaContext
 from engine.raft.voter_set import ReplicaKey
 from engine.storage.snapshot_writer import SnapshotId
 
 BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
 
-if TYPE_CHECKING:
-    from engine.raft.raft_client import RaftClient
-
 E = ErrorCode
 
 
-def handle_request(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
-    from engine.raft import voter_changes
-
+def handle_request(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     handlers = {
         "VoteRequest": handle_vote, "BeginQuorumEpochRequest": handle_begin_epoch,
         "EndQuorumEpochRequest": handle_end_epoch, "FetchRequest": handle_fetch,
@@ -44,12 +42,12 @@ def handle_request(client: "RaftClient", now_ms: int, token: object, request: An
     handler(client, now_ms, token, request)
 
 
-def wrong_cluster(client: "RaftClient", request: Any) -> bool:
+def wrong_cluster(client: ReplicaContext, request: Any) -> bool:
     cluster_id = getattr(request, "cluster_id", None)
     return cluster_id is not None and cluster_id != client.cluster_id
 
 
-def _leader_hint(client: "RaftClient") -> tuple[int, int, Any]:
+def _leader_hint(client: ReplicaContext) -> tuple[int, int, Any]:
     leader_id = client.quorum.leader_id
     address = client.local_address() if client.quorum.is_leader() else (
         client.quorum.state.leader_address if isinstance(client.quorum.state, FollowerState) else None)
@@ -58,7 +56,7 @@ def _leader_hint(client: "RaftClient") -> tuple[int, int, Any]:
 
 # -- Vote -------------------------------------------------------------------------------
 
-def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_vote(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     part = rm.only_partition(request)
     if wrong_cluster(client, request) or part is None:
         error = E.inconsistent_cluster_id if part is not None else E.invalid_request
@@ -103,7 +101,7 @@ def handle_vote(client: "RaftClient", now_ms: int, token: object, request: Any) 
     client.respond(token, _vote_answer(client, E.none, granted))
 
 
-def _meant_for_us(client: "RaftClient", voter_id: int, voter_directory_id: Any) -> bool:
+def _meant_for_us(client: ReplicaContext, voter_id: int, voter_directory_id: Any) -> bool:
     """Kafka's isValidVoterKey: no voter id (an older request version) names nobody in particular."""
     if voter_id < 0:
         return True
@@ -112,7 +110,7 @@ def _meant_for_us(client: "RaftClient", voter_id: int, voter_directory_id: Any) 
                                           or voter_directory_id == local.directory_id)
 
 
-def _may_pre_vote(client: "RaftClient", now_ms: int, epoch: int, candidate: ReplicaKey) -> bool:
+def _may_pre_vote(client: ReplicaContext, now_ms: int, epoch: int, candidate: ReplicaKey) -> bool:
     """KIP-996: no pre-vote while we hear from a leader; none for an epoch we already settled."""
     state = client.quorum.state
     if isinstance(state, LeaderState):
@@ -125,7 +123,7 @@ def _may_pre_vote(client: "RaftClient", now_ms: int, epoch: int, candidate: Repl
     return True
 
 
-def _loses_tie(client: "RaftClient", candidate: ReplicaKey, last_offset: int, last_epoch: int) -> bool:
+def _loses_tie(client: ReplicaContext, candidate: ReplicaKey, last_offset: int, last_epoch: int) -> bool:
     """Two prospective voters with equal logs would pre-vote each other into a split vote (both
     candidates in the same epoch, each voting for itself). The lower id wins the tie; pre-votes
     only steer liveness, so safety is untouched."""
@@ -134,21 +132,21 @@ def _loses_tie(client: "RaftClient", candidate: ReplicaKey, last_offset: int, la
     return (last_offset, last_epoch) == client.last_fetched() and candidate.node_id > client.local.node_id
 
 
-def _vote_answer(client: "RaftClient", error: ErrorCode, granted: bool) -> Any:
+def _vote_answer(client: ReplicaContext, error: ErrorCode, granted: bool) -> Any:
     leader_id, epoch, address = _leader_hint(client)
     return rm.vote_response(error, leader_id, epoch, granted, address)
 
 
 # -- BeginQuorumEpoch / EndQuorumEpoch ------------------------------------------------------
 
-def _listener_address(client: "RaftClient", endpoints: Any) -> Any:
+def _listener_address(client: ReplicaContext, endpoints: Any) -> Any:
     for endpoint in endpoints or ():
         if endpoint.name == client.config.listener_name:
             return endpoint.host, int(endpoint.port)
     return None
 
 
-def handle_begin_epoch(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_begin_epoch(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     part = rm.only_partition(request)
     if wrong_cluster(client, request) or part is None:
         error = E.inconsistent_cluster_id if part is not None else E.invalid_request
@@ -159,35 +157,14 @@ def handle_begin_epoch(client: "RaftClient", now_ms: int, token: object, request
         client.respond(token, rm.begin_epoch_response(E.fenced_leader_epoch, leader_id, epoch, address))
         return
     address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
-    accepted = become_follower(client, now_ms, part.leader_epoch, part.leader_id, address)
+    accepted = client.become_follower(now_ms, part.leader_epoch, part.leader_id, address)
     leader_id, epoch, address = _leader_hint(client)
     # A second leader for an epoch that has one is impossible: refuse it, change nothing.
     client.respond(token, rm.begin_epoch_response(E.none if accepted else E.invalid_request, leader_id, epoch,
                                                   address))
 
 
-def become_follower(client: "RaftClient", now_ms: int, epoch: int, leader_id: int, address: Any) -> bool:
-    """Follow ``leader_id`` in ``epoch`` unless we already do; False when that contradicts what
-    we know (another leader of the same epoch, or ourselves)."""
-    state = client.quorum.state
-    if leader_id == client.local.node_id:
-        if epoch > client.epoch:
-            client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
-            return True
-        return False
-    if isinstance(state, FollowerState) and state.epoch == epoch:
-        if state.leader_id != leader_id:
-            return False
-        if address is not None:
-            state.leader_address = address
-        return True
-    if isinstance(state, (LeaderState, ResignedState)) and state.epoch == epoch:
-        return False  # we led this epoch: nobody else did
-    client.quorum.to_follower(epoch, leader_id, address, now_ms + client.config.fetch_timeout_ms)
-    return True
-
-
-def handle_end_epoch(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_end_epoch(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     part = rm.only_partition(request)
     if wrong_cluster(client, request) or part is None:
         error = E.inconsistent_cluster_id if part is not None else E.invalid_request
@@ -200,7 +177,7 @@ def handle_end_epoch(client: "RaftClient", now_ms: int, token: object, request: 
     if part.leader_epoch > client.epoch:
         # A leader we had not heard of is resigning: follow it first, as Kafka does.
         address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
-        become_follower(client, now_ms, part.leader_epoch, part.leader_id, address)
+        client.become_follower(now_ms, part.leader_epoch, part.leader_id, address)
     state = client.quorum.state
     if isinstance(state, FollowerState) and state.leader_id == part.leader_id:
         # The leader is leaving: the successor it named first campaigns at once, the rest in turn.
@@ -216,18 +193,18 @@ def handle_end_epoch(client: "RaftClient", now_ms: int, token: object, request: 
 
 # -- Fetch -----------------------------------------------------------------------------------
 
-def handle_fetch(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_fetch(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     answer_fetch(client, now_ms, token, request, park=True)
 
 
-def _fetch_error(client: "RaftClient", token: object, error: ErrorCode, top: ErrorCode = E.none) -> None:
+def _fetch_error(client: ReplicaContext, token: object, error: ErrorCode, top: ErrorCode = E.none) -> None:
     leader_id, epoch, address = _leader_hint(client)
     hw = client.high_watermark if client.high_watermark is not None else -1
     client.respond(token, rm.fetch_response(error, leader_id=leader_id, epoch=epoch, high_watermark=hw,
                                             leader_address=address, top_error=top))
 
 
-def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any, park: bool) -> None:
+def answer_fetch(client: ReplicaContext, now_ms: int, token: object, request: Any, park: bool) -> None:
     part = rm.only_partition(request)
     if wrong_cluster(client, request) or part is None:
         _fetch_error(client, token, E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
@@ -277,7 +254,18 @@ def answer_fetch(client: "RaftClient", now_ms: int, token: object, request: Any,
     _respond_fetch(client, token, leader, records=client.log.read(fetch_offset, max_bytes))
 
 
-def _needs_snapshot(client: "RaftClient", fetch_offset: int, last_epoch: int) -> bool:
+def complete_parked_fetches(client: ReplicaContext, now_ms: int, force: bool) -> None:
+    """Answer the parked fetches that have news or whose wait is over (all of them with ``force``:
+    this replica no longer leads, they are answered as such)."""
+    parked, client.parked_fetches = client.parked_fetches, []
+    for token, request, deadline_ms in parked:
+        if force or now_ms >= deadline_ms or fetch_has_news(client, request):
+            answer_fetch(client, now_ms, token, request, park=False)
+        else:
+            client.parked_fetches.append((token, request, deadline_ms))
+
+
+def _needs_snapshot(client: ReplicaContext, fetch_offset: int, last_epoch: int) -> bool:
     """Kafka's rule: send the snapshot when the fetcher is before the log start, at it with
     another epoch than the oldest snapshot's, or on an epoch older than that snapshot's."""
     earliest = client.log.earliest_snapshot_id()
@@ -288,7 +276,7 @@ def _needs_snapshot(client: "RaftClient", fetch_offset: int, last_epoch: int) ->
             or last_epoch < earliest.epoch)
 
 
-def fetch_has_news(client: "RaftClient", request: Any) -> bool:
+def fetch_has_news(client: ReplicaContext, request: Any) -> bool:
     """New records past the fetch offset, or a high watermark the fetcher has not been told."""
     part = rm.only_partition(request)
     leader = client.quorum.state
@@ -301,7 +289,7 @@ def fetch_has_news(client: "RaftClient", request: Any) -> bool:
     return progress is not None and progress.sent_high_watermark != hw
 
 
-def _respond_fetch(client: "RaftClient", token: object, leader: LeaderState, *, records: bytes = b"",
+def _respond_fetch(client: ReplicaContext, token: object, leader: LeaderState, *, records: bytes = b"",
                    diverging: tuple[int, int] | None = None, snapshot: tuple[int, int] | None = None) -> None:
     hw = leader.high_watermark if leader.high_watermark is not None else -1
     client.respond(token, rm.fetch_response(
@@ -312,7 +300,7 @@ def _respond_fetch(client: "RaftClient", token: object, leader: LeaderState, *, 
 
 # -- FetchSnapshot ----------------------------------------------------------------------------
 
-def handle_fetch_snapshot(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_fetch_snapshot(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     part = rm.only_partition(request)
     leader_id, epoch, address = _leader_hint(client)
 
@@ -329,8 +317,6 @@ def handle_fetch_snapshot(client: "RaftClient", now_ms: int, token: object, requ
     if part.current_leader_epoch != epoch:
         answer(E.fenced_leader_epoch if part.current_leader_epoch < epoch else E.unknown_leader_epoch)
         return
-    from engine.storage.snapshot_writer import SnapshotId
-
     snapshot_id = SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch)
     try:
         size = client.log.snapshot_size(snapshot_id)
@@ -350,7 +336,5 @@ def handle_fetch_snapshot(client: "RaftClient", now_ms: int, token: object, requ
 
 # -- DescribeQuorum ----------------------------------------------------------------------------
 
-def handle_describe_quorum(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
-    from engine.raft.describe_quorum import describe_quorum_response
-
+def handle_describe_quorum(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     client.respond(token, describe_quorum_response(client, now_ms, request))

@@ -7,29 +7,26 @@ unattached when no leader is named) before the response itself is looked at.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
+from engine.raft import voter_changes
 from engine.raft.quorum_state import CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState
-from engine.raft.raft_requests import become_follower
+from engine.raft.raft_io import InboundResponse, InFlight
+from engine.raft.replica_context import ReplicaContext
 from engine.storage.snapshot_writer import SnapshotId
-
-if TYPE_CHECKING:
-    from engine.raft.raft_client import InboundResponse, RaftClient, _InFlight
 
 E = ErrorCode
 
 
-def handle_response(client: "RaftClient", now_ms: int, flight: "_InFlight", message: "InboundResponse") -> None:
+def handle_response(client: ReplicaContext, now_ms: int, flight: InFlight, message: InboundResponse) -> None:
     node_id = flight.destination.node_id
     if message.response is None:
         # Network failure or timeout: try again after the retry backoff.
         client.back_off(node_id, flight.api, now_ms)
         return
-    from engine.raft import voter_changes
-
     handler = {
         "vote": _vote, "begin_quorum_epoch": _begin_epoch, "end_quorum_epoch": _end_epoch, "fetch": _fetch,
         "fetch_snapshot": _fetch_snapshot, "add_raft_voter": voter_changes.handle_add_voter_response,
@@ -46,14 +43,14 @@ def _node_address(response: Any, leader_id: int) -> Any:
     return None
 
 
-def maybe_handle_epoch(client: "RaftClient", now_ms: int, leader_id: int, epoch: int, response: Any) -> bool:
+def maybe_handle_epoch(client: ReplicaContext, now_ms: int, leader_id: int, epoch: int, response: Any) -> bool:
     """Apply what a response says about the leader and epoch; True if the caller should stop."""
     if epoch < client.epoch or epoch < 0:
         return epoch < client.epoch
     address = client.leader_address(leader_id, _node_address(response, leader_id)) if leader_id >= 0 else None
     if epoch > client.epoch:
         if leader_id >= 0:
-            become_follower(client, now_ms, epoch, leader_id, address)
+            client.become_follower(now_ms, epoch, leader_id, address)
         else:
             client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
         return True
@@ -62,12 +59,12 @@ def maybe_handle_epoch(client: "RaftClient", now_ms: int, leader_id: int, epoch:
         return False  # the leader we stopped hearing from: others still naming it is no news
     if leader_id >= 0 and leader_id != client.local.node_id and isinstance(
             state, (UnattachedState, ProspectiveState, CandidateState)):
-        become_follower(client, now_ms, epoch, leader_id, address)
+        client.become_follower(now_ms, epoch, leader_id, address)
         return True
     return False
 
 
-def _vote(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def _vote(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     part = rm.only_partition(response)
     node_id = flight.destination.node_id
     if response.error_code != E.none or part is None:
@@ -94,7 +91,7 @@ def _vote(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any)
         (state.granted if part.vote_granted else state.rejected).add(node_id)
 
 
-def _begin_epoch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def _begin_epoch(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     part = rm.only_partition(response)
     node_id = flight.destination.node_id
     if part is None or response.error_code != E.none:
@@ -106,7 +103,7 @@ def _begin_epoch(client: "RaftClient", now_ms: int, flight: "_InFlight", respons
     client.back_off(node_id, "begin_quorum_epoch", now_ms, client.config.fetch_timeout_ms // 2)
 
 
-def _end_epoch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def _end_epoch(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     part = rm.only_partition(response)
     node_id = flight.destination.node_id
     if part is None or response.error_code != E.none:
@@ -119,7 +116,7 @@ def _end_epoch(client: "RaftClient", now_ms: int, flight: "_InFlight", response:
         state.unacked.discard(node_id)
 
 
-def _fetch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def _fetch(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     part = rm.only_partition(response)
     node_id = flight.destination.node_id
     if part is None or response.error_code != E.none:
@@ -161,7 +158,7 @@ def _fetch(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any
         client.on_high_watermark(min(part.high_watermark, client.log.end_offset), now_ms)
 
 
-def _truncate_to_leader(client: "RaftClient", leader_end_offset: int, leader_epoch: int) -> bool:
+def _truncate_to_leader(client: ReplicaContext, leader_end_offset: int, leader_epoch: int) -> bool:
     """Our log diverged: cut it back to where it last agrees with the leader's epoch history.
     Never below our high watermark (committed entries): such an answer is refused (False)."""
     # Our end of that epoch (or of the last epoch before it), never past the leader's end of it.
@@ -174,7 +171,7 @@ def _truncate_to_leader(client: "RaftClient", leader_end_offset: int, leader_epo
     return True
 
 
-def _fetch_snapshot(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def _fetch_snapshot(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     node_id = flight.destination.node_id
     part = rm.only_partition(response)
     if part is None or response.error_code != E.none:

@@ -10,22 +10,21 @@ removed itself resigns after the commit. Replicas ask for changes too: auto-join
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.records.kio_codec import ErrorCode
 from engine.records.metadata_record_serde import control_record
 from engine.raft import raft_messages as rm
 from engine.raft.leader_state import LeaderState, PendingVoterChange
 from engine.raft.quorum_state import FollowerState
+from engine.raft.raft_io import Destination, InFlight
+from engine.raft.replica_context import ReplicaContext
 from engine.raft.voter_set import ReplicaKey, VoterNode, VoterSet
-
-if TYPE_CHECKING:
-    from engine.raft.raft_client import RaftClient, _InFlight
 
 E = ErrorCode
 
 
-def _refusal(client: "RaftClient", request: Any) -> tuple[ErrorCode, str] | None:
+def _refusal(client: ReplicaContext, request: Any) -> tuple[ErrorCode, str] | None:
     """The reason a leader cannot take a voter change now, or None."""
     if request.cluster_id is not None and request.cluster_id != client.cluster_id:
         return E.inconsistent_cluster_id, f"cluster id {request.cluster_id!r} is not this cluster's"
@@ -41,12 +40,12 @@ def _refusal(client: "RaftClient", request: Any) -> tuple[ErrorCode, str] | None
     return None
 
 
-def _endpoints(client: "RaftClient", listeners: Any) -> tuple | None:
+def _endpoints(client: ReplicaContext, listeners: Any) -> tuple | None:
     endpoints = tuple((lst.name, (lst.host, int(lst.port))) for lst in listeners)
     return endpoints if any(name == client.config.listener_name for name, _ in endpoints) else None
 
 
-def handle_add_voter(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_add_voter(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     refusal = _refusal(client, request)
     key = ReplicaKey(request.voter_id, request.voter_directory_id)
     endpoints = _endpoints(client, request.listeners)
@@ -68,7 +67,7 @@ def handle_add_voter(client: "RaftClient", now_ms: int, token: object, request: 
     poll_leader(client, now_ms)
 
 
-def handle_remove_voter(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_remove_voter(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     refusal = _refusal(client, request)
     key = ReplicaKey(request.voter_id, request.voter_directory_id)
     voters = client.control.latest_voters()
@@ -84,7 +83,7 @@ def handle_remove_voter(client: "RaftClient", now_ms: int, token: object, reques
     _append_voters(client, now_ms, change, voters.without_voter(key))
 
 
-def handle_update_voter(client: "RaftClient", now_ms: int, token: object, request: Any) -> None:
+def handle_update_voter(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
     leader_id = client.quorum.leader_id
     address = client.local_address() if client.quorum.is_leader() else None
 
@@ -119,14 +118,14 @@ def handle_update_voter(client: "RaftClient", now_ms: int, token: object, reques
         key, endpoints, int(feature.min_supported_version), int(feature.max_supported_version)))
 
 
-def _append_voters(client: "RaftClient", now_ms: int, change: PendingVoterChange, voters: VoterSet) -> None:
+def _append_voters(client: ReplicaContext, now_ms: int, change: PendingVoterChange, voters: VoterSet) -> None:
     leader: LeaderState = client.quorum.state
     leader.pending_change = change
     record = control_record(voters.to_voters_record())
-    change.offset = client.append_now(leader.epoch, [record], now_ms, control=True)
+    change.offset = client.append_batch(leader.epoch, [record], now_ms, control=True)
 
 
-def poll_leader(client: "RaftClient", now_ms: int) -> None:
+def poll_leader(client: ReplicaContext, now_ms: int) -> None:
     leader: LeaderState = client.quorum.state
     change = leader.pending_change
     if change is not None and change.offset < 0:
@@ -142,12 +141,10 @@ def poll_leader(client: "RaftClient", now_ms: int) -> None:
     # A leader that is no longer a voter (its removal committed) hands over.
     if client.quorum.state is leader and not leader.voters.is_voter(client.local) and \
             not client.control.has_uncommitted_change(leader.high_watermark):
-        from engine.raft.raft_polls import resign
-
-        resign(client, now_ms)
+        client.become_resigned(now_ms)
 
 
-def on_commit(client: "RaftClient", now_ms: int) -> None:
+def on_commit(client: ReplicaContext, now_ms: int) -> None:
     """The high watermark moved: answer a voter change once its record is committed."""
     leader = client.quorum.state
     if not isinstance(leader, LeaderState) or leader.pending_change is None:
@@ -159,7 +156,7 @@ def on_commit(client: "RaftClient", now_ms: int) -> None:
         leader.pending_change = None
 
 
-def abandon(client: "RaftClient", leader: LeaderState) -> None:
+def abandon(client: ReplicaContext, leader: LeaderState) -> None:
     change, leader.pending_change = leader.pending_change, None
     if change is None or change.token is None:
         return
@@ -174,7 +171,7 @@ def abandon(client: "RaftClient", leader: LeaderState) -> None:
 
 # -- what replicas ask for themselves ----------------------------------------------------
 
-def poll_follower(client: "RaftClient", now_ms: int) -> None:
+def poll_follower(client: ReplicaContext, now_ms: int) -> None:
     state: FollowerState = client.quorum.state
     if client.control.kraft_version == 0 or state.last_fetch_ok_ms is None or client.local.directory_id is None:
         return
@@ -183,8 +180,6 @@ def poll_follower(client: "RaftClient", now_ms: int) -> None:
         return
     destination = client.voter_destination(state.leader_id)
     if destination is None and state.leader_address is not None:
-        from engine.raft.raft_client import Destination
-
         destination = Destination(state.leader_id, state.leader_address)
     if destination is None:
         return
@@ -205,21 +200,21 @@ def poll_follower(client: "RaftClient", now_ms: int) -> None:
             client.cluster_id, client.local, client.endpoints, client.config.request_timeout_ms), now_ms)
 
 
-def _after_answer(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def _after_answer(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     # Successful or not, the log will tell us the outcome: don't ask again for a while.
     client.back_off(flight.destination.node_id, flight.api, now_ms,
                     client.config.retry_backoff_ms if response.error_code == E.none else client.config.fetch_timeout_ms)
 
 
-def handle_add_voter_response(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def handle_add_voter_response(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     _after_answer(client, now_ms, flight, response)
 
 
-def handle_remove_voter_response(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def handle_remove_voter_response(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     _after_answer(client, now_ms, flight, response)
 
 
-def handle_update_voter_response(client: "RaftClient", now_ms: int, flight: "_InFlight", response: Any) -> None:
+def handle_update_voter_response(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) -> None:
     if response.error_code == E.none:
         client.updated_endpoints_epoch = client.epoch
     _after_answer(client, now_ms, flight, response)
