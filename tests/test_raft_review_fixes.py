@@ -8,16 +8,21 @@
    they never show up as observers, nor count for anything.
 4. A voter set in the log must have an overlapping majority with the one before it (Kafka's
    VoterSetHistory.addAt); a Vote's epoch is handled before its voter key (Kafka's order).
+5. The core's modules form layers, with no import cycle (tests/test_layout.py checks the
+   whole tree; this names the raft layering).
 
 Everything runs on the pure core with explicit times: no sockets, no wall clock.
 """
 
 from __future__ import annotations
 
+import ast
 import uuid
+from pathlib import Path
 
 import pytest
 
+import engine.raft
 from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode as E
 from engine.records.metadata_record_serde import control_record
@@ -265,3 +270,36 @@ def test_vote_without_a_voter_id_is_for_whoever_receives_it() -> None:
     p = rm.only_partition(r.answer(10, _vote(r.keys[2], 1, ReplicaKey(-1))))
     assert (p.error_code, p.vote_granted) == (E.none, True)
     assert r.store.state == ElectionState(1, -1, r.keys[2])
+
+
+# -- 5. the core's modules form layers: no import cycle ------------------------------------------------
+
+# From the bottom; a module may import only modules of lower layers (every import counts,
+# also inside functions and under TYPE_CHECKING).
+CORE_LAYERS = [
+    ["raft_io"],
+    ["replica_context"],
+    ["describe_quorum", "voter_changes"],
+    ["raft_polls", "raft_requests", "raft_responses"],
+    ["raft_client"],
+]
+
+
+def _raft_imports(module: str) -> set[str]:
+    tree = ast.parse((Path(engine.raft.__file__).parent / f"{module}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return {name.split(".")[2] for name in found if name.startswith("engine.raft.")}
+
+
+@pytest.mark.parametrize("layer", range(len(CORE_LAYERS)))
+def test_core_modules_import_only_lower_layers(layer: int) -> None:
+    core = {m for modules in CORE_LAYERS for m in modules}
+    below = {m for modules in CORE_LAYERS[:layer] for m in modules}
+    for module in CORE_LAYERS[layer]:
+        assert _raft_imports(module) & core <= below, module
