@@ -35,7 +35,8 @@ def partition_heavy_records(partitions: int, brokers: int = 6, seed: int = 7,
     left out (null), as Kafka writes them (see the corpus snapshots).
 
     ``directories`` gives every replica a log directory id, as Kafka 3.7+ assigns them (JBOD);
-    otherwise they are unassigned (all zero), which kio decodes without building UUID objects.
+    otherwise they are all MIGRATING (the all-zero id, as a cluster that has not placed its replicas
+    in directories writes them), which kio decodes as None without building UUID objects.
     """
     rng = random.Random(seed)
     dir_ids = [uuid.UUID(int=rng.getrandbits(128)) for _ in range(brokers + 1)]

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable
 
+from engine.common.directory_id import migrating_array
 from engine.image.metadata_image import MetadataImage, Provenance, TopicImage, TopicsImage
 from engine.image.partition_registration import PartitionRegistration
 
@@ -31,7 +32,7 @@ def bench_image(partitions: int, brokers: int = 6, seed: int = 7) -> MetadataIma
     # a pool of replica sets, drawn from once per partition: building a million NamedTuples is
     # the cost, not choosing the brokers
     pool = [tuple(rng.sample(ids, 3)) for _ in range(997)]
-    unassigned = (None, None, None)
+    migrating = migrating_array(3)  # as replay builds them from records without directories
     new = tuple.__new__
     by_id, by_name = {}, {}
     number = 0
@@ -43,7 +44,7 @@ def bench_image(partitions: int, brokers: int = 6, seed: int = 7) -> MetadataIma
             replicas = pool[number % 997]
             isr = replicas[:2] if number % 50 == 0 else replicas
             parts[partition] = new(PartitionRegistration, (
-                replicas, isr, (), (), replicas[0], 0, number % 9, number % 7, unassigned, (), ()))
+                replicas, isr, (), (), replicas[0], 0, number % 9, number % 7, migrating, (), ()))
             number += 1
         by_id[topic_id] = TopicImage(name, topic_id, MappingProxyType(parts))
         by_name[name] = topic_id

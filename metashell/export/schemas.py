@@ -33,8 +33,9 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("last_known_elr", INT_ARRAY, "last known ELR (KIP-966)"),
         ("adding", INT_ARRAY, "replicas being added by a reassignment"),
         ("removing", INT_ARRAY, "replicas being removed by a reassignment"),
-        ("directories", STR_ARRAY, "log directory id per replica (Kafka base64; AAAA... unassigned, "
-                                   "AAAAAAAAAAAAAAAAAAAAAg migrating)"),
+        ("directories", STR_ARRAY, "log directory id per replica (Kafka base64); reserved: "
+                                   "AAAAAAAAAAAAAAAAAAAAAA MIGRATING, AAAAAAAAAAAAAAAAAAAAAQ UNASSIGNED, "
+                                   "AAAAAAAAAAAAAAAAAAAAAg LOST"),
         ("leader_recovery_state", "int", "0 recovered, 1 recovering (after an unclean election)"),
         ("under_min_isr", "boolean", "ISR smaller than min_isr (the dashboard's under-min-ISR flag)"),
         ("leaderless", "boolean", "no leader (leader < 0)"),
