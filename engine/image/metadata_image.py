@@ -103,7 +103,9 @@ class LeaderChange(NamedTuple):
     granting_voters: tuple[int, ...]
 
 
-_APPEND_LOCK = threading.Lock()  # the dashboard may replay in a worker while the shell replays
+# Images are values any thread may hold: two deltas appending to the same view at once must not
+# both extend its backing list.
+_APPEND_LOCK = threading.Lock()
 
 
 class LeaderChanges(Sequence):
