@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from engine.common.kafka_uuid import uuid_to_kafka
 from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
 from metashell.export.schemas import column_names
-from metashell.tree.nodes import NodeError, normalize, resolve, split_path, walk
+from metashell.tree.kafka_names import ACL_OPERATIONS, ACL_PATTERN_TYPES, ACL_PERMISSIONS, ACL_RESOURCE_TYPES
+from metashell.tree.nodes import NodeError, decode_name, locate, normalize, split_path, walk
 from metashell.tree.tree_layout import REDACTED, SCRAM_MECHANISMS, is_secret_config, quorum_voters
 from metashell.tree.root import build_tree
 
@@ -27,16 +28,6 @@ class Table(NamedTuple):
     kind: str  # a key of metashell.export.schemas.COLUMNS
     columns: list[str]
     rows: list[tuple]
-
-
-# Kafka's enums, as its tools name them
-ACL_RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
-                      6: "DELEGATION_TOKEN", 7: "USER"}
-ACL_PATTERN_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "MATCH", 3: "LITERAL", 4: "PREFIXED"}
-ACL_OPERATIONS = {0: "UNKNOWN", 1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER",
-                  8: "DESCRIBE", 9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS",
-                  12: "IDEMPOTENT_WRITE", 13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}
-ACL_PERMISSIONS = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
 
 
 def table_for(image: MetadataImage, path: str = "/topics", *, show_secrets: bool = False) -> Table:
@@ -51,12 +42,13 @@ def table_for(image: MetadataImage, path: str = "/topics", *, show_secrets: bool
 
 
 def _table_for(image: MetadataImage, path: str, show_secrets: bool) -> Table:
-    parts = split_path(normalize("/", path))
+    root = build_tree(image, None, show_secrets)
+    parts = split_path(locate(root, normalize("/", path))[0])  # as the tree spells it: names encoded
     top = parts[0] if parts else ""
     if top == "topics" and len(parts) <= 3:
         if len(parts) == 1:
             return partitions_table(image)
-        topic = image.topics.topic(parts[1])
+        topic = image.topics.topic(decode_name(parts[1]))
         if topic is None:
             raise NodeError(f"/topics/{parts[1]}: no such node")
         if len(parts) == 2:
@@ -186,10 +178,10 @@ def producer_ids_table(image: MetadataImage) -> Table:
 def generic_table(image: MetadataImage, path: str, *, show_secrets: bool = False, info: Any = None) -> Table:
     """Every node under ``path``, depth first in listing order: directories with a null value,
     files with their value as compact JSON."""
-    start = normalize("/", path)
     root = build_tree(image, info, show_secrets)
+    start, top = locate(root, normalize("/", path))
     rows = []
-    for node_path, node in walk(resolve(root, start), start):
+    for node_path, node in walk(top, start):  # paths spelt as the shell prints them
         if node.is_directory:
             rows.append((node_path, node.name, "dir", None))
         else:

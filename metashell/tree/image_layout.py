@@ -7,17 +7,17 @@ so runbooks written for Kafka's tool work unchanged.
     /image/producerIds/nextProducerId, /image/acls/byId/<uuid>, /image/scram/<mechanism>/<user>,
     /image/delegationToken/<id>
 
-Values are our JSON, where Kafka's tool prints Java objects' toString().
+Values are our JSON, where Kafka's tool prints Java objects' toString(). Names are encoded as
+metashell.tree.nodes says (Kafka's tool shows them raw, so a name with ``/`` cannot be reached there).
 """
 
 from __future__ import annotations
 
 from engine.image.metadata_image import CONFIG_RESOURCE_TYPES
 from engine.image.metadata_version import version_name
-from metashell.tree.nodes import DirNode, FileNode, Node, static_dir
+from metashell.tree.kafka_names import ZK_MIGRATION_STATES, human_registration
+from metashell.tree.nodes import DirNode, FileNode, Node, encode_name, keyed_dir, name_to_int, static_dir
 from metashell.tree.tree_layout import TreeBuilder
-
-ZK_MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION"}
 
 
 def image_dir(tree: TreeBuilder) -> DirNode:
@@ -43,9 +43,10 @@ def image_dir(tree: TreeBuilder) -> DirNode:
 def _leaves(name: str, registrations) -> DirNode:
     """Kafka's tool shows each registration as one leaf; here, its fields as JSON."""
     def make(text: str) -> Node | None:
-        if not text.isdigit() or int(text) not in registrations:
+        node_id = name_to_int(text)
+        if node_id not in registrations:
             return None
-        return FileNode(text, lambda: _registration_json(registrations[int(text)]))
+        return FileNode(text, lambda: _registration_json(registrations[node_id]), human_registration)
     return DirNode(name, lambda: map(str, registrations), make)
 
 
@@ -89,13 +90,13 @@ def kafka_quota_entity_name(entity: tuple) -> str:
 
 def _client_quotas(tree: TreeBuilder) -> DirNode:
     quotas = tree.image.client_quotas
-    names = {kafka_quota_entity_name(entity): entity for entity in quotas}
+    names = {encode_name(kafka_quota_entity_name(entity)): entity for entity in quotas}
 
     def make(name: str) -> Node | None:
         values = quotas.get(names.get(name))
         if values is None:
             return None
-        return DirNode(name, lambda: values.keys(), lambda k: FileNode(k, lambda: values[k]) if k in values else None)
+        return keyed_dir(name, values, lambda shown, key: FileNode(shown, lambda: values[key]))
     return DirNode("clientQuotas", lambda: names.keys(), make)
 
 
@@ -111,8 +112,8 @@ def _features(tree: TreeBuilder) -> DirNode:
     image = tree.image
     files = {"metadataVersion": lambda: version_name(image.metadata_version) if image.metadata_version else None,
              "zkMigrationState": lambda: ZK_MIGRATION_STATES.get(image.zk_migration_state or 0, "NONE")}
-    files.update({f"finalized_{name}": (lambda level=level: level) for name, level in image.features.items()
-                  if name != "metadata.version"})
+    files.update({encode_name(f"finalized_{name}"): (lambda level=level: level)
+                  for name, level in image.features.items() if name != "metadata.version"})
     return DirNode("features", lambda: files.keys(), lambda n: FileNode(n, files[n]) if n in files else None)
 
 
@@ -120,6 +121,6 @@ def _configs(tree: TreeBuilder) -> DirNode:
     names = {}
     for resource_type, name in tree.image.configs:
         type_name = CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type))
-        names[type_name if name == "" else f"{type_name}:{name}"] = (resource_type, name)
+        names[type_name if name == "" else encode_name(f"{type_name}:{name}")] = (resource_type, name)
     return DirNode("configs", lambda: names.keys(),
                    lambda n: tree.config_dir(n, names[n]) if n in names else None)

@@ -4,12 +4,16 @@
     /controllers/<id>/    registration fields
     /topics/<name>/       id, configs/, and one file per partition (its JSON)
     /topic-ids/<uuid>/    the same topic, by id
-    /quorum/              leader, epoch, kraft-version, voters/<id>/, leader-changes/<n>
+    /quorum/              leader, epoch, kraft-version, read-end-offset, voters/<id>/, leader-changes/<n>
     /features/<name>      finalized levels
     /configs/<TYPE>/<name>/<key>
     /client-quotas/<entity>/<key>, /acls/<uuid>, /scram/<mechanism>/<user>,
     /delegation-tokens/<id>, /producer-ids, /local/ (where the image came from)
     /image/...            the layout of Kafka's kafka-metadata-shell (metashell/tree/image_layout.py)
+
+Names from the image (topics, users, config keys, groups, quota entities) are encoded as
+metashell.tree.nodes says, so that every name shown can be typed back. Files hold Kafka's
+numbers; their ``human`` functions name the enums (metashell.tree.kafka_names).
 
 Secrets are redacted unless ``show_secrets``: SCRAM salts and keys, and config values
 whose names say they are passwords, keys or JAAS configs.
@@ -25,10 +29,12 @@ from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from engine.image.partition_registration import PartitionRegistration
 from engine.records.record_json import message_to_jsonable
-from metashell.tree.nodes import DirNode, FileNode, Node, static_dir
+from metashell.tree.kafka_names import (SCRAM_MECHANISMS, human_acl, human_endpoints, human_feature,
+                                        human_partition, human_scram)
+from metashell.tree.nodes import (DEFAULT_NAME, DirNode, FileNode, Node, encode_name, keyed_dir, name_to_int,
+                                  static_dir)
 
 REDACTED = "[redacted]"
-SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 _SECRET_MARKERS = ("password", "secret", "jaas", "keystore.key", "private.key", "credentials")
 
 
@@ -70,8 +76,8 @@ class TreeBuilder:
 
     def brokers(self) -> DirNode:
         brokers = self.image.cluster.brokers
-        return DirNode("brokers", lambda: map(str, brokers), lambda n: self.broker(int(n)) if _is_int(n)
-                       and int(n) in brokers else None)
+        return DirNode("brokers", lambda: map(str, brokers),
+                       lambda n: self.broker(name_to_int(n)) if name_to_int(n) in brokers else None)
 
     def broker(self, broker_id: int) -> DirNode:
         b = self.image.cluster.brokers[broker_id]
@@ -83,7 +89,7 @@ class TreeBuilder:
             "directories": lambda: [uuid_to_kafka(d) for d in b.directories],
             "leader-of": lambda: self.leadership()[0].get(broker_id, []),
             "replica-of": lambda: self.leadership()[1].get(broker_id, []),
-        })
+        }, {"endpoints": human_endpoints})
 
     def leadership(self) -> tuple[dict, dict]:
         """broker -> partitions it leads, broker -> partitions it hosts ("topic-partition")."""
@@ -104,20 +110,20 @@ class TreeBuilder:
         controllers = self.image.cluster.controllers
 
         def make(n: str) -> Node | None:
-            c = controllers.get(int(n)) if _is_int(n) else None
+            c = controllers.get(name_to_int(n))
             return None if c is None else _files(n, {
                 "id": lambda: c.id, "incarnation-id": lambda: uuid_to_kafka(c.incarnation_id),
                 "zk-migration-ready": lambda: c.zk_migration_ready,
                 "endpoints": lambda: [_endpoint_json(e) for e in c.endpoints],
-                "features": lambda: {f.name: [f.min_version, f.max_version] for f in c.supported_features}})
+                "features": lambda: {f.name: [f.min_version, f.max_version] for f in c.supported_features}},
+                {"endpoints": human_endpoints})
         return DirNode("controllers", lambda: map(str, controllers), make)
 
     # -- topics ---------------------------------------------------------------------------
 
     def topics(self) -> DirNode:
         topics = self.image.topics
-        return DirNode("topics", lambda: topics.by_name.keys(),
-                       lambda n: self.topic(topics.by_name[n], n) if n in topics.by_name else None)
+        return keyed_dir("topics", topics.by_name, lambda shown, name: self.topic(topics.by_name[name], shown))
 
     def topic_ids(self) -> DirNode:
         topics = self.image.topics
@@ -139,9 +145,9 @@ class TreeBuilder:
         def make(n: str) -> Node | None:
             if n in fixed:
                 return fixed[n]()
-            if _is_int(n) and int(n) in topic.partitions:
-                pid = int(n)
-                return FileNode(n, lambda: partition_json(topic_id, pid, topic.partitions[pid]))
+            pid = name_to_int(n)
+            if pid in topic.partitions:
+                return FileNode(n, lambda: partition_json(topic_id, pid, topic.partitions[pid]), human_partition)
             return None
         return DirNode(name, lambda: [*fixed, *map(str, topic.partitions)], make)
 
@@ -149,8 +155,7 @@ class TreeBuilder:
 
     def config_dir(self, name: str, resource: tuple[int, str]) -> DirNode:
         values = self.image.configs.get(resource, {})
-        return DirNode(name, lambda: values.keys(),
-                       lambda k: FileNode(k, lambda: self._config_value(k, values[k])) if k in values else None)
+        return keyed_dir(name, values, lambda shown, key: FileNode(shown, lambda: self._config_value(key, values[key])))
 
     def _config_value(self, key: str, value: str) -> str:
         return REDACTED if is_secret_config(key) and not self.show_secrets else value
@@ -159,35 +164,34 @@ class TreeBuilder:
         by_type: dict[str, dict[str, tuple[int, str]]] = {}
         for resource_type, name in self.image.configs:
             type_name = CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type))
-            by_type.setdefault(type_name, {})[name or "<default>"] = (resource_type, name)
+            by_type.setdefault(type_name, {})[encode_name(name) if name else DEFAULT_NAME] = (resource_type, name)
         return DirNode("configs", lambda: by_type.keys(), lambda t: DirNode(
             t, lambda: by_type[t].keys(), lambda n: self.config_dir(n, by_type[t][n]) if n in by_type[t] else None)
             if t in by_type else None)
 
     def features(self) -> DirNode:
         levels = self.image.features
-        return DirNode("features", lambda: levels.keys(),
-                       lambda n: FileNode(n, lambda: levels[n]) if n in levels else None)
+        return keyed_dir("features", levels, lambda shown, name: FileNode(
+            shown, lambda: levels[name], lambda level: human_feature(name, level)))
 
     def client_quotas(self) -> DirNode:
-        entities = {",".join(f"{t}={n if n is not None else '<default>'}" for t, n in e): e
-                    for e in self.image.client_quotas}
+        entities = {quota_entity_name(e): e for e in self.image.client_quotas}
         return DirNode("client-quotas", lambda: entities.keys(), lambda n: _map_dir(
             n, self.image.client_quotas[entities[n]]) if n in entities else None)
 
     def acls(self) -> DirNode:
         acls = {uuid_to_kafka(k): v for k, v in self.image.acls.items()}
-        return DirNode("acls", lambda: acls.keys(),
-                       lambda n: FileNode(n, lambda: message_to_jsonable(acls[n])) if n in acls else None)
+        return keyed_dir("acls", acls, lambda shown, key: FileNode(
+            shown, lambda: message_to_jsonable(acls[key]), human_acl))
 
     def scram(self) -> DirNode:
         by_mechanism: dict[str, dict[str, Any]] = {}
         for (mechanism, user), record in self.image.scram.items():
             by_mechanism.setdefault(SCRAM_MECHANISMS.get(mechanism, str(mechanism)), {})[user] = record
-        return DirNode("scram", lambda: by_mechanism.keys(), lambda m: DirNode(
-            m, lambda: by_mechanism[m].keys(),
-            lambda u: FileNode(u, lambda: self._scram_json(by_mechanism[m][u])) if u in by_mechanism[m] else None)
-            if m in by_mechanism else None)
+        return keyed_dir("scram", by_mechanism, lambda shown, m: keyed_dir(
+            shown, by_mechanism[m],
+            lambda user_shown, user: FileNode(user_shown, lambda: self._scram_json(by_mechanism[m][user]),
+                                              human_scram)))
 
     def _scram_json(self, record: Any) -> dict:
         data = message_to_jsonable(record)
@@ -197,8 +201,8 @@ class TreeBuilder:
 
     def delegation_tokens(self) -> DirNode:
         tokens = self.image.delegation_tokens
-        return DirNode("delegation-tokens", lambda: tokens.keys(),
-                       lambda n: FileNode(n, lambda: message_to_jsonable(tokens[n])) if n in tokens else None)
+        return keyed_dir("delegation-tokens", tokens,
+                         lambda shown, token_id: FileNode(shown, lambda: message_to_jsonable(tokens[token_id])))
 
     # -- quorum and local -----------------------------------------------------------------
 
@@ -213,11 +217,12 @@ class TreeBuilder:
                                        (state.leader_id if state else -1)),
             "epoch": lambda: FileNode("epoch", lambda: leader.epoch if leader else (state.leader_epoch if state else -1)),
             "kraft-version": lambda: FileNode("kraft-version", lambda: q.kraft_version or 0),
-            "high-watermark": lambda: FileNode("high-watermark", lambda: self.info.end_offset if self.info else None),
+            # offline the high watermark is unknown: what there is, is how far the log was read
+            "read-end-offset": lambda: FileNode("read-end-offset", lambda: self.info.end_offset if self.info else None),
             "voters": lambda: DirNode("voters", lambda: map(str, voters), lambda n: _files(n, {
                 "id": lambda: voters[int(n)]["id"], "directory-id": lambda: voters[int(n)]["directoryId"],
                 "endpoints": lambda: voters[int(n)]["endpoints"], "source": lambda: voters[int(n)]["source"],
-            }) if _is_int(n) and int(n) in voters else None),
+            }) if name_to_int(n) in voters else None),
             # observers are known only to a live leader (DescribeQuorum); offline the directory is empty
             "observers": lambda: static_dir("observers", {}),
             "leader-changes": lambda: DirNode("leader-changes", lambda: changes.keys(), lambda n: FileNode(
@@ -268,9 +273,17 @@ def _tool_version() -> str:
         return "unknown"
 
 
-def _files(name: str, getters: dict[str, Callable[[], Any]]) -> DirNode:
+def quota_entity_name(entity: tuple) -> str:
+    """``user=alice,client-id=<default>``: each part's name encoded, so that a ``,`` or ``=`` in a
+    name (``user=CN=kafka,OU=ops``) cannot be read as a separator."""
+    return ",".join(f"{encode_name(t)}={DEFAULT_NAME if n is None else encode_name(n)}" for t, n in entity)
+
+
+def _files(name: str, getters: dict[str, Callable[[], Any]],
+           human: dict[str, Callable[[Any], Any]] | None = None) -> DirNode:
+    human = human or {}
     return DirNode(name, lambda: getters.keys(),
-                   lambda n: FileNode(n, getters[n]) if n in getters else None)
+                   lambda n: FileNode(n, getters[n], human.get(n)) if n in getters else None)
 
 
 def _endpoint_json(endpoint: Any) -> dict:
@@ -279,11 +292,7 @@ def _endpoint_json(endpoint: Any) -> dict:
 
 
 def _map_dir(name: str, values: Any) -> DirNode:
-    return DirNode(name, lambda: values.keys(), lambda k: FileNode(k, lambda: values[k]) if k in values else None)
-
-
-def _is_int(text: str) -> bool:
-    return text.lstrip("-").isdigit()
+    return keyed_dir(name, values, lambda shown, key: FileNode(shown, lambda: values[key]))
 
 
 def _snake(camel: str) -> str:

@@ -3,7 +3,9 @@
 The tree is built the way the shell builds it (``build_tree(image, info)``) and grown
 lazily: a directory's children are listed only when it is expanded. A new frame swaps the
 root; if the browser is on screen its expanded directories are listed again over the new
-image, otherwise that waits until it is shown.
+image, otherwise that waits until it is shown. Names and paths are the shell's (encoded as
+metashell.tree.nodes says), so a path copied from here works in ``cd``, ``ls`` and ``cat``; the
+detail pane shows what ``cat`` prints, Kafka's enums named.
 """
 
 from __future__ import annotations
@@ -19,15 +21,11 @@ from textual.widgets.tree import TreeNode
 
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
-from metashell.tree.nodes import Node, NodeError, resolve, split_path
+from metashell.tree.nodes import Node, NodeError, join_path, locate, resolve, split_path
 from metashell.shell.commands import render
 from metashell.tree.root import build_tree
 
 Data = tuple[str, bool]  # absolute path, is a directory
-
-
-def _join(base: str, name: str) -> str:
-    return base.rstrip("/") + "/" + name
 
 
 class NodeBrowser(Vertical):
@@ -98,9 +96,9 @@ class NodeBrowser(Vertical):
             if child is None:
                 continue
             if child.is_directory:
-                tree_node.add(Text(name + "/"), data=(_join(path, name), True))
+                tree_node.add(Text(name + "/"), data=(join_path(path, name), True))
             else:
-                tree_node.add_leaf(Text(name), data=(_join(path, name), False))
+                tree_node.add_leaf(Text(name), data=(join_path(path, name), False))
 
     def _find(self, path: str, create: bool) -> TreeNode[Data] | None:
         """The tree node at ``path``, listing directories on the way when ``create``."""
@@ -109,7 +107,7 @@ class NodeBrowser(Vertical):
             if create:
                 self._fill(node)
                 node.expand()
-            target = _join(node.data[0], part) if node.data else "/" + part
+            target = join_path(node.data[0], part) if node.data else "/" + part
             match = next((c for c in node.children if c.data and c.data[0] == target), None)
             if match is None:
                 return None
@@ -119,6 +117,11 @@ class NodeBrowser(Vertical):
     def select_path(self, path: str, focus: bool = True) -> bool:
         """Open the tree down to ``path``, put the cursor there and show it (drill-down)."""
         self.rebuild()
+        if self.root_node is not None:
+            try:
+                path = locate(self.root_node, path)[0]  # as the tree spells it
+            except NodeError:
+                return False
         node = self._find(path, create=True)
         if node is None:
             return False
@@ -159,7 +162,7 @@ class NodeBrowser(Vertical):
         if node.is_directory:
             names = node.child_names()
             return f"{path.rstrip('/')}/  ({len(names)} entries)\n" + "\n".join(names[:200])
-        value: Any = node.value()
+        value: Any = node.human_value()
         return render(value)
 
 

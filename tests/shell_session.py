@@ -1,0 +1,27 @@
+"""A shell session over records written to a real log directory (no tests here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.storage.metadata_log import MetadataLog
+from metashell.shell.session import Session
+from metashell.shell.source import Source
+
+
+def session_over(directory: Path, records: list) -> Session:
+    """A Session on a log directory holding ``records`` in one batch, its output kept in ``lines``."""
+    with MetadataLog.create(directory, fsync_policy="never") as log:
+        log.append(records, epoch=1, timestamp_ms=1)
+    lines: list[str] = []
+    session = Session(Source(log_dir=directory), out=lines.append)
+    session.load()
+    session.lines = lines
+    return session
+
+
+def run(session: Session, line: str) -> list[str]:
+    """The lines ``line`` prints; it must succeed."""
+    session.lines.clear()
+    assert session.run_line(line) == 0, (line, session.lines)
+    return list(session.lines)
