@@ -47,6 +47,12 @@ def _ask(session: Session, line: str) -> list[str]:
     return list(session.lines)
 
 
+def _json(session: Session, line: str):
+    import json
+
+    return json.loads("\n".join(_ask(session, line)))
+
+
 @pytest.mark.parametrize("node", corpus_params(sorted(FACTS)), ids=lambda n: n or "no-corpus")
 def test_node_facts_through_the_shell(node: str) -> None:
     import json
@@ -57,10 +63,11 @@ def test_node_facts_through_the_shell(node: str) -> None:
     session.lines = lines
     session.load()
     assert _ask(session, "ls /topics") == facts["topics"]
-    assert _ask(session, "cat /brokers/*/state") == facts["states"]
-    assert {name: int(level) for name, level in
-            (line.split()[1:] for line in _ask(session, "ls -l /features"))} == facts["features"]
-    assert _ask(session, "cat /quorum/leader /quorum/epoch") == [str(facts["leader"]), str(facts["epoch"])]
+    assert list(_json(session, "cat --json /brokers/*/state").values()) == facts["states"]
+    assert {path.rsplit("/", 1)[1]: level for path, level in
+            _json(session, "cat --json /features/*").items()} == facts["features"]
+    assert _ask(session, "cat /quorum/leader /quorum/epoch") == [
+        "==> /quorum/leader <==", str(facts["leader"]), "", "==> /quorum/epoch <==", str(facts["epoch"])]
     assert len(_ask(session, "ls /quorum/leader-changes")) == facts["leader_changes"]
     assert len(_ask(session, "ls /quorum/voters")) == facts.get("voters", 1)
     summary = dict(line.split(":", 1) for line in _ask(session, "summary"))

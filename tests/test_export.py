@@ -93,7 +93,8 @@ def test_corpus_tables_equal_the_tree(spark, node: str) -> None:
 
     brokers = rows["/brokers"]
     assert [str(b.broker_id) for b in brokers] == _ask(session, "ls /brokers")
-    assert [b.state for b in brokers] == _ask(session, "cat /brokers/*/state")
+    states = json.loads("\n".join(_ask(session, "cat --json /brokers/*/state")))
+    assert [b.state for b in brokers] == list(states.values())
     for b in brokers:
         assert b.partitions_led == len(resolve(root, f"/brokers/{b.broker_id}/leader-of").value())
         assert b.replicas_hosted == len(resolve(root, f"/brokers/{b.broker_id}/replica-of").value())
@@ -105,8 +106,8 @@ def test_corpus_tables_equal_the_tree(spark, node: str) -> None:
     leader = int(_ask(session, "cat /quorum/leader")[0])
     assert [v.node_id for v in rows["/quorum"] if v.is_leader] == ([leader] if leader in
                                                                     [v.node_id for v in rows["/quorum"]] else [])
-    assert {f.name: f.level for f in rows["/features"]} == {
-        name: int(level) for name, level in (line.split()[1:] for line in _ask(session, "ls -l /features"))}
+    levels = json.loads("\n".join(_ask(session, "cat --json /features/*")))
+    assert {f.name: f.level for f in rows["/features"]} == {path.rsplit("/", 1)[1]: v for path, v in levels.items()}
     for c in rows["/configs"]:
         kind = {"topic": "TOPIC", "cluster": "BROKER", "broker": "BROKER"}.get(c.resource_type,
                                                                            c.resource_type.upper())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -41,7 +42,9 @@ def test_navigation_and_listing(session: Session) -> None:
     assert run(session, "cd ..; cd ../brokers/2; cat state") == ["active"]
     assert run(session, "ls -l /brokers/1")[-1] == "-  state  active"
     assert run(session, "ls /brokers /features") == ["/brokers:", "1", "2", "3", "", "/features:", "metadata.version"]
-    assert run(session, "cat /brokers/*/rack") == ["rack-1", "rack-0", "rack-1"]
+    assert run(session, "cat /brokers/*/rack") == ["==> /brokers/1/rack <==", "rack-1", "",
+                                                   "==> /brokers/2/rack <==", "rack-0", "",
+                                                   "==> /brokers/3/rack <==", "rack-1"]
 
 
 def test_find_tree_man_help_history(session: Session) -> None:
@@ -120,10 +123,15 @@ def test_one_shot_modes() -> None:
     assert proc.stdout == "fenced\n"
 
 
+_ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def _read_until(fd: int, needle: bytes, timeout_s: float = 20.0) -> bytes:
+    """What the terminal showed up to ``needle``, control sequences left out: prompt-toolkit may
+    draw a completed word in two writes (``cd /bro``, then ``kers/``)."""
     out = b""
     deadline = time.monotonic() + timeout_s
-    while needle not in out:
+    while needle not in _ESCAPES.sub(b"", out):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise AssertionError(f"never saw {needle!r}; got {out[-400:]!r}")

@@ -8,7 +8,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from metashell.tree.nodes import walk
+from metashell.tree.nodes import has_glob, walk
 from metashell.shell.registry import COMMANDS, ExitShell, ShellError, command
 from metashell.shell.session import Session
 
@@ -17,6 +17,11 @@ def render(value: Any) -> str:
     """A file's value as the shell prints it: text as is, anything else as JSON."""
     if isinstance(value, str):
         return value
+    return render_json(value)
+
+
+def render_json(value: Any) -> str:
+    """Valid JSON whatever the value (text quoted too): for ``cat --json``."""
     return json.dumps(value, indent=2 if isinstance(value, (dict, list)) and value else None, default=str)
 
 
@@ -32,7 +37,10 @@ def _pwd(session: Session, args: argparse.Namespace) -> int:
 cd [PATH]
 
   Changes the current directory; no PATH goes to /. PATH may be relative and use
-  .. and globs that match one directory.
+  .. and globs that match one directory. Names are typed as ls shows them: a
+  character that cannot stand in a path (/ * ? [ ] ' " \\ ; , < > %, spaces) as %XX,
+  e.g. /client-quotas/user=kafka%2Fhost1@REALM; a name of . or .. as %2E or %2E%2E;
+  the empty name as <empty>.
 
   Examples:  cd /topics/orders    cd ..    cd /brokers/1
 """, lambda p: p.add_argument("path", nargs="?", default="/"))
@@ -73,26 +81,46 @@ def _ls(session: Session, args: argparse.Namespace) -> int:
 def _long_line(name: str, node: Any) -> str:
     if node.is_directory:
         return f"d  {name}/"
-    value = node.value()
+    value = node.human_value()
     value = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
     return f"-  {name}  {value if len(value) <= 120 else value[:117] + '...'}"
 
 
 @command("cat", "print files", """
-cat PATH...
+cat [--json] PATH...
 
-  Prints the value of each file: text as is, records and structures as JSON.
+  Prints the value of each file: text as is, records and structures as JSON, with
+  Kafka's enums named (securityProtocol PLAINTEXT, leaderRecoveryState RECOVERED,
+  ACL operations, metadata.version 4.1-IV1 (27)). With several files each is
+  headed by ==> PATH <==, as head does. --json prints valid JSON with Kafka's
+  numbers instead: the file's value for one PATH without globs, else an object of
+  path: value (its shape follows what was typed, not how many files matched).
 
   Examples:  cat /features/metadata.version    cat /topics/orders/0    cat /brokers/*/state
-""", lambda p: p.add_argument("paths", nargs="+"))
+             cat --json /brokers/1/endpoints
+""", lambda p: (p.add_argument("--json", action="store_true"), p.add_argument("paths", nargs="+")))
 def _cat(session: Session, args: argparse.Namespace) -> int:
-    for pattern in args.paths:
-        for path in session.paths(pattern):
-            node = session.node(path)
-            if node.is_directory:
-                raise ShellError(f"{path}: is a directory")
-            session.out(render(node.value()))
+    paths = [path for pattern in args.paths for path in session.paths(pattern)]
+    if args.json:
+        values = {path: _file(session, path).value() for path in paths}
+        one = len(args.paths) == 1 and not has_glob(args.paths[0])
+        session.out(render_json(values[paths[0]] if one else values))
+        return 0
+    for index, path in enumerate(paths):
+        node = _file(session, path)
+        if len(paths) > 1:
+            if index:
+                session.out("")
+            session.out(f"==> {path} <==")
+        session.out(render(node.human_value()))
     return 0
+
+
+def _file(session: Session, path: str) -> Any:
+    node = session.node(path)
+    if node.is_directory:
+        raise ShellError(f"{path}: is a directory")
+    return node
 
 
 @command("find", "find nodes by name and kind", """

@@ -6,6 +6,7 @@ from collections import Counter
 
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
+from metashell.tree.kafka_names import metadata_version_text
 
 
 def min_isr(image: MetadataImage, topic: str) -> int:
@@ -37,7 +38,8 @@ def summarize(image: MetadataImage, info: LoadInfo | None) -> list[str]:
     leader_id = leader.leader_id if leader else (state.leader_id if state else None)
     epoch = leader.epoch if leader else (state.leader_epoch if state else None)
     voters = sorted(quorum_voters(image, info))
-    features = ", ".join(f"{k}={v}" for k, v in sorted(image.features.items())) or "none"
+    level = image.features.get("metadata.version")
+    features = ", ".join(f"{k}={v}" for k, v in sorted(image.features.items()) if k != "metadata.version") or "none"
     lines = [
         f"offset:       {image.provenance.last_offset}" + (f" of {info.log_end_offset - 1}" if info else ""),
         f"brokers:      {len(brokers)} ({', '.join(f'{n} {s}' for s, n in sorted(states.items())) or 'none'})",
@@ -48,6 +50,7 @@ def summarize(image: MetadataImage, info: LoadInfo | None) -> list[str]:
         f"under min ISR: {under_min}",
         f"with ELR:     {with_elr}",
         f"offline replicas: {offline}",
+        f"metadata.version: {metadata_version_text(level) if level is not None else 'none'}",
         f"features:     {features}",
         f"quorum:       leader {leader_id if leader_id is not None else 'unknown'}, "
         f"epoch {epoch if epoch is not None else '-'}, voters {voters or 'unknown'}",
