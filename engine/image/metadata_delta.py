@@ -10,7 +10,10 @@ Kafka's replay semantics (metadata/image/*Delta.java), record by record:
   topic, its partitions and its configs; ClearElrRecord empties ELRs of one topic or all
   (topics without any stay the old image's objects).
 - ConfigRecord with a null value deletes the key; ClientQuotaRecord ``remove`` deletes.
-- Begin/End/AbortTransactionRecord: the records between are applied at End, dropped at Abort.
+- Begin/End/AbortTransactionRecord (KIP-868): the records between are applied at End, dropped
+  at Abort; those of a transaction still open are in no image (Kafka publishes none mid-
+  transaction). ``replay`` says which befell each record; ``open_transaction`` carries an
+  open one to the next delta.
 Records that do not apply (an epoch mismatch, an unknown topic, directories that do not pair
 with the replicas) change nothing and are counted in ``skipped``: an offline reader must not
 stop where Kafka would have refused.
@@ -19,7 +22,7 @@ stop where Kafka would have refused.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from engine.image.metadata_image import (
     BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, FeatureRange, LeaderChange,
@@ -31,11 +34,20 @@ from engine.image.partition_registration import InvalidReplicaDirectories, Parti
 
 _REMOVED = object()
 
+# What ``MetadataDelta.replay`` did with a record (KIP-868 metadata transactions):
+APPLIED = "applied"  # replayed at its place (one that does not apply changes nothing: see ``skipped``)
+PENDING = "pending"  # a transaction is open: kept until its end (a BeginTransactionRecord opens one)
+COMMITTED = "committed"  # an EndTransactionRecord: the open transaction's records are applied now
+ABORTED = "aborted"  # an AbortTransactionRecord: the open transaction's records are dropped
+
 
 class MetadataDelta:
-    """Changes against ``image``; mutable and short-lived, like Kafka's MetadataDelta."""
+    """Changes against ``image``; mutable and short-lived, like Kafka's MetadataDelta.
 
-    def __init__(self, image: MetadataImage):
+    ``open_transaction``: the records of a metadata transaction left open by the previous
+    delta (its ``open_transaction``), so that a transaction can span batches and checkpoints."""
+
+    def __init__(self, image: MetadataImage, open_transaction: Sequence[Any] | None = None):
         self.image = image
         self.skipped = 0
         self._features: dict[str, Any] = {}
@@ -51,31 +63,69 @@ class MetadataDelta:
         self._zk_migration_state: int | None = None
         self._quorum = image.quorum
         self._provenance = image.provenance
-        self._transaction: list | None = None
+        self._transaction: list | None = None if open_transaction is None else list(open_transaction)
 
     # -- entry points -----------------------------------------------------------
 
-    def replay(self, record: Any, offset: int = -1, epoch: int = -1, timestamp_ms: int = -1) -> None:
-        """Apply one record (metadata, control or unknown) at its place in the log."""
+    def replay(self, record: Any, offset: int = -1, epoch: int = -1, timestamp_ms: int = -1) -> str:
+        """Apply one record (metadata, control or unknown) at its place in the log; returns
+        APPLIED, PENDING (kept for the end of the open transaction), COMMITTED or ABORTED."""
         if offset >= 0:
             self._provenance = Provenance(offset, epoch, timestamp_ms)
         handler = _BY_CLASS.get(type(record))
         if handler is not None and self._transaction is None:  # the common case, first
             handler(self, record)
-            return
-        if isinstance(record, ControlRecord):
+            return APPLIED
+        if isinstance(record, ControlRecord):  # the quorum's: never part of a metadata transaction
             self._replay_control(record, offset, epoch, timestamp_ms)
-            return
+            return APPLIED
         if isinstance(record, UnknownRecord):
             self.skipped += 1
-            return
+            return APPLIED
         name = record.record_name
-        if self._transaction is not None and name not in _TRANSACTION_MARKERS:
+        if name in _TRANSACTION_MARKERS:
+            return self._transaction_marker(name)
+        if self._transaction is not None:
             self._transaction.append(record)
-            return
+            return PENDING
         handler = _HANDLERS.get(name)
         if handler is not None:
             handler(self, record)
+        return APPLIED
+
+    @property
+    def open_transaction(self) -> tuple | None:
+        """The records of the metadata transaction open now, in log order (None: none is open).
+        Kafka's loader publishes no image in the middle of a transaction, and neither does
+        ``apply()``: these records are not in it."""
+        return None if self._transaction is None else tuple(self._transaction)
+
+    # -- the state replayed so far (as Kafka's ClusterDelta.broker): for per-record history --
+
+    def broker(self, broker_id: int) -> BrokerRegistration | None:
+        return self._broker(broker_id)
+
+    def topic_name(self, topic_id: Any) -> str | None:
+        return self._topic_name(topic_id)
+
+    def topic_ids(self) -> list:
+        """The ids of the topics that exist as the delta stands."""
+        return self._topic_ids()
+
+    def partitions(self, topic_id: Any) -> Mapping[int, PartitionRegistration]:
+        """The partitions of a topic as the delta stands (empty when there is no such topic);
+        read only, and only until the next ``replay``."""
+        changed = self._topics.get(topic_id)
+        if changed is _REMOVED:
+            return {}
+        if changed is not None:
+            return changed[1]
+        topic = self.image.topics.by_id.get(topic_id)
+        return {} if topic is None else topic.partitions
+
+    def changed_topic_ids(self) -> list:
+        """The topics this delta created, changed or removed (``apply`` rebuilds only these)."""
+        return list(self._topics)
 
     def apply(self) -> MetadataImage:
         """The next image; untouched parts are the old image's own objects."""
@@ -290,16 +340,25 @@ class MetadataDelta:
 
     # -- transactions (KIP-868) --------------------------------------------------------
 
-    def _begin(self, r: Any) -> None:
-        self._transaction = []
-
-    def _end(self, r: Any) -> None:
-        pending, self._transaction = self._transaction or [], None
+    def _transaction_marker(self, name: str) -> str:
+        """Kafka's MetadataBatchLoader state machine. A marker out of place (a Begin inside a
+        transaction, an End or Abort outside one) is a fault there; here it is skipped and
+        the transaction, if any, stays open."""
+        if name == "BeginTransactionRecord":
+            if self._transaction is None:
+                self._transaction = []
+            else:
+                self.skipped += 1
+            return PENDING
+        if self._transaction is None:
+            self.skipped += 1
+            return APPLIED
+        pending, self._transaction = self._transaction, None
+        if name == "AbortTransactionRecord":
+            return ABORTED
         for record in pending:
             self.replay(record)
-
-    def _abort(self, r: Any) -> None:
-        self._transaction = None
+        return COMMITTED
 
     # -- control records: the quorum ---------------------------------------------------
 
@@ -386,15 +445,11 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "RemoveUserScramCredentialRecord": MetadataDelta._remove_scram,
     "DelegationTokenRecord": MetadataDelta._token,
     "RemoveDelegationTokenRecord": MetadataDelta._remove_token,
-    "BeginTransactionRecord": MetadataDelta._begin,
-    "EndTransactionRecord": MetadataDelta._end,
-    "AbortTransactionRecord": MetadataDelta._abort,
 }
 
 
 # record class -> handler, for every version of every handled record type
-_BY_CLASS = {cls: _HANDLERS[cls.record_name] for cls in RECORD_CLASSES.values()
-             if cls.record_name in _HANDLERS and cls.record_name not in _TRANSACTION_MARKERS}
+_BY_CLASS = {cls: _HANDLERS[cls.record_name] for cls in RECORD_CLASSES.values() if cls.record_name in _HANDLERS}
 
 
 def replay_entries(entries, image: MetadataImage | None = None) -> MetadataImage:
