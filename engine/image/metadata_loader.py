@@ -4,6 +4,12 @@ From a directory the loader starts at the newest snapshot at or before the point
 for (or at the log's start when the log reaches back to offset 0), then replays the
 segments up to that point. What it read from is reported in ``LoadInfo``, together
 with the node's ``quorum-state`` and ``meta.properties`` when the directory has them.
+
+``replay_start`` (where a replay of a directory begins: the starting image and offset) and
+``segment_batches`` (the segments' batches from there) are shared with
+engine.image.metadata_history, which keeps checkpoints for repeated questions.
+Records of a metadata transaction still open where the replay stops are in no image, as
+in Kafka (whose loader publishes nothing mid-transaction); a note says so.
 """
 
 from __future__ import annotations
@@ -11,11 +17,11 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Iterator
 
 from engine.common.errors import MetadataError, StorageError
 from engine.storage.log_reader import (
-    LogEntry, entries_by_batch, entries_of_batch, list_log_dir, read_file, resolve_metadata_dir,
+    LogDirListing, LogEntry, entries_by_batch, entries_of_batch, list_log_dir, read_file, resolve_metadata_dir,
 )
 from engine.storage.log_segment import iter_batches, read_segment_bytes
 from engine.storage.meta_properties import MetaProperties, read_meta_properties
@@ -44,7 +50,7 @@ def load_snapshot(path: Path) -> tuple[MetadataImage, LoadInfo]:
     path = Path(path)
     delta = MetadataDelta(MetadataImage())
     header_ts = -1
-    with _collector_paused():
+    with collector_paused():
         for entry in read_file(path, snapshot=True):
             if entry.record.type_name == "SNAPSHOT_HEADER":
                 header_ts = entry.record.message.last_contained_log_timestamp
@@ -57,35 +63,94 @@ def load_snapshot(path: Path) -> tuple[MetadataImage, LoadInfo]:
     return image, LoadInfo(path, snapshot_id, None, end, end, skipped_records=delta.skipped)
 
 
-def load_log_dir(path: Path, *, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
-    """The image of a node's metadata log: the latest, or the last one at or before ``offset``
-    (inclusive) or ``time_ms`` (records stamped at or before it)."""
+@dataclass(frozen=True, slots=True)
+class ReplayStart:
+    """Where a replay of a log directory begins."""
+
+    listing: LogDirListing
+    image: MetadataImage  # a snapshot's (with the quorum of the segments before it), or empty
+    info: LoadInfo  # the snapshot, the node's files and notes; the offsets are the start's
+    begin: int  # the first offset to replay from the segments
+
+    @property
+    def start_offset(self) -> int:
+        """The offset the starting image stands at (-1: the empty image)."""
+        return self.begin - 1 if self.info.snapshot is not None else -1
+
+
+def replay_start(path: Path, *, offset: int | None = None, time_ms: int | None = None,
+                 earliest: bool = False) -> ReplayStart:
+    """The newest snapshot at or before ``offset`` / ``time_ms`` (the newest of all without
+    either), or the log's start when none is; with ``earliest``, the earliest point the
+    directory can rebuild: offset 0, or the oldest snapshot the segments continue from."""
     directory = resolve_metadata_dir(Path(path))
     listing = list_log_dir(directory)
     segments_start = listing.segments[0][0] if listing.segments else None
-    start = _starting_snapshot(listing, offset, time_ms, segments_start)
+    if earliest:
+        begin = earliest_offset(listing)
+        start = next((s for s in listing.snapshots if s[0].end_offset == begin), None)
+    else:
+        start = _starting_snapshot(listing, offset, time_ms, segments_start)
     image, info = (MetadataImage(), LoadInfo(directory)) if start is None else load_snapshot(start[1])
-    begin = 0 if start is None else start[0].end_offset
+    begin = (0 if not earliest else begin) if start is None else start[0].end_offset
     if start is not None and segments_start is not None and segments_start < begin:
         image = replace(image, quorum=_quorum_before(listing, begin))
-    delta = MetadataDelta(image)
     notes: list[str] = []
+    info = replace(info, source=directory, snapshot=start[0] if start else None, first_offset=None,
+                   end_offset=begin, log_end_offset=begin, quorum_state=_quorum_state(directory, notes),
+                   meta=_meta(directory, notes), notes=tuple(notes))
+    return ReplayStart(listing, image, info, begin)
+
+
+def earliest_offset(listing: LogDirListing) -> int:
+    """The first offset a replay of the whole directory starts at: the segments' start when
+    it is 0 (or there is no snapshot), else the end of the oldest snapshot they continue from
+    (the newest snapshot when none is)."""
+    segments, snapshots = listing.segments, listing.snapshots
+    if not segments:
+        return snapshots[-1][0].end_offset if snapshots else 0
+    start = segments[0][0]
+    if start == 0 or not snapshots:
+        return start
+    covered = [s for s, _ in snapshots if s.end_offset >= start]
+    return (covered[0] if covered else snapshots[-1][0]).end_offset
+
+
+def load_log_dir(path: Path, *, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
+    """The image of a node's metadata log: the latest, or the last one at or before ``offset``
+    (inclusive) or ``time_ms`` (records stamped at or before it)."""
+    start = replay_start(path, offset=offset, time_ms=time_ms)
+    begin, listing = start.begin, start.listing
+    delta = MetadataDelta(start.image)
+    notes = list(start.info.notes)
     last = None
     stopped_early = False
-    with _collector_paused():
-        for entry in _segment_entries(listing, begin, notes):
-            if (offset is not None and entry.offset > offset) or (time_ms is not None and entry.timestamp_ms > time_ms):
-                stopped_early = True
+    with collector_paused():
+        for batch in segment_batches(listing, begin, notes):
+            for entry in batch:
+                if (offset is not None and entry.offset > offset) or \
+                        (time_ms is not None and entry.timestamp_ms > time_ms):
+                    stopped_early = True
+                    break
+                delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+                last = entry
+            if stopped_early:
                 break
-            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-            last = entry
         image = delta.apply()
     # read to the end already, unless time travel stopped short: then look at batch headers only
     log_end = max(_log_end_offset(listing) if stopped_early else (last.offset + 1 if last else 0), begin)
-    info = LoadInfo(directory, start[0] if start else None, begin if last else None,
-                    last.offset + 1 if last else begin, log_end, _quorum_state(directory, notes),
-                    _meta(directory, notes), info.skipped_records + delta.skipped, tuple(notes))
-    return image, info
+    end = last.offset + 1 if last else begin
+    notes.extend(open_transaction_notes(delta.open_transaction, end))
+    return image, replace(start.info, first_offset=begin if last else None, end_offset=end, log_end_offset=log_end,
+                          skipped_records=start.info.skipped_records + delta.skipped, notes=tuple(notes))
+
+
+def open_transaction_notes(open_transaction: tuple | None, end_offset: int) -> list[str]:
+    """A note when a metadata transaction is open where the replay stopped."""
+    if open_transaction is None:
+        return []
+    return [f"a metadata transaction is open at offset {end_offset - 1}: its {len(open_transaction)} records "
+            f"so far are not in this image (Kafka applies them at its EndTransactionRecord)"]
 
 
 def _starting_snapshot(listing, offset: int | None, time_ms: int | None, segments_start: int | None):
@@ -137,18 +202,33 @@ def _quorum_before(listing, end_offset: int) -> QuorumImage:
     return delta.apply().quorum
 
 
-def _segment_entries(listing, begin: int, notes: list[str]) -> Iterable[LogEntry]:
+TORN_TAIL_NOTE = "not read, cut short or still being written"
+
+
+def segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: int | None = None,
+                    files_read: list[Path] | None = None) -> Iterator[list[LogEntry]]:
+    """The segments' records at offsets ``begin`` <= offset < ``end``, a list per batch. A torn
+    tail of the last segment is noted, not read. Each file opened is added to ``files_read``."""
     segments = listing.segments
     for index, (base, segment) in enumerate(segments):
         if index + 1 < len(segments) and segments[index + 1][0] <= begin:
             continue
-        is_last = index == len(segments) - 1
-        on_torn = (lambda pos, err: notes.append(f"not read, cut short or still being written: {err.one_line()}")) \
-            if is_last else None
+        if end is not None and base >= end:
+            return
+        on_torn = (lambda pos, err: notes.append(f"{TORN_TAIL_NOTE}: {err.one_line()}")) \
+            if index == len(segments) - 1 else None
+        if files_read is not None:
+            files_read.append(segment)
         for entries in entries_by_batch(segment, on_torn, False):
-            for entry in entries:
-                if entry.offset >= begin:
-                    yield entry
+            if entries and entries[0].offset < begin:
+                entries = [e for e in entries if e.offset >= begin]
+            if end is not None and entries and entries[-1].offset >= end:
+                entries = [e for e in entries if e.offset < end]
+                if entries:
+                    yield entries
+                return
+            if entries:
+                yield entries
 
 
 def _log_end_offset(listing) -> int:
@@ -192,7 +272,7 @@ def _snapshot_id_of(path: Path) -> SnapshotId | None:
     return parse_snapshot_name(path.name)
 
 
-class _collector_paused:
+class collector_paused:
     """Pause the cyclic GC while an image is built: the heap only grows during a load,
     and rescanning it over and over would cost more than the load (see docs/performance.md)."""
 

@@ -1,0 +1,313 @@
+"""A metadata log replayed once, with checkpoints: the image at any offset or time, on demand.
+
+``MetadataHistory`` reads the segments of a log directory once, from a starting point (a
+snapshot, or the log's start), replays them batch by batch through MetadataDelta, and keeps
+every entry it read (decoded), checkpoint images, and the few images asked for last. The
+image at an offset or a time is then a replay of at most about CHECKPOINT_RECORDS records
+from the nearest checkpoint: the files are not read again. The dashboard's History, the
+shell's ``seek`` (through its Source) and the export's ``images_at`` all ask it.
+
+Checkpoints: every CHECKPOINT_RECORDS records (at a batch end) and the last record. With an
+observer, which sees the images before and after every batch, also every batch end whose
+image costs little memory (images are immutable and share what a batch did not touch).
+
+A history opened at the newest snapshot (the shell's: a fast first answer) reaches back on
+demand: asked for a point before its start, it reads an older span of the log once, from the
+newest snapshot (or the log's start) at or before that point up to where the next span
+begins, and keeps it for the next question.
+
+A metadata transaction (KIP-868) is carried from batch to batch and checkpoint to checkpoint
+(``MetadataDelta.open_transaction``); one still open at a point is in no image of it, as in
+Kafka, and the LoadInfo of that point says so in a note.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import OrderedDict
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterable, NamedTuple, Protocol
+
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import (
+    TORN_TAIL_NOTE, LoadInfo, collector_paused, load_snapshot, open_transaction_notes, replay_start, segment_batches,
+)
+from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir
+
+CHECKPOINT_RECORDS = 1000  # at most about this many records replayed per question
+CHEAP_BATCH_IMAGE = 2048  # mapping entries a batch-end image may add and still be kept ...
+BATCH_IMAGE_BUDGET = 1_000_000  # ... and all of them together
+RECENT_IMAGES = 8  # images built last, so stepping replays from the one shown, not a checkpoint
+
+
+class ReplayState(NamedTuple):
+    image: MetadataImage
+    open_transaction: tuple | None  # records of a metadata transaction open at this point
+    skipped: int  # records replay passed over since the history's start
+
+
+class ReplayedBatch(NamedTuple):
+    before: MetadataImage
+    after: MetadataImage
+    entries: list[LogEntry]
+    last_index: int  # of the batch's last entry in ``MetadataHistory.entries``
+    in_transaction: bool  # a metadata transaction is open after it
+
+
+class ReplayObserver(Protocol):
+    """Sees the single pass: the starting image, then every batch's images before and after."""
+
+    def replay_started(self, image: MetadataImage, start_offset: int) -> None:
+        ...
+
+    def batch_replayed(self, batch: ReplayedBatch) -> None:
+        ...
+
+
+class MetadataHistory:
+    """The entries of a log from a starting image on, and the image after any of them."""
+
+    def __init__(self, info: LoadInfo, start: MetadataImage, batches: Iterable[list[LogEntry]], start_offset: int,
+                 *, observer: ReplayObserver | None = None, listing: LogDirListing | None = None,
+                 files_read: list[Path] | None = None):
+        self.info = info  # the whole history's: as of its last record
+        self.start_image = start
+        self.start_offset = start_offset  # the starting image's offset (-1: the empty image)
+        self.entries: list[LogEntry] = []
+        self.offsets: list[int] = []
+        self.ts_max: list[int] = []  # running maximum of timestamps: at_time as the loader's time_ms
+        self.batch_starts: list[int] = []  # offset of each batch's first record
+        self.batch_ends: list[int] = []  # entry index of each batch's last record
+        self.skipped = 0  # records replay passed over (see MetadataDelta.skipped)
+        self.files_read: list[Path] = files_read if files_read is not None else []  # segments, once each
+        self._listing = listing
+        self._begin = start_offset + 1  # the first offset replayed from the segments
+        self._notes = info.notes
+        self._read_size: tuple | None = None  # the segments' names and sizes when read (see read_new)
+        self._start_skipped = info.skipped_records  # the snapshot's own
+        self._checkpoints: dict[int, ReplayState] = {-1: ReplayState(start, None, 0)}
+        self._checkpoint_idx: list[int] = [-1]
+        self._recent: OrderedDict[int, ReplayState] = OrderedDict()
+        self._older: list[MetadataHistory] = []  # spans before the starting snapshot, read on demand
+        if observer is not None:
+            observer.replay_started(start, start_offset)
+        with collector_paused():  # the heap only grows during the pass
+            self._replay_all(batches, observer)
+        self.first_offset = self.offsets[0] if self.offsets else start_offset
+        self.last_offset = self.offsets[-1] if self.offsets else start_offset
+        self.info = self.info_at(len(self.entries) - 1)
+
+    # -- opening --------------------------------------------------------------------------
+
+    @classmethod
+    def open_log_dir(cls, path: Path | str, *, offset: int | None = None, time_ms: int | None = None,
+                     earliest: bool = False, observer: ReplayObserver | None = None) -> MetadataHistory:
+        """Read a log directory to its end from the newest snapshot at or before ``offset`` /
+        ``time_ms`` (the newest of all without either), or, with ``earliest``, from the
+        earliest point it can rebuild (offset 0, or the oldest snapshot the segments continue from)."""
+        start = replay_start(Path(path), offset=offset, time_ms=time_ms, earliest=earliest)
+        notes = list(start.info.notes)
+        files: list[Path] = []
+        size = _size(start.listing)  # before reading: what is appended meanwhile is new to read_new
+        history = cls(start.info, start.image, segment_batches(start.listing, start.begin, notes, files_read=files),
+                      start.start_offset, observer=observer, listing=start.listing, files_read=files)
+        history._begin = start.begin
+        history._read_size = size
+        newest = start.listing.latest_snapshot
+        end = history.info.end_offset
+        if newest is not None and newest[0].end_offset > end:  # Kafka would start from it
+            notes.append(f"the newest snapshot ({newest[1].name}) is past the log's end ({end}): "
+                         "this history stops before it")
+        history._notes = tuple(notes)
+        history.info = history.info_at(len(history.entries) - 1)
+        return history
+
+    def read_new(self) -> bool:
+        """Read what was appended to the log since it was read (a running node's directory):
+        False, reading nothing, when its segments are as they were."""
+        if self._listing is None or self._read_size is None:
+            return False
+        listing = list_log_dir(self._listing.path)
+        size = _size(listing)
+        if size == self._read_size:
+            return False
+        notes: list[str] = []
+        begin = self.last_offset + 1 if self.offsets else self._begin
+        with collector_paused():
+            self._replay_all(segment_batches(listing, begin, notes, files_read=self.files_read), None)
+        self._listing, self._read_size = listing, size
+        self._notes = tuple(n for n in self._notes if not n.startswith(TORN_TAIL_NOTE)) + tuple(notes)
+        self.last_offset = self.offsets[-1] if self.offsets else self.start_offset
+        self.first_offset = self.offsets[0] if self.offsets else self.start_offset
+        self.info = self.info_at(len(self.entries) - 1)
+        return True
+
+    @classmethod
+    def of_snapshot(cls, path: Path | str) -> MetadataHistory:
+        """One point: a snapshot file's image."""
+        image, info = load_snapshot(Path(path))
+        return cls(info, image, (), image.provenance.last_offset)
+
+    # -- the single pass ----------------------------------------------------------------------
+
+    def _replay_all(self, batches: Iterable[list[LogEntry]], observer: ReplayObserver | None) -> None:
+        """Replay ``batches`` after the last entry (whose state is always a checkpoint)."""
+        state = self._checkpoints[self._checkpoint_idx[-1]]
+        delta = MetadataDelta(state.image, state.open_transaction)
+        since_checkpoint = kept_cost = 0
+        offsets, ts_max, entries = self.offsets, self.ts_max, self.entries
+        for batch in batches:
+            for entry in batch:
+                ts = entry.timestamp_ms
+                delta.replay(entry.record, entry.offset, entry.leader_epoch, ts)
+                offsets.append(entry.offset)
+                ts_max.append(ts if not ts_max or ts > ts_max[-1] else ts_max[-1])
+            entries.extend(batch)
+            last = len(entries) - 1
+            self.batch_starts.append(batch[0].offset)
+            self.batch_ends.append(last)
+            since_checkpoint += len(batch)
+            if observer is None and since_checkpoint < CHECKPOINT_RECORDS:
+                continue  # one delta across batches until the next checkpoint: the loader's pace
+            before, after = state.image, delta.apply()
+            self.skipped += delta.skipped
+            state = ReplayState(after, delta.open_transaction, self.skipped)
+            cost = 0
+            if observer is not None:
+                observer.batch_replayed(ReplayedBatch(before, after, batch, last, state.open_transaction is not None))
+                cost = _image_cost(before, after, delta)
+            if since_checkpoint >= CHECKPOINT_RECORDS or (
+                    cost <= CHEAP_BATCH_IMAGE and kept_cost + cost <= BATCH_IMAGE_BUDGET):
+                if since_checkpoint < CHECKPOINT_RECORDS:
+                    kept_cost += cost
+                self._checkpoint(last, state)
+                since_checkpoint = 0
+            delta = MetadataDelta(after, state.open_transaction)
+        last = len(entries) - 1
+        if last not in self._checkpoints:  # the latest image: the one asked for most
+            self.skipped += delta.skipped
+            self._checkpoint(last, ReplayState(delta.apply(), delta.open_transaction, self.skipped))
+
+    def _checkpoint(self, index: int, state: ReplayState) -> None:
+        self._checkpoints[index] = state
+        self._checkpoint_idx.append(index)
+
+    # -- questions ------------------------------------------------------------------------------
+
+    @property
+    def checkpoints(self) -> tuple[int, ...]:
+        """The entry indexes whose image is kept (-1: the starting image)."""
+        return tuple(self._checkpoint_idx)
+
+    def index_of(self, offset: int) -> int:
+        """The entry index of the last record at or before ``offset``; -1 for the starting image."""
+        return bisect_right(self.offsets, offset) - 1
+
+    def index_at_time(self, time_ms: int) -> int:
+        """As ``load_log_dir(time_ms=)``: the record before the first one stamped after ``time_ms``."""
+        return bisect_right(self.ts_max, time_ms) - 1
+
+    def state_at(self, index: int) -> ReplayState:
+        """The state once the entry at ``index`` is applied (-1: the starting image)."""
+        state = self._checkpoints.get(index) or self._recent.get(index)
+        if state is not None:
+            self._recent.pop(index, None)
+            self._recent[index] = state
+            return state
+        base = self._checkpoint_idx[bisect_right(self._checkpoint_idx, index) - 1]
+        base = max([base, *(r for r in self._recent if base < r < index)])
+        base_state = self._checkpoints.get(base) or self._recent[base]
+        delta = MetadataDelta(base_state.image, base_state.open_transaction)
+        for entry in self.entries[base + 1:index + 1]:
+            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        state = self._recent[index] = ReplayState(delta.apply(), delta.open_transaction,
+                                                  base_state.skipped + delta.skipped)
+        if len(self._recent) > RECENT_IMAGES:
+            self._recent.popitem(last=False)
+        return state
+
+    def image_at_index(self, index: int) -> MetadataImage:
+        return self.state_at(index).image
+
+    def info_at(self, index: int) -> LoadInfo:
+        """What the loader would report for the image after the entry at ``index``."""
+        begin = self._begin
+        state = self.state_at(index) if index >= 0 else self._checkpoints[-1]
+        end = self.entries[index].offset + 1 if index >= 0 else begin
+        log_end = max(self.offsets[-1] + 1 if self.offsets else 0, begin)
+        notes = self._notes + tuple(open_transaction_notes(state.open_transaction, end))
+        return replace(self.info, first_offset=begin if index >= 0 else None, end_offset=end, log_end_offset=log_end,
+                       skipped_records=self._start_skipped + state.skipped, notes=notes)
+
+    def image_at(self, *, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
+        """As ``load_log_dir``: the latest image, or the one at or before ``offset`` (inclusive) or
+        ``time_ms``. A point before this history's starting snapshot is answered by an older span
+        of the log, read once (from the newest snapshot at or before it, as the loader would)."""
+        history = self._span_for(offset, time_ms)
+        if offset is not None:
+            index = history.index_of(offset)
+        elif time_ms is not None:
+            index = history.index_at_time(time_ms)
+        else:
+            index = len(history.entries) - 1
+        return history.image_at_index(index), history.info_at(index)
+
+    # -- reaching back -------------------------------------------------------------------------
+
+    def _before_start(self, offset: int | None, time_ms: int | None) -> bool:
+        if self.info.snapshot is None or self._listing is None:
+            return False  # nothing older to read: the start is the log's
+        if offset is not None:
+            return offset < self.start_offset
+        return time_ms is not None and time_ms < self.start_image.provenance.last_timestamp_ms
+
+    def _span_for(self, offset: int | None, time_ms: int | None) -> MetadataHistory:
+        """This history, or the older span that starts last at or before the point (read now
+        if none does: up to where the next span begins)."""
+        if not self._before_start(offset, time_ms):
+            return self
+        for span in self._older:  # newest start first
+            if not span._before_start(offset, time_ms):
+                return span
+        start = replay_start(self.info.source, offset=offset, time_ms=time_ms)  # an error when nothing is older
+        end = min([span._begin for span in self._older if span._begin > start.begin] + [self._begin])
+        notes = list(start.info.notes)
+        span = MetadataHistory(start.info, start.image,
+                               segment_batches(start.listing, start.begin, notes, end=end, files_read=self.files_read),
+                               start.start_offset, listing=start.listing, files_read=self.files_read)
+        span._begin, span._notes = start.begin, tuple(notes)
+        span.info = span.info_at(len(span.entries) - 1)
+        self._older.append(span)
+        self._older.sort(key=lambda h: h.start_offset, reverse=True)
+        return span
+
+
+def _size(listing: LogDirListing) -> tuple:
+    """The segments' names and sizes: what changes when a node appends to its log."""
+    return tuple((path.name, _file_size(path)) for _, path in listing.segments)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # deleted since listed (retention): the next listing will not name it
+        return -1
+
+
+def _image_cost(before: MetadataImage, after: MetadataImage, delta: MetadataDelta) -> int:
+    """About how many mapping entries ``after`` holds that ``before`` did not share."""
+    cost = 0
+    if after.topics is not before.topics:
+        by_id = after.topics.by_id
+        cost += 2 * len(by_id)
+        for topic_id in delta.changed_topic_ids():
+            topic = by_id.get(topic_id)
+            if topic is not None:
+                cost += len(topic.partitions)
+    if after.cluster is not before.cluster:
+        cost += len(after.cluster.brokers)
+    if after.configs is not before.configs:
+        cost += len(after.configs)
+    return cost
