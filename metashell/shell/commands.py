@@ -174,9 +174,10 @@ def _draw(session: Session, node: Any, prefix: str, depth: int) -> None:
 @command("seek", "move the image to a point in the log's history", """
 seek OFFSET | seek --time TIME | seek latest
 
-  Reloads the image as it was right after OFFSET, or after the last record stamped at
-  or before TIME (ISO 8601, e.g. 2025-05-16T03:42:00Z, or epoch milliseconds).
-  Needs a log directory (--log-dir).
+  Moves the image to right after OFFSET, or after the last record stamped at or before
+  TIME (ISO 8601, e.g. 2025-05-16T03:42:00Z, or epoch milliseconds). Needs a log
+  directory (--log-dir). The log is read once and replayed from kept checkpoints;
+  seek latest also reads what a running node appended since.
 
   Examples:  seek 1200    seek --time 2025-05-16T03:42:00Z    seek latest
 """, lambda p: (p.add_argument("offset", nargs="?"), p.add_argument("--time")))

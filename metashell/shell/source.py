@@ -1,13 +1,21 @@
-"""Where the shell's image comes from, and how to move it in time."""
+"""Where the shell's image comes from, and how to move it in time.
+
+A log directory is read once, into a MetadataHistory (engine.image.metadata_history), from
+its newest snapshot at or before the first point asked for; ``seek`` then replays from the
+history's checkpoints instead of reading the log again. A point before that snapshot reads
+the older span of the log once; ``seek latest`` reads what a running node appended since
+(nothing when the segments' sizes are as they were).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.common.errors import ConfigError
+from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import LoadInfo, load_log_dir, load_snapshot
+from engine.image.metadata_loader import LoadInfo, load_snapshot
 
 
 @dataclass
@@ -16,13 +24,23 @@ class Source:
 
     snapshot: Path | None = None
     log_dir: Path | None = None
+    _history: MetadataHistory | None = field(default=None, init=False, repr=False, compare=False)
 
     def load(self, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
         if self.log_dir is not None:
-            return load_log_dir(self.log_dir, offset=offset, time_ms=time_ms)
+            if self._history is None:
+                self._history = MetadataHistory.open_log_dir(self.log_dir, offset=offset, time_ms=time_ms)
+            elif offset is None and time_ms is None:
+                self._history.read_new()  # the latest: what a running node appended since
+            return self._history.image_at(offset=offset, time_ms=time_ms)
         if offset is not None or time_ms is not None:
             raise ConfigError("seek needs a log directory (--log-dir): a snapshot holds one point in time")
         return load_snapshot(self.snapshot)
+
+    @property
+    def history(self) -> MetadataHistory | None:
+        """The log directory's history, once a ``load`` has read it (None before, and for a snapshot)."""
+        return self._history
 
     @property
     def description(self) -> str:
