@@ -1,38 +1,47 @@
 """History tables, from a log directory: pure Python, no pyspark.
 
-``history_rows(log_dir)`` reads the log's segments (not its snapshots: a snapshot is a
-state, not history) once and gives four tables: ``records`` (every record, its JSON
-with secrets redacted), ``partition_changes`` (partition creations and changes, with the
-partition's state after each), ``broker_fencing`` (registrations, fencing, controlled
-shutdown) and ``leader_changes`` (the quorum's LeaderChangeMessages). ``start``/``end``
-keep rows with start <= offset <= end; state is tracked from the log's beginning regardless.
+``history_rows(log_dir)`` replays the log once through MetadataDelta, from the earliest point
+the directory can rebuild (offset 0, or the oldest snapshot the segments continue from: the
+partitions and brokers that snapshot holds are known from the first row on), and gives four
+tables: ``records`` (every record replayed, its JSON with secrets redacted),
+``partition_changes`` (partition creations and changes, and the partitions a ClearElrRecord
+cleared, with the partition's state after each), ``broker_fencing`` (registrations, fencing,
+controlled shutdown) and ``leader_changes`` (the quorum's LeaderChangeMessages). ``start``/
+``end`` keep rows with start <= offset <= end; the state is replayed from the start regardless.
+
+Every state column is read from the delta after the record, so it is the image's own:
+- records of a metadata transaction (KIP-868) take effect together at its
+  EndTransactionRecord: their rows show the state once it committed;
+- records of an aborted transaction (its markers included) have ``aborted`` true and change
+  no state: their rows show the state as it stayed;
+- records of a transaction still open where the log (or ``end``) stops have ``aborted`` null:
+  Kafka has not applied them, and their rows show the state without them.
+Rows come in log order: those of a transaction are written when it ends.
 
 ``images_at(log_dir, offsets)``: the partitions table of the image at each offset, with an
-``as_of_offset`` column, so "ISR over time" is a query.
-
-Records inside a metadata transaction are reported as they stand in the log (the image
-applies them at the EndTransactionRecord).
+``as_of_offset`` column, so "ISR over time" is a query. The log is read once for all offsets.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from engine.common.kafka_uuid import uuid_to_kafka
-from engine.storage.log_reader import read_log_dir
-from engine.image.metadata_loader import load_log_dir
+from engine.image.metadata_delta import ABORTED, APPLIED, COMMITTED, PENDING, MetadataDelta
+from engine.image.metadata_history import MetadataHistory
+from engine.image.metadata_loader import replay_start, segment_batches
 from engine.image.partition_registration import PartitionRegistration
 from engine.records.record_json import dumps, record_to_jsonable
+from engine.storage.log_reader import LogEntry
 from metashell.export.schemas import column_names
 from metashell.export.tables import Table, partitions_table
 from metashell.tree.tree_layout import redact_record_json
 
 HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "leader_changes")
 
-
-def _list(values) -> list | None:
-    return None if values is None else list(values)
+_BROKER_EVENTS = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
+                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD")
 
 
 def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | None = None,
@@ -42,106 +51,149 @@ def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | No
     unknown = wanted - set(HISTORY_TABLES)
     if unknown:
         raise ValueError(f"unknown history table {sorted(unknown)[0]!r} (known: {', '.join(HISTORY_TABLES)})")
-    records: list[tuple] = []
-    changes: list[tuple] = []
-    fencing: list[tuple] = []
-    leaders: list[tuple] = []
-    topic_names: dict = {}
-    partitions: dict[tuple, PartitionRegistration] = {}
-    brokers: dict[int, list] = {}  # id -> [epoch, fenced, in_controlled_shutdown]
-    want_records, want_changes, want_fencing = "records" in wanted, "partition_changes" in wanted, \
-        "broker_fencing" in wanted
-    for entry in read_log_dir(Path(log_dir), use_snapshot=False):
-        offset = entry.offset
-        if end is not None and offset > end:
+    begin = replay_start(Path(log_dir), earliest=True)
+    rows = _Rows(MetadataDelta(begin.image), wanted, start)
+    notes: list[str] = []
+    for batch in segment_batches(begin.listing, begin.begin, notes):
+        if end is not None and batch[0].offset > end:
             break
-        keep = start is None or offset >= start
+        for entry in batch:
+            if end is not None and entry.offset > end:
+                break
+            rows.replay(entry)
+    rows.finish()
+    return {kind: Table(kind, column_names(kind), rows.out[kind]) for kind in HISTORY_TABLES if kind in wanted}
+
+
+class _Rows:
+    """The rows of one pass. Rows wait while a transaction is open: whether its records were
+    aborted, and the state they leave, are known at its end."""
+
+    def __init__(self, delta: MetadataDelta, wanted: set[str], start: int | None):
+        self.delta = delta
+        self.start = start
+        self.want_records, self.want_changes = "records" in wanted, "partition_changes" in wanted
+        self.want_fencing, self.want_leaders = "broker_fencing" in wanted, "leader_changes" in wanted
+        self.out: dict[str, list[tuple]] = {kind: [] for kind in HISTORY_TABLES}
+        self.names: dict = {}  # topic id -> name, from TopicRecords (an aborted creation's too)
+        self.waiting: list[tuple[LogEntry, Any, bool]] = []  # (entry, what it cleared, in the transaction)
+
+    def replay(self, entry: LogEntry) -> None:
         record = entry.record
         name = getattr(record, "type_name", None)
-        if keep and want_records:
-            data = redact_record_json(record_to_jsonable(record))
-            payload = data.get("data", data)
-            records.append((offset, entry.leader_epoch, entry.timestamp_ms, entry.control, data.get("type"),
-                            data.get("version") if not entry.control else None, dumps(payload)))
         if name == "TOPIC_RECORD":
-            topic_names[record.topic_id] = record.name
+            self.names[record.topic_id] = record.name
+        cleared = self._elr_holders(record) if name == "CLEAR_ELR_RECORD" else None
+        outcome = self.delta.replay(record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        if outcome is APPLIED and not self.waiting:
+            self._emit(entry, cleared, False)
+        elif outcome is APPLIED or outcome is PENDING:
+            self.waiting.append((entry, cleared, outcome is PENDING))
+        elif outcome is COMMITTED or outcome is ABORTED:
+            self.waiting.append((entry, cleared, True))
+            self._flush(outcome is ABORTED)
+
+    def finish(self) -> None:
+        """A transaction still open: its rows, ``aborted`` null."""
+        self._flush(None)
+
+    def _flush(self, aborted: bool | None) -> None:
+        waiting, self.waiting = self.waiting, []
+        for entry, cleared, in_transaction in waiting:
+            self._emit(entry, cleared, aborted if in_transaction else False)
+
+    # -- one record's rows, with the state as the delta now stands ---------------------------
+
+    def _emit(self, entry: LogEntry, cleared: list | None, aborted: bool | None) -> None:
+        offset = entry.offset
+        if self.start is not None and offset < self.start:
+            return
+        record, out = entry.record, self.out
+        name = getattr(record, "type_name", None)
+        if self.want_records:
+            data = redact_record_json(record_to_jsonable(record))
+            out["records"].append((offset, entry.leader_epoch, entry.timestamp_ms, entry.control, data.get("type"),
+                                   data.get("version") if not entry.control else None,
+                                   dumps(data.get("data", data)), aborted))
+        if entry.control:
+            if name == "LEADER_CHANGE" and self.want_leaders:
+                m = record.message
+                out["leader_changes"].append((offset, entry.timestamp_ms, entry.leader_epoch, m.leader_id,
+                                              [v.voter_id for v in m.voters],
+                                              [v.voter_id for v in m.granting_voters]))
         elif name in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
-            key = (record.topic_id, record.partition_id)
-            if name == "PARTITION_RECORD":
-                after = partitions[key] = PartitionRegistration.from_record(record)
-            else:
-                before = partitions.get(key)
-                after = partitions[key] = before.merge(record) if before is not None else None
-                if after is None:
-                    del partitions[key]
-            if keep and want_changes:
-                v = getattr(record, "__version__", 0)
-                changes.append((
-                    offset, entry.timestamp_ms, name, topic_names.get(record.topic_id), uuid_to_kafka(record.topic_id),
-                    record.partition_id, record.leader, _list(record.isr), _list(record.replicas),
-                    _list(record.adding_replicas), _list(record.removing_replicas),
-                    _list(record.eligible_leader_replicas) if v >= 2 else None,
-                    _list(record.last_known_elr) if v >= 2 else None, record.leader_recovery_state,
-                    *((after.leader, after.leader_epoch, after.partition_epoch, list(after.isr), list(after.replicas),
-                       list(after.elr)) if after is not None else (None,) * 6)))
-        elif name == "REMOVE_TOPIC_RECORD":
-            for key in [k for k in partitions if k[0] == record.topic_id]:
-                del partitions[key]
-        elif name in _BROKER_EVENTS:
-            row = _broker_event(name, record, brokers)
-            if keep and want_fencing:
-                fencing.append((offset, entry.timestamp_ms, *row))
-        elif entry.control and name == "LEADER_CHANGE" and keep:
-            m = record.message
-            leaders.append((offset, entry.timestamp_ms, entry.leader_epoch, m.leader_id,
-                            [v.voter_id for v in m.voters], [v.voter_id for v in m.granting_voters]))
-    out = {"records": records, "partition_changes": changes, "broker_fencing": fencing, "leader_changes": leaders}
-    return {kind: Table(kind, column_names(kind), out[kind]) for kind in HISTORY_TABLES if kind in wanted}
+            if self.want_changes:
+                out["partition_changes"].append(self._change_row(entry, name, aborted))
+        elif name == "CLEAR_ELR_RECORD":
+            if self.want_changes:
+                for topic_id, partition_id in cleared or ():
+                    out["partition_changes"].append(self._clear_row(entry, topic_id, partition_id, aborted))
+        elif name in _BROKER_EVENTS and self.want_fencing:
+            out["broker_fencing"].append((offset, entry.timestamp_ms, *self._broker_row(name, record), aborted))
 
+    def _topic(self, topic_id) -> tuple[str | None, str]:
+        return self.delta.topic_name(topic_id) or self.names.get(topic_id), uuid_to_kafka(topic_id)
 
-_BROKER_EVENTS = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
-                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD")
+    def _after(self, topic_id, partition_id) -> tuple:
+        after = self.delta.partitions(topic_id).get(partition_id)
+        if after is None:  # not there: its creation is not in the log, was aborted or is pending
+            return (None,) * 6
+        return (after.leader, after.leader_epoch, after.partition_epoch, list(after.isr), list(after.replicas),
+                list(after.elr))
 
+    def _change_row(self, entry: LogEntry, name: str, aborted: bool | None) -> tuple:
+        r = entry.record
+        v = getattr(r, "__version__", 0)
+        return (entry.offset, entry.timestamp_ms, name, *self._topic(r.topic_id), r.partition_id, r.leader,
+                _list(r.isr), _list(r.replicas), _list(r.adding_replicas), _list(r.removing_replicas),
+                _list(r.eligible_leader_replicas) if v >= 2 else None, _list(r.last_known_elr) if v >= 2 else None,
+                r.leader_recovery_state, *self._after(r.topic_id, r.partition_id), aborted)
 
-def _broker_event(name: str, r, brokers: dict[int, list]) -> tuple:
-    """(broker_id, broker_epoch, event, fenced after, in controlled shutdown after), with the
-    image's rules: a change applies only at the broker's current epoch."""
-    if name == "REGISTER_BROKER_RECORD":
-        state = brokers[r.broker_id] = [r.broker_epoch, bool(r.fenced), bool(getattr(r, "in_controlled_shutdown",
-                                                                                       False))]
-        return r.broker_id, r.broker_epoch, "register", state[1], state[2]
-    if name in ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD"):
-        broker_id, epoch = r.id, r.epoch
-        event = "fence" if name == "FENCE_BROKER_RECORD" else "unfence"
-        state = brokers.get(broker_id)
-        if state is not None and state[0] == epoch:
-            state[1] = event == "fence"
-    else:
-        broker_id, epoch = r.broker_id, r.broker_epoch
-        state = brokers.get(broker_id)
-        if name == "UNREGISTER_BROKER_RECORD":
-            event = "unregister"
-            if state is not None and state[0] == epoch:
-                del brokers[broker_id]
-                return broker_id, epoch, event, None, None
+    def _clear_row(self, entry: LogEntry, topic_id, partition_id: int, aborted: bool | None) -> tuple:
+        """A ClearElrRecord as the change it is to one partition: ELR and last-known ELR emptied."""
+        return (entry.offset, entry.timestamp_ms, "CLEAR_ELR_RECORD", *self._topic(topic_id), partition_id, -2,
+                None, None, None, None, [], [], -1, *self._after(topic_id, partition_id), aborted)
+
+    def _elr_holders(self, record) -> list[tuple]:
+        """The partitions a ClearElrRecord names that hold an ELR or last-known ELR now."""
+        delta = self.delta
+        ids = [t for t in delta.topic_ids() if not record.topic_name or delta.topic_name(t) == record.topic_name]
+        return [(t, pid) for t in ids for pid, reg in sorted(delta.partitions(t).items())
+                if reg.elr or reg.last_known_elr]
+
+    def _broker_row(self, name: str, r) -> tuple:
+        """(broker_id, broker_epoch, event, fenced after, in controlled shutdown after); the state
+        is null unless the broker is registered at the record's epoch after it."""
+        if name in ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD"):
+            broker_id, epoch = r.id, r.epoch
+            event = "fence" if name == "FENCE_BROKER_RECORD" else "unfence"
         else:
-            fence = {1: "fence", -1: "unfence"}.get(r.fenced)
-            shutdown = getattr(r, "in_controlled_shutdown", 0) == 1
-            event = "controlled_shutdown" if shutdown else (fence or "change")
-            if state is not None and state[0] == epoch:
-                if fence:
-                    state[1] = fence == "fence"
-                if shutdown:
-                    state[2] = True
-    if state is None or state[0] != epoch:
-        return broker_id, epoch, event, None, None
-    return broker_id, epoch, event, state[1], state[2]
+            broker_id, epoch = r.broker_id, r.broker_epoch
+            if name == "REGISTER_BROKER_RECORD":
+                event = "register"
+            elif name == "UNREGISTER_BROKER_RECORD":
+                event = "unregister"
+            elif getattr(r, "in_controlled_shutdown", 0) == 1:
+                event = "controlled_shutdown"
+            else:
+                event = {1: "fence", -1: "unfence"}.get(r.fenced, "change")
+        after = self.delta.broker(broker_id)
+        if after is None or after.epoch != epoch:
+            return broker_id, epoch, event, None, None
+        return broker_id, epoch, event, after.fenced, after.in_controlled_shutdown
+
+
+def _list(values) -> list | None:
+    return None if values is None else list(values)
 
 
 def images_at(log_dir: Path | str, offsets: Iterable[int]) -> Table:
     """The partitions of the image at (or just before) each offset, each row led by ``as_of_offset``."""
+    points = sorted(set(offsets))
     rows: list[tuple] = []
-    for offset in sorted(set(offsets)):
-        image, _ = load_log_dir(Path(log_dir), offset=offset)
-        rows.extend((offset, *row) for row in partitions_table(image).rows)
+    if points:
+        history = MetadataHistory.open_log_dir(Path(log_dir), offset=points[0])  # read once, for every point
+        for offset in points:
+            image, _ = history.image_at(offset=offset)
+            rows.extend((offset, *row) for row in partitions_table(image).rows)
     return Table("partitions_over_time", column_names("partitions_over_time"), rows)

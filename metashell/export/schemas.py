@@ -121,12 +121,15 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("type", "string", "record type, e.g. PARTITION_CHANGE_RECORD, LEADER_CHANGE"),
         ("version", "int", "record version; null for control records"),
         ("payload_json", "string", "the record's data in Kafka's JSON form, secrets redacted"),
+        ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted, its markers included: it "
+                               "changed nothing; null: in one still open where the log ends (not applied)"),
     ),
     "partition_changes": (
         ("offset", "long", "log offset"),
         ("timestamp_ms", "long", "append time (epoch ms)"),
-        ("type", "string", "PARTITION_RECORD (creation) or PARTITION_CHANGE_RECORD"),
-        ("topic", "string", "topic name; null when the topic's creation is not in the log"),
+        ("type", "string", "PARTITION_RECORD (creation), PARTITION_CHANGE_RECORD, or CLEAR_ELR_RECORD (a row "
+                           "per partition whose ELR or last-known ELR it cleared)"),
+        ("topic", "string", "topic name; null when neither the log nor its snapshot names the id"),
         ("topic_id", "string", "topic id (Kafka base64)"),
         ("partition", "int", "partition id"),
         ("leader", "int", "the record's leader: -1 none, -2 unchanged"),
@@ -137,12 +140,15 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("elr", INT_ARRAY, "the record's ELR; null: unchanged"),
         ("last_known_elr", INT_ARRAY, "the record's last known ELR; null: unchanged"),
         ("leader_recovery_state", "int", "the record's leader recovery state; -1 unchanged"),
-        ("leader_after", "int", "leader after the record (null when the partition's creation is not in the log)"),
+        ("leader_after", "int", "leader after the record takes effect (the record's transaction committed); "
+                                "null when the partition does not exist then (its creation aborted or pending)"),
         ("leader_epoch_after", "int", "leader epoch after the record"),
         ("partition_epoch_after", "int", "partition epoch after the record"),
         ("isr_after", INT_ARRAY, "ISR after the record"),
         ("replicas_after", INT_ARRAY, "replicas after the record"),
         ("elr_after", INT_ARRAY, "ELR after the record"),
+        ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted, its markers included: it "
+                               "changed nothing; null: in one still open where the log ends (not applied)"),
     ),
     "broker_fencing": (
         ("offset", "long", "log offset"),
@@ -152,6 +158,8 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("event", "string", "register, unregister, fence, unfence, controlled_shutdown or change"),
         ("fenced", "boolean", "fenced after the record (null when unknown)"),
         ("in_controlled_shutdown", "boolean", "in controlled shutdown after the record (null when unknown)"),
+        ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted, its markers included: it "
+                               "changed nothing; null: in one still open where the log ends (not applied)"),
     ),
     "leader_changes": (
         ("offset", "long", "log offset of the LeaderChangeMessage"),
