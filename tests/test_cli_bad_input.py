@@ -35,14 +35,10 @@ def run_kraftd(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One working directory for every subprocess of this module.
-
-    With hypothesis installed (the test extras), importing kio imports hypothesis, which builds
-    its unicode tables into ``./.hypothesis`` of the working directory on first use: ~1.5 s for
-    every fresh directory. Sharing one directory pays that once (see test_no_hypothesis_dir_in_cwd).
-    """
+    """A fresh working directory for each test's subprocesses (kraftd writes nothing there: see
+    test_no_hypothesis_dir_in_cwd), apart from the tmp_path holding its files."""
     return tmp_path_factory.mktemp("kraftd-cwd")
 
 
