@@ -204,22 +204,21 @@ class MainScreen(Screen):
         self.speed = float(SPEEDS[max(0, min(len(SPEEDS) - 1, index))])
         self.notify(f"speed {self.speed:g}x", timeout=1)
 
-    def watch_playing(self, playing: bool) -> None:
+    def watch_playing(self) -> None:
         self._restart_ticking()
-        self._refresh_header()
 
-    def watch_speed(self, speed: float) -> None:
-        if self.playing:
-            self._restart_ticking()
-        self._refresh_header()
+    def watch_speed(self) -> None:
+        self._restart_ticking()
 
     def _restart_ticking(self) -> None:
+        """Stop the ticker; start it again at the cadence of the speed while playing."""
         if self._ticking is not None:
             self._ticking.stop()
             self._ticking = None
         if self.playing:
             interval_s, _ = play_cadence(self.speed)
             self._ticking = self._ticker.start(interval_s, self.play_tick)
+        self._refresh_header()
 
     def play_tick(self) -> None:
         """One tick of play mode: the next batch(es), shown through the same ``show`` path; play
