@@ -196,6 +196,18 @@ def test_dashboard_and_shell_answer_alike_at_every_offset(story: Path, monkeypat
     assert dash.frame_at(10).image.cluster.brokers[2].fenced is False
 
 
+def test_checkpoints_thin_out_past_their_budget_and_answers_stay(story: Path, monkeypatch) -> None:
+    from engine.image import metadata_history
+
+    monkeypatch.setattr(metadata_history, "CHECKPOINT_RECORDS", 1)
+    dense = metadata_history.MetadataHistory.open_log_dir(story)
+    monkeypatch.setattr(metadata_history, "CHECKPOINT_BUDGET", 3)  # a few brokers' worth of entries
+    sparse = metadata_history.MetadataHistory.open_log_dir(story)
+    assert len(sparse.checkpoints) < len(dense.checkpoints) // 2
+    for offset in range(-1, 21):
+        assert sparse.image_at(offset=offset) == dense.image_at(offset=offset) == load_log_dir(story, offset=offset)
+
+
 def test_no_module_reaches_into_metadata_delta() -> None:
     """MetadataDelta's private names, used on anything but ``self`` outside its own module."""
     source = (ROOT / "engine" / "image" / "metadata_delta.py").read_text()

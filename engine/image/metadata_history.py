@@ -36,7 +36,9 @@ from engine.image.metadata_loader import (
 )
 from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir
 
-CHECKPOINT_RECORDS = 1000  # at most about this many records replayed per question
+CHECKPOINT_RECORDS = 1000  # at most about this many records replayed per question ...
+CHECKPOINT_BUDGET = 4_000_000  # ... while those checkpoints add fewer mapping entries than this (else
+# every other one goes and the spacing doubles: a long log of a big cluster stays in memory)
 CHEAP_BATCH_IMAGE = 2048  # mapping entries a batch-end image may add and still be kept ...
 BATCH_IMAGE_BUDGET = 1_000_000  # ... and all of them together
 RECENT_IMAGES = 8  # images built last, so stepping replays from the one shown, not a checkpoint
@@ -91,6 +93,8 @@ class MetadataHistory:
         self._checkpoint_idx: list[int] = [-1]
         self._recent: OrderedDict[int, ReplayState] = OrderedDict()
         self._older: list[MetadataHistory] = []  # spans before the starting snapshot, read on demand
+        self._spacing = CHECKPOINT_RECORDS  # records between checkpoints (doubles past CHECKPOINT_BUDGET)
+        self._spaced: dict[int, int] = {}  # index -> cost of the checkpoints kept for the spacing
         if observer is not None:
             observer.replay_started(start, start_offset)
         with collector_paused():  # the heap only grows during the pass
@@ -169,19 +173,21 @@ class MetadataHistory:
             self.batch_starts.append(batch[0].offset)
             self.batch_ends.append(last)
             since_checkpoint += len(batch)
-            if observer is None and since_checkpoint < CHECKPOINT_RECORDS:
+            if observer is None and since_checkpoint < self._spacing:
                 continue  # one delta across batches until the next checkpoint: the loader's pace
             before, after = state.image, delta.apply()
             self.skipped += delta.skipped
             state = ReplayState(after, delta.open_transaction, self.skipped)
-            cost = 0
+            cost = _image_cost(before, after, delta)
             if observer is not None:
                 observer.batch_replayed(ReplayedBatch(before, after, batch, last, state.open_transaction is not None))
-                cost = _image_cost(before, after, delta)
-            if since_checkpoint >= CHECKPOINT_RECORDS or (
-                    cost <= CHEAP_BATCH_IMAGE and kept_cost + cost <= BATCH_IMAGE_BUDGET):
-                if since_checkpoint < CHECKPOINT_RECORDS:
-                    kept_cost += cost
+            if since_checkpoint >= self._spacing:
+                self._checkpoint(last, state)
+                self._spaced[last] = cost
+                self._thin()
+                since_checkpoint = 0
+            elif observer is not None and cost <= CHEAP_BATCH_IMAGE and kept_cost + cost <= BATCH_IMAGE_BUDGET:
+                kept_cost += cost  # a batch end that costs little: stepping batch by batch replays nothing
                 self._checkpoint(last, state)
                 since_checkpoint = 0
             delta = MetadataDelta(after, state.open_transaction)
@@ -193,6 +199,14 @@ class MetadataHistory:
     def _checkpoint(self, index: int, state: ReplayState) -> None:
         self._checkpoints[index] = state
         self._checkpoint_idx.append(index)
+
+    def _thin(self) -> None:
+        """Past CHECKPOINT_BUDGET: drop every other spaced checkpoint and double the spacing."""
+        while sum(self._spaced.values()) > CHECKPOINT_BUDGET and len(self._spaced) > 1:
+            for index in sorted(self._spaced)[::2]:
+                del self._spaced[index], self._checkpoints[index]
+            self._checkpoint_idx = sorted(self._checkpoints)
+            self._spacing *= 2
 
     # -- questions ------------------------------------------------------------------------------
 
