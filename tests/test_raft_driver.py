@@ -1,70 +1,33 @@
 """The Raft driver (engine.raft.raft_driver) and the controller node over real sockets, in process.
 
 Three ControllerNodes run in one asyncio loop on 127.0.0.1, each over its own formatted
-metadata directory (the storage tool's Python API, a dynamic quorum). Every wait polls
-the state every 20 ms up to a deadline; no fixed sleep is an assertion.
+metadata directory (the storage tool's Python API, a dynamic quorum). Their ports go into the
+configs, so they are chosen ahead (engine.net.ports) and the whole start is retried on new
+ports if one is taken meanwhile. Every wait polls the state every 20 ms up to a generous
+deadline, a safety net against hangs, never a performance claim.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from engine.server.controller_node import ControllerNode, LoadOptions, check_storage, load_controller_settings
+from engine.server.controller_node import ControllerNode, check_storage, load_controller_settings
 from engine.common.errors import ConfigError, StorageError
-from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
-from engine.net.ports import free_ports
 from engine.records.kio_codec import ErrorCode, protocol_module
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import request_class, response_class
 from engine.raft import raft_messages as rm
+from engine.tools.bench_node import BenchLoad
 from engine.tools.load_generator import LatencyHistogram, LoadGenerator
 from engine.raft.raft_driver import convert_message, served_apis
 from engine.tools.storage_tool import format_storage
 
-CLUSTER_ID = uuid_to_kafka(random_kafka_uuid())
-TIMEOUTS = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.timeout.ms": 600,
-            "metadata.max.idle.interval.ms": 100}
-
-
-def write_config(path: Path, node_id: int, port: int, log_dir: Path, bootstrap: str, **extra: Any) -> Path:
-    lines = ["process.roles=controller", f"node.id={node_id}", f"listeners=CONTROLLER://127.0.0.1:{port}",
-             "controller.listener.names=CONTROLLER", f"controller.quorum.bootstrap.servers={bootstrap}",
-             f"metadata.log.dir={log_dir}", *(f"{k}={v}" for k, v in extra.items())]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def make_quorum(tmp_path: Path, count: int = 3) -> list[Path]:
-    """Configs of ``count`` controllers, formatted as one dynamic quorum."""
-    ports = free_ports(count)
-    bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
-    dirs = [random_kafka_uuid() for _ in ports]
-    initial = ",".join(f"{i + 1}@127.0.0.1:{p}:{uuid_to_kafka(d)}" for i, (p, d) in enumerate(zip(ports, dirs)))
-    configs = []
-    for i, port in enumerate(ports):
-        config = write_config(tmp_path / f"c{i + 1}.properties", i + 1, port, tmp_path / f"meta{i + 1}", bootstrap,
-                              **TIMEOUTS)
-        format_storage(config, CLUSTER_ID, initial_controllers=initial, out=lambda line: None)
-        configs.append(config)
-    return configs
-
-
-async def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
+from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
 
 def settled_leader(nodes: list[ControllerNode]) -> ControllerNode | None:
     """The leader, once every running node agrees on it."""
@@ -95,16 +58,16 @@ def describe_quorum_request(version: int = 2) -> Any:
 
 
 def test_three_controllers_elect_commit_and_answer(tmp_path: Path) -> None:
-    configs = make_quorum(tmp_path)
-    reports = [tmp_path / f"load{i + 1}.json" for i in range(3)]
+    reports = {i: tmp_path / f"load{i}.json" for i in (1, 2, 3)}
+
+    def with_load(node: ControllerNode) -> None:  # the benchmark's load, through the node's attach hook
+        BenchLoad(node, 200, 5, reports[node.settings.node_id])
 
     async def scenario() -> None:
-        nodes = [ControllerNode(load_controller_settings(c), load=LoadOptions(200, 5, r))
-                 for c, r in zip(configs, reports)]
         net = KafkaClient(client_id="test", request_timeout_ms=2000)
+        nodes: list[ControllerNode] = []
         try:
-            for node in nodes:
-                await node.start()
+            _, nodes = await start_quorum(tmp_path, prepare=with_load)
             leader = await wait_until(lambda: settled_leader(nodes), 5, "a leader all three follow")
             followers = [n for n in nodes if n is not leader]
 
@@ -140,24 +103,20 @@ def test_three_controllers_elect_commit_and_answer(tmp_path: Path) -> None:
             brokers = await net.send(address, describe_cluster_request(endpoint_type=1))
             assert brokers.error_code == ErrorCode.mismatched_endpoint_type
 
-            # The leader's load commits and is reported (the report is written every second).
-            report_path = reports[leader.settings.node_id - 1]
-            report = await wait_until(lambda: report_path.exists() and json.loads(report_path.read_text()), 3,
-                                      "a load report")
-            await wait_until(lambda: json.loads(report_path.read_text())["count"] > 0, 3, "committed load")
-            report = json.loads(report_path.read_text())
+            # The leader's load (attached, as the benchmark does) commits and is reported every second.
+            report_path = reports[leader.settings.node_id]
+            await wait_until(lambda: (r := read_json(report_path)) and r["count"] > 0, 10, "a report of committed load")
+            report = read_json(report_path)
             assert report["p50_ms"] is not None and report["p50_ms"] <= report["p99_ms"] <= report["max_ms"]
 
-            # A graceful stop of the leader hands over at once (EndQuorumEpoch), well inside a timeout.
+            # A graceful stop of the leader hands over (EndQuorumEpoch); the successor commits.
             epoch = leader.driver.client.epoch
-            started = time.monotonic()
             await leader.stop()
-            successor = await wait_until(lambda: settled_leader(followers), 2, "a successor")
-            handover_ms = (time.monotonic() - started) * 1000
+            assert read_json(report_path)["count"] >= report["count"]  # the final report, written at stop
+            successor = await wait_until(lambda: settled_leader(followers), 10, "a successor")
             assert successor.driver.client.epoch > epoch
-            assert handover_ms < TIMEOUTS["controller.quorum.election.timeout.ms"] + 1000
             mark = successor.last_committed_offset
-            await wait_until(lambda: all(n.last_committed_offset > mark for n in followers), 3,
+            await wait_until(lambda: all(n.last_committed_offset > mark for n in followers), 10,
                              "commits under the successor")
             assert all(n.driver.failure is None for n in nodes)
         finally:
@@ -165,28 +124,37 @@ def test_three_controllers_elect_commit_and_answer(tmp_path: Path) -> None:
             for node in nodes:
                 await node.stop()
 
-    asyncio.run(asyncio.wait_for(scenario(), 20))
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):  # not there yet
+        return None
 
 
 def test_a_restarted_node_reads_its_log_back(tmp_path: Path) -> None:
     """A single-voter quorum (--standalone) elects itself at once; a restart keeps the log and epoch."""
-    port = free_ports(1)[0]
-    config = write_config(tmp_path / "solo.properties", 1, port, tmp_path / "meta", f"127.0.0.1:{port}",
-                          **TIMEOUTS)
-    format_storage(config, CLUSTER_ID, standalone=True, out=lambda line: None)
 
-    async def run_once(until_offset: int) -> tuple[int, int]:
-        node = ControllerNode(load_controller_settings(config))
-        await node.start()
+    async def scenario() -> tuple[int, int, int, int]:
+        (config,), (node,) = await start_quorum(tmp_path, count=1)
         try:
-            await wait_until(lambda: node.driver.is_leader, 3, "the solo leader")
-            await wait_until(lambda: node.last_committed_offset >= until_offset, 3, "commits")
-            return node.driver.client.epoch, node.last_committed_offset
+            await wait_until(lambda: node.driver.is_leader, 10, "the solo leader")
+            await wait_until(lambda: node.last_committed_offset >= 3, 10, "commits")
+            epoch, offset = node.driver.client.epoch, node.last_committed_offset
+        finally:
+            await node.stop()
+        node = ControllerNode(load_controller_settings(config))
+        await node.start()  # the same port (outside the ephemeral range: nothing takes it meanwhile)
+        try:
+            await wait_until(lambda: node.driver.is_leader, 10, "the solo leader after the restart")
+            await wait_until(lambda: node.last_committed_offset >= offset + 2, 10, "commits after the restart")
+            return epoch, offset, node.driver.client.epoch, node.last_committed_offset
         finally:
             await node.stop()
 
-    epoch, offset = asyncio.run(run_once(3))
-    epoch2, offset2 = asyncio.run(run_once(offset + 2))
+    epoch, offset, epoch2, offset2 = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert epoch2 > epoch and offset2 > offset
 
 

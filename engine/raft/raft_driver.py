@@ -13,6 +13,8 @@ happens on the event loop thread, so nothing needs a lock.
 - Fetches go through their own KafkaClient: the leader parks a Fetch up to 500 ms, and
   responses on one connection come back in order, so a parked Fetch must not sit in
   front of a Vote or an AddRaftVoter on the same connection.
+- A snapshot a listener asks for from ``handle_commit`` (``request_snapshot``) is taken
+  once that poll is over, on the event loop like everything else.
 - DescribeCluster (endpoint type 2, controllers) is answered here: cluster id, the
   current leader and the voters' endpoints, which is how ``kraftd quorum`` finds the leader.
 
@@ -30,9 +32,11 @@ import logging
 import random
 import time
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
+from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
+from engine.records.metadata_record_serde import AnyRecord
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import API_VERSIONS_KEY, RAFT_APIS, ApiSpec, request_class, response_class
@@ -46,6 +50,7 @@ from engine.raft.raft_client import (
 from engine.raft.raft_config import RaftConfig
 from engine.raft.raft_log import RaftLog
 from engine.raft.voter_set import Address, ReplicaKey
+from engine.storage.snapshot_writer import SnapshotId
 
 log = logging.getLogger("engine.raft.driver")
 
@@ -213,6 +218,30 @@ class RaftDriver:
         self.last_append_ms = now
         self.request_poll()  # may run inside a listener callback, i.e. inside poll: no re-entry
         return offset
+
+    def request_snapshot(self, end_offset: int, records: Iterable[AnyRecord], *,
+                         last_contained_log_timestamp_ms: int,
+                         on_done: Callable[[SnapshotId], None] | None = None) -> None:
+        """Snapshot the state machine as of ``end_offset`` (committed and applied, on a batch
+        boundary) once the current poll is over: a listener may ask from ``handle_commit``,
+        where the core cannot be re-entered. The core then deletes the log before it. A
+        snapshot that cannot be written is logged and the log kept whole: nothing is lost."""
+        asyncio.get_running_loop().call_soon(self._create_snapshot, end_offset, records,
+                                             last_contained_log_timestamp_ms, on_done)
+
+    def _create_snapshot(self, end_offset: int, records: Iterable[AnyRecord], timestamp_ms: int,
+                         on_done: Callable[[SnapshotId], None] | None) -> None:
+        client = self.client
+        if client is None or self._stopping:
+            return
+        try:
+            snapshot_id = client.create_snapshot(end_offset, list(records), last_contained_log_timestamp_ms=timestamp_ms,
+                                                 now_ms=self.now_ms())
+        except (MetadataError, OSError, ValueError) as err:
+            log.error("node %d: no snapshot at offset %d: %s", self.local.node_id, end_offset, one_line(err))
+            return
+        if on_done is not None:
+            on_done(snapshot_id)
 
     def request_poll(self) -> None:
         """Have the timer task poll the core soon (safe from inside a listener callback)."""

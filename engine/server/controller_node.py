@@ -5,34 +5,56 @@ and runs the Raft core behind the asyncio driver (engine.raft.raft_driver) on th
 controller listener. As Kafka's active controller does (KIP-835), the leader appends a
 NoOpRecord every ``metadata.max.idle.interval.ms`` (default 500) in which nothing else
 was appended, so the high watermark keeps moving and followers see commits. There is no
-controller state machine yet: a small listener tracks the last committed offset.
+controller logic yet: the state machine (engine.server.metadata_listener) replays the
+committed log into a MetadataImage and snapshots it as Kafka's SnapshotGenerator does
+(engine.server.snapshot_policy), after which the core deletes the segments the snapshot
+covers. Segments roll at ``metadata.log.segment.bytes`` (``internal.metadata.log.segment.bytes``
+overrides it, as in Kafka, for tests).
 
-Logs go to stderr, one line per role or leader change and per commit milestone. SIGTERM
-and SIGINT stop the node gracefully: a leader resigns (EndQuorumEpoch, up to ~1 s), the
+Logs go to stderr, one line per role or leader change, per commit milestone and per snapshot.
+SIGTERM and SIGINT stop the node gracefully: a leader resigns (EndQuorumEpoch, up to ~1 s), the
 listener closes, the log is flushed and closed, exit 0. A config or storage problem at
 startup is one line and exit 1.
+
+Benchmarks attach their load through ``ControllerNode.attach`` (engine.tools.bench_node);
+``kraftd start`` itself has no benchmark options.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Awaitable, Callable, Mapping, Sequence
 
 from engine.common.errors import ConfigError, StorageError
 from engine.common.java_properties import load_properties
 from engine.storage.log_reader import METADATA_PARTITION_DIR
 from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties, read_meta_properties
+from engine.image.image_writer import image_records
+from engine.image.metadata_image import MetadataImage
+from engine.raft.raft_client import RaftListener
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
+from engine.server.metadata_listener import MetadataListener
+from engine.server.snapshot_policy import (
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_INTERVAL_MS, MAX_BYTES_KEY, MAX_INTERVAL_KEY, SnapshotLimits, SnapshotPolicy,
+)
+from engine.storage.metadata_log import DEFAULT_SEGMENT_BYTES
+from engine.storage.snapshot_writer import SnapshotId
 
 MAX_IDLE_INTERVAL_MS = "metadata.max.idle.interval.ms"
 DEFAULT_MAX_IDLE_INTERVAL_MS = 500
+SEGMENT_BYTES_KEY = "metadata.log.segment.bytes"
+MIN_SEGMENT_BYTES = 8 * 1024 * 1024  # Kafka's lower bound for metadata.log.segment.bytes
+INTERNAL_SEGMENT_BYTES_KEY = "internal.metadata.log.segment.bytes"  # Kafka's, "only for testing": no bound
+JAVA_INT_MAX = 2**31 - 1
+JAVA_LONG_MAX = 2**63 - 1
 RESIGN_WAIT_MS = 1000
 QUORUM_STATE_FILE = "quorum-state"
 
@@ -49,6 +71,8 @@ class ControllerSettings:
     endpoints: tuple[tuple[str, Address], ...]  # the advertised controller endpoints
     raft: RaftConfig
     max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS
+    snapshots: SnapshotLimits = field(default_factory=SnapshotLimits)
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
 
     @property
     def dynamic(self) -> bool:
@@ -106,12 +130,31 @@ def load_controller_settings(path: Path) -> ControllerSettings:
     raft = RaftConfig.from_properties(props, where=where)
     if not raft.static_voters.voters and not raft.bootstrap_servers:
         raise ConfigError("set controller.quorum.bootstrap.servers (or controller.quorum.voters)", path=where)
-    idle = props.get(MAX_IDLE_INTERVAL_MS, str(DEFAULT_MAX_IDLE_INTERVAL_MS)).strip()
-    if not idle.isdigit() or int(idle) < 1:
-        raise ConfigError(f"{MAX_IDLE_INTERVAL_MS} must be a positive integer, got {idle!r}", path=where)
+    idle = _int_setting(props, MAX_IDLE_INTERVAL_MS, DEFAULT_MAX_IDLE_INTERVAL_MS, 1, JAVA_INT_MAX, where)
+    snapshots = SnapshotLimits(
+        max_bytes=_int_setting(props, MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX, where),
+        max_interval_ms=_int_setting(props, MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0, JAVA_LONG_MAX, where))
+    segment_bytes = _int_setting(props, SEGMENT_BYTES_KEY, DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES, JAVA_INT_MAX,
+                                 where)
+    if props.get(INTERNAL_SEGMENT_BYTES_KEY, "").strip():
+        segment_bytes = _int_setting(props, INTERNAL_SEGMENT_BYTES_KEY, segment_bytes, 1, JAVA_INT_MAX, where)
     return ControllerSettings(path=path, node_id=int(node_text), metadata_log_dir=Path(metadata_dir),
                               listener_name=names[0], bind=(bind_host or "0.0.0.0", bind_port),
-                              endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=int(idle))
+                              endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=idle,
+                              snapshots=snapshots, segment_bytes=segment_bytes)
+
+
+def _int_setting(props: Mapping[str, str], key: str, default: int, minimum: int, maximum: int, where: str) -> int:
+    text = props.get(key, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not minimum <= value <= maximum:
+        raise ConfigError(f"{key} must be a whole number from {minimum} to {maximum}, got {text!r}", path=where)
+    return value
 
 
 def check_storage(settings: ControllerSettings) -> MetaProperties:
@@ -132,59 +175,38 @@ def check_storage(settings: ControllerSettings) -> MetaProperties:
     return meta
 
 
-class CommitTracker:
-    """The controller's stand-in state machine: the last committed offset, and log lines."""
-
-    def __init__(self, logger: logging.Logger, prefix: str):
-        self.log = logger
-        self.prefix = prefix
-        self.last_committed_offset = -1
-        self.commits = 0  # handle_commit calls
-        self.leader = None
-        self._next_milestone = 0
-
-    def handle_commit(self, batches) -> None:
-        self.commits += 1
-        self.last_committed_offset = batches[-1].last_offset
-        if self.last_committed_offset >= self._next_milestone:
-            self.log.info("%s committed up to offset %d", self.prefix, self.last_committed_offset)
-            m = self.last_committed_offset + 1
-            self._next_milestone = 10 ** len(str(m)) if m < 10_000 else (m // 10_000 + 1) * 10_000
-
-    def handle_load_snapshot(self, snapshot_id, batches) -> None:
-        self.last_committed_offset = snapshot_id.end_offset - 1
-        self.log.info("%s loaded snapshot %d-%d", self.prefix, snapshot_id.end_offset, snapshot_id.epoch)
-
-    def handle_leader_change(self, leader) -> None:
-        self.leader = leader
-        if leader.leader_id >= 0:  # no leader: the role line ("prospective in epoch 4") says it
-            self.log.info("%s leader is %d in epoch %d", self.prefix, leader.leader_id, leader.epoch)
-
-
-@dataclass(frozen=True)
-class LoadOptions:
-    rate: float
-    batch: int = 1
-    report: Path | None = None
+@dataclass
+class _Attachment:
+    listener: RaftListener
+    task: Callable[[], Awaitable[None]] | None
+    on_stop: Callable[[], None] | None
 
 
 class ControllerNode:
-    """One controller: storage, the Raft driver, the idle NoOps, the optional benchmark load."""
+    """One controller: storage, the Raft driver, the image and its snapshots, the idle NoOps."""
 
-    def __init__(self, settings: ControllerSettings, *, load: LoadOptions | None = None,
-                 logger: logging.Logger | None = None):
+    def __init__(self, settings: ControllerSettings, *, logger: logging.Logger | None = None):
         self.settings = settings
         self.meta = check_storage(settings)
         self.prefix = f"[kraftd node {settings.node_id}]"
         self.log = logger or logging.getLogger(f"kraftd.node{settings.node_id}")
-        self.tracker = CommitTracker(self.log, self.prefix)
-        self.load_options = load
-        self.load = None
+        self.metadata: MetadataListener | None = None
         self.raft_log = None
         self.driver = None
+        self.snapshots_taken = 0
+        self._attachments: list[_Attachment] = []
         self._tasks: list[asyncio.Task] = []
         self._closed = False
         self._started = False
+
+    def attach(self, listener: RaftListener, task: Callable[[], Awaitable[None]] | None = None,
+               on_stop: Callable[[], None] | None = None) -> None:
+        """Before ``start``: one more RaftListener, a task run while the node runs (cancelled at
+        stop) and a callback once stopped. How a benchmark adds its load (engine.tools.bench_node)
+        without options in the production command."""
+        if self.driver is not None:
+            raise RuntimeError("attach before start")
+        self._attachments.append(_Attachment(listener, task, on_stop))
 
     async def start(self) -> None:
         from engine.raft.election_store import FileElectionStore
@@ -192,36 +214,36 @@ class ControllerNode:
         from engine.raft.raft_driver import RaftDriver
 
         s = self.settings
-        self.raft_log = FileRaftLog.open(s.metadata_log_dir)
+        self.raft_log = FileRaftLog.open(s.metadata_log_dir, segment_bytes=s.segment_bytes)
         store = FileElectionStore(s.metadata_log_dir / METADATA_PARTITION_DIR / QUORUM_STATE_FILE,
                                   data_version=1 if s.dynamic else 0, static_voter_ids=s.raft.static_voters.ids)
         self.driver = RaftDriver(config=s.raft, cluster_id=self.meta.cluster_id,
                                  local=ReplicaKey(s.node_id, self.meta.directory_id), endpoints=s.endpoints,
                                  log=self.raft_log, store=store, bind=s.bind,
                                  client_id=f"raft-client-{s.node_id}")
-        self.driver.register(self.tracker)
-        self.driver.on_state_change(self._state_changed)
-        if self.load_options is not None:
-            from engine.tools.load_generator import LoadGenerator
-
-            self.load = LoadGenerator(self.load_options.rate, self.load_options.batch, node_id=s.node_id)
-            self.driver.register(self.load)
+        driver = self.driver
+        self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
+                                         driver.now_ms, self._snapshot_due)
+        driver.register(self.metadata)
+        for attachment in self._attachments:
+            driver.register(attachment.listener)
+        driver.on_state_change(self._state_changed)
         try:
-            await self.driver.start_listening()
+            await driver.start_listening()
         except OSError as err:  # the log is closed by stop()
-            raise ConfigError(f"cannot listen on {s.bind[0]}:{s.bind[1]} ({s.listener_name}): "
-                              f"{err.strerror or err}", path=str(s.path)) from None
-        address = self.driver.address
-        self.log.info("%s listening on %s:%d as %s (cluster %s, %s quorum, log end offset %d)", self.prefix,
+            why = os.strerror(err.errno) if err.errno else str(err)  # asyncio's own text repeats the address
+            raise ConfigError(f"cannot listen on {s.bind[0]}:{s.bind[1]} ({s.listener_name}): {why}",
+                              path=str(s.path)) from None
+        address = driver.address
+        self.log.info("%s listening on %s:%d as %s (cluster %s, %s quorum, log from offset %d to %d)", self.prefix,
                       address[0], address[1], ReplicaKey(s.node_id, self.meta.directory_id), self.meta.cluster_id,
-                      "dynamic" if s.dynamic else "static", self.raft_log.end_offset)
-        self.driver.start_core()
+                      "dynamic" if s.dynamic else "static", self.raft_log.start_offset, self.raft_log.end_offset)
+        driver.start_core()
         self._started = True
         self._tasks.append(asyncio.create_task(self._idle_noops(), name="idle noops"))
-        if self.load is not None:
-            self._tasks.append(asyncio.create_task(self._load_loop(), name="load"))
-            if self.load_options.report is not None:
-                self._tasks.append(asyncio.create_task(self._report_loop(), name="load report"))
+        for attachment in self._attachments:
+            if attachment.task is not None:
+                self._tasks.append(asyncio.create_task(attachment.task(), name="attached task"))
 
     def _state_changed(self, role: str, leader) -> None:
         if role not in ("leader", "follower"):  # those are said by the listener's "leader is N in epoch E"
@@ -229,7 +251,21 @@ class ControllerNode:
 
     @property
     def last_committed_offset(self) -> int:
-        return self.tracker.last_committed_offset
+        return self.metadata.last_committed_offset if self.metadata is not None else -1
+
+    @property
+    def image(self) -> MetadataImage:
+        """The image of what this node has committed (empty before start)."""
+        return self.metadata.image if self.metadata is not None else MetadataImage()
+
+    def _snapshot_due(self, end_offset: int, image: MetadataImage, timestamp_ms: int, reason: str) -> None:
+        def done(snapshot_id: SnapshotId) -> None:
+            self.snapshots_taken += 1
+            self.log.info("%s created snapshot %s because %s; the log now starts at offset %d", self.prefix,
+                          snapshot_id.file_name, reason, self.raft_log.start_offset)
+
+        self.driver.request_snapshot(end_offset, image_records(image), last_contained_log_timestamp_ms=timestamp_ms,
+                                     on_done=done)
 
     async def _idle_noops(self) -> None:
         """KIP-835: a leader with nothing to append for an interval appends a NoOpRecord."""
@@ -245,24 +281,6 @@ class ControllerNode:
             last = driver.last_append_ms
             if driver.is_leader and (last is None or driver.now_ms() - last >= interval):
                 driver.schedule_append([NoOpRecordV0()])
-
-    async def _load_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.load.interval_s)
-            self.load.tick(self.driver.is_leader, self.driver.schedule_append)
-
-    async def _report_loop(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            self._write_report()
-
-    def _write_report(self) -> None:
-        if self.load is not None and self.load_options.report is not None:
-            try:
-                self.load.write_report(self.load_options.report)
-            except OSError as err:
-                self.log.warning("%s cannot write the load report %s: %s", self.prefix, self.load_options.report,
-                                 err.strerror or err)
 
     async def wait(self, stop: asyncio.Event) -> None:
         """Until ``stop`` is set or the driver stops by itself (a core failure)."""
@@ -286,7 +304,9 @@ class ControllerNode:
                 self.log.info("%s resigning the leadership", self.prefix)
             await self.driver.resign(RESIGN_WAIT_MS)
             await self.driver.stop()
-        self._write_report()
+        for attachment in self._attachments:
+            if attachment.on_stop is not None:
+                attachment.on_stop()
         if self.raft_log is not None:
             try:
                 self.raft_log.flush()
@@ -328,21 +348,19 @@ async def _serve(node: ControllerNode) -> int:
     return 0
 
 
-def run_start(config: Path, *, load_rate: float | None = None, load_batch: int = 1,
-              load_report: Path | None = None) -> int:
-    settings = load_controller_settings(config)
-    load = LoadOptions(load_rate, load_batch, load_report) if load_rate else None
-    node = ControllerNode(settings, load=load)
-    _setup_logging(settings.node_id)
+def serve_node(node: ControllerNode) -> int:
+    """Run ``node`` until SIGTERM or SIGINT, logging to stderr; the exit code."""
+    _setup_logging(node.settings.node_id)
     return asyncio.run(_serve(node))
 
 
+def run_start(config: Path) -> int:
+    return serve_node(ControllerNode(load_controller_settings(config)))
+
+
 def cmd_start(args) -> int:
-    if args.load_rate is not None and args.load_rate <= 0:
-        raise ConfigError(f"--load-rate must be positive, got {args.load_rate}")
-    return run_start(Path(args.config), load_rate=args.load_rate, load_batch=args.load_batch,
-                     load_report=Path(args.load_report) if args.load_report else None)
+    return run_start(Path(args.config))
 
 
-__all__: Sequence[str] = ["CommitTracker", "ControllerNode", "ControllerSettings", "LoadOptions", "check_storage",
-                          "load_controller_settings", "run_start"]
+__all__: Sequence[str] = ["ControllerNode", "ControllerSettings", "check_storage", "load_controller_settings",
+                          "run_start", "serve_node"]

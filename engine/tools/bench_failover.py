@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engine.tools.bench_quorum import BenchError, ProcessCluster
+from engine.tools.bench_quorum import BenchError
+from engine.tools.process_cluster import ProcessCluster
 from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode
 from engine.raft.raft_messages import describe_quorum_request, only_partition
@@ -66,7 +67,7 @@ def _round(cluster: ProcessCluster) -> tuple[int, int, float]:
                         30, "a new leader")
     elapsed_ms = (time.monotonic() - killed_at) * 1000
     restarted_ms = time.time() * 1000
-    cluster.start_node(leader_id)
+    cluster.restart(leader_id)
 
     def caught_up() -> bool:
         # The leader saw it fetch at its log end after the restart (DescribeQuorum's wall-clock times).
@@ -86,11 +87,9 @@ def bench_failover(*, rounds: int = 20, fetch_timeout_ms: int = 1000, election_t
                                     "controller.quorum.fetch.timeout.ms": fetch_timeout_ms})
     out(f"3 controllers on 127.0.0.1, election.timeout.ms={election_timeout_ms}, "
         f"fetch.timeout.ms={fetch_timeout_ms}, {rounds} rounds")
-    cluster.format()
-    for node_id in (1, 2, 3):
-        cluster.start_node(node_id)
     times = []
     try:
+        cluster.launch()
         for number in range(1, rounds + 1):
             killed, new, elapsed_ms = _round(cluster)
             times.append(elapsed_ms)

@@ -1,9 +1,10 @@
 """``kraftd bench quorum``: three real controller processes on loopback, under load.
 
-Three ``kraftd start`` processes form a dynamic quorum (formatted with
-``--initial-controllers``). Each is started with the hidden ``--load-rate``: whichever leads
-appends NoOpRecords at that rate and measures, for each append, the time until it is committed
-(a majority fsynced it and the leader's listener was handed it). Two phases:
+Three controllers form a dynamic quorum (formatted with ``--initial-controllers``), each
+started through the benchmark entry point ``python -m engine.tools.bench_node`` (the node of
+``kraftd start`` with a load generator attached): whichever leads appends NoOpRecords at the
+offered rate and measures, for each append, the time until it is committed (a majority
+fsynced it and the leader's listener was handed it). Two phases:
 
 * latency: 1,000 records/s, one record per append;
 * throughput: as fast as offered (``--throughput-rate``), ``--batch`` records per append.
@@ -16,84 +17,27 @@ docs/performance.md.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
-from engine.common.errors import MetadataError
-from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
-from engine.net.ports import free_ports
+from engine.tools.process_cluster import ClusterError, ProcessCluster
+
+WARM_UP_S = 1.0  # connections, first fetches
 
 
-class BenchError(MetadataError):
+class BenchError(ClusterError):
     pass
 
 
-def _kraftd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "engine.tools.cli", *args]
-
-
-class ProcessCluster:
-    """Three ``kraftd start`` processes on 127.0.0.1 formatted as one dynamic quorum."""
-
-    def __init__(self, root: Path, settings: dict[str, object]):
-        self.root = root
-        self.ports = free_ports(3)
-        self.cluster_id = uuid_to_kafka(random_kafka_uuid())
-        bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports)
-        self.configs = []
-        for i, port in enumerate(self.ports, 1):
-            path = root / f"controller{i}.properties"
-            path.write_text("\n".join([
-                "process.roles=controller", f"node.id={i}", f"listeners=CONTROLLER://127.0.0.1:{port}",
-                "controller.listener.names=CONTROLLER", f"controller.quorum.bootstrap.servers={bootstrap}",
-                f"metadata.log.dir={root / f'meta{i}'}", *(f"{k}={v}" for k, v in settings.items()),
-            ]) + "\n")
-            self.configs.append(path)
-        self.procs: dict[int, subprocess.Popen] = {}
-
-    def address(self, node_id: int) -> tuple[str, int]:
-        return "127.0.0.1", self.ports[node_id - 1]
-
-    def format(self) -> None:
-        directory_ids = [uuid_to_kafka(random_kafka_uuid()) for _ in self.ports]
-        initial = ",".join(f"{i}@127.0.0.1:{p}:{d}" for i, (p, d) in enumerate(zip(self.ports, directory_ids), 1))
-        for path in self.configs:
-            done = subprocess.run(_kraftd("storage", "format", "--config", str(path), "--cluster-id", self.cluster_id,
-                                          "--initial-controllers", initial),
-                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
-            if done.returncode != 0:
-                raise BenchError(f"formatting {path.name} failed: {done.stderr.strip() or done.stdout.strip()}")
-
-    def start_node(self, node_id: int, *extra: str) -> None:
-        log = open(self.root / f"controller{node_id}.log", "ab")
-        self.procs[node_id] = subprocess.Popen(_kraftd("start", "--config", str(self.configs[node_id - 1]), *extra),
-                                               stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        log.close()
-
-    def start(self, rate: float, batch: int) -> list[Path]:
-        reports = []
-        for i in range(1, 4):
-            report = self.root / f"load{i}-{int(rate)}-{batch}.json"
-            reports.append(report)
-            self.start_node(i, "--load-rate", str(rate), "--load-batch", str(batch), "--load-report", str(report))
-        return reports
-
-    def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self.procs = {}
+def bench_node_command(rate: float, batch: int, report: Callable[[int], Path]):
+    """How ProcessCluster starts a node under load: the benchmark entry point, not ``kraftd start``."""
+    def command(node_id: int, config: Path) -> list[str]:
+        return [sys.executable, "-m", "engine.tools.bench_node", "--config", str(config), "--load-rate", str(rate),
+                "--load-batch", str(batch), "--load-report", str(report(node_id))]
+    return command
 
 
 def _read(path: Path) -> dict | None:
@@ -111,17 +55,21 @@ def _leader_report(reports: list[Path]) -> dict | None:
 def _phase(root: Path, linger_ms: int, rate: float, batch: int, seconds: float,
            out: Callable[[str], None]) -> dict:
     cluster = ProcessCluster(Path(tempfile.mkdtemp(dir=root)), {"controller.quorum.append.linger.ms": linger_ms})
-    cluster.format()
-    reports = cluster.start(rate, batch)
+
+    def report(node_id: int) -> Path:
+        return cluster.root / f"load{node_id}-{int(rate)}-{batch}.json"
+
+    reports = [report(i) for i in range(1, 4)]
     try:
+        cluster.launch(bench_node_command(rate, batch, report))
         deadline = time.monotonic() + 30
         while _leader_report(reports) is None:
             if time.monotonic() > deadline:
-                raise BenchError("no controller led within 30 s (see the controller*.log files)")
-            if any(p.poll() is not None for p in cluster.procs.values()):
+                raise BenchError(f"no controller led within 30 s (logs in {cluster.root})")
+            if len(cluster.running()) < 3:
                 raise BenchError(f"a controller exited early (logs in {cluster.root})")
             time.sleep(0.1)
-        time.sleep(1.0)  # warm-up: connections, first fetches
+        time.sleep(WARM_UP_S)
         first = _leader_report(reports)
         time.sleep(seconds)
     finally:

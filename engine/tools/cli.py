@@ -134,9 +134,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     start = sub.add_parser("start", help="run a KRaft controller")
     start.add_argument("--config", "-c", required=True, help="the controller's .properties file")
-    start.add_argument("--load-rate", type=float, help=argparse.SUPPRESS)  # benchmark load: records/s,
-    start.add_argument("--load-batch", type=_positive, default=1, help=argparse.SUPPRESS)  # per append,
-    start.add_argument("--load-report", help=argparse.SUPPRESS)  # JSON latency report every second
     start.set_defaults(run=cmd_start)
 
     bench = sub.add_parser("bench", help="measure throughput")

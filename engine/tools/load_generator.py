@@ -7,9 +7,9 @@ its last record; when the leader's listener is handed the batch holding that off
 committed), the latency is the time since the append. Appends still pending when the
 leadership goes are counted as lost (they die with it, or commit under another leader).
 
-``report()`` is what ``--load-report FILE`` gets every second and at shutdown, written
-atomically: count (committed records measured), p50/p99/max latency in ms, committed
-records per second while leading.
+``report()`` is what the benchmark node's ``--load-report FILE`` (engine.tools.bench_node)
+gets every second and at shutdown, written atomically: count (committed records measured),
+p50/p99/max latency in ms, committed records per second while leading.
 """
 
 from __future__ import annotations
