@@ -312,9 +312,11 @@ def test_request_timeout() -> None:
 
 
 def test_connection_refused_and_backoff() -> None:
-    with socket.socket() as probe:  # a port with nothing listening
-        probe.bind(("127.0.0.1", 0))
-        address = probe.getsockname()
+    # A port bound but never listening, held for the whole test: connections to it are refused,
+    # and no other process can take it meanwhile (a port closed again could be anyone's).
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    address = probe.getsockname()
 
     async def main() -> None:
         client = KafkaClient(client_id="c", reconnect_backoff_ms=20, reconnect_backoff_max_ms=40)
@@ -329,7 +331,10 @@ def test_connection_refused_and_backoff() -> None:
         assert backoff.failures == 2
         await client.close()
 
-    run(main())
+    try:
+        run(main())
+    finally:
+        probe.close()
 
 
 class StubRandom(random.Random):

@@ -73,15 +73,3 @@ def is_address_in_use(text: str) -> bool:
 
 
 __all__ = ["ADDRESS_IN_USE", "is_address_in_use", "pick_ports"]
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports that were free a moment ago, from the ephemeral range (racy: use ``pick_ports``)."""
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
