@@ -240,7 +240,10 @@ def test_kraftd_start_snapshots_deletes_old_segments_and_restarts_from_the_snaps
 
     taken = {i: newest_snapshot(cluster, i) for i in nodes}
     for i, path in taken.items():
-        assert f"created snapshot {path.name} because we have replayed at least 1500 bytes" in cluster.log_text(i)
+        log = cluster.log_text(i)
+        assert "because we have replayed at least 1500 bytes" in log  # each controller snapshots on its own
+        # ... though a follower behind the leader's newest snapshot is sent that one instead
+        assert f"created snapshot {path.name} because" in log or f"loaded snapshot {path.name}" in log
         # Kafka's snapshot format, as our reader and kafka-dump-log's twin read it.
         names = [entry.record.type_name for entry in read_file(path, snapshot=True)]
         assert names[:3] == ["SNAPSHOT_HEADER", "KRAFT_VERSION", "KRAFT_VOTERS"] and names[-1] == "SNAPSHOT_FOOTER"
