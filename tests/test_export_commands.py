@@ -153,7 +153,7 @@ def test_cli_export_end_to_end(spark, demo_dir, tmp_path, capsys):
 
 def test_cli_export_demo_source(spark, tmp_path, capsys):
     assert cli.run(["export", "--demo", "/features", "--out", str(tmp_path), "--format", "json"]) == 0
-    assert capsys.readouterr().out == f"exported 1 rows of features to {tmp_path / 'features'} (json)\n"
+    assert capsys.readouterr().out == f"exported 1 row of features to {tmp_path / 'features'} (json)\n"
     rows = spark.read.json(str(tmp_path / "features")).collect()
     assert [(r.name, r.level) for r in rows] == [("metadata.version", 27)]
 

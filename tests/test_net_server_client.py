@@ -13,7 +13,6 @@ import random
 import socket
 import struct
 import threading
-import time
 from typing import Any, Awaitable, Callable
 
 import pytest
@@ -300,11 +299,11 @@ def test_request_timeout() -> None:
 
         server, address, client = await serving(handler)
         await client.api_versions(address)
-        started = time.monotonic()
         with pytest.raises(RequestTimeoutError, match=r"^describe_quorum v2 request to 127\.0\.0\.1:\d+ timed out "
                                                       r"after 100 ms$") as caught:
-            await client.send(address, describe("slow"), timeout_ms=100)
-        assert isinstance(caught.value, NetworkError) and time.monotonic() - started < 2
+            # the outer deadline only guards against a hang: the request's own 100 ms must end it
+            await asyncio.wait_for(client.send(address, describe("slow"), timeout_ms=100), 60)
+        assert isinstance(caught.value, NetworkError)
         await client.close()
         await server.close()
 
@@ -319,16 +318,18 @@ def test_connection_refused_and_backoff() -> None:
     address = probe.getsockname()
 
     async def main() -> None:
-        client = KafkaClient(client_id="c", reconnect_backoff_ms=20, reconnect_backoff_max_ms=40)
-        started = time.monotonic()
+        now_ms = [1_000.0]  # the backoff runs on this clock, not the wall's
+        client = KafkaClient(client_id="c", reconnect_backoff_ms=20, reconnect_backoff_max_ms=40,
+                             clock=lambda: now_ms[0])
         with pytest.raises(NetworkError, match=rf"^cannot connect to 127\.0\.0\.1:{address[1]}: "):
-            await client.send(address, describe("x"))
-        assert time.monotonic() - started < 1
+            await asyncio.wait_for(client.send(address, describe("x")), 60)  # a refusal, not a hang
         backoff = client.backoff(address)
-        assert backoff.failures == 1 and 0 < backoff.remaining_ms() <= 24
+        assert backoff.failures == 1 and 16 <= backoff.remaining_ms() <= 24  # 20 ms, jitter 0.2
+        now_ms[0] += 24
+        assert backoff.remaining_ms() == 0
         with pytest.raises(NetworkError):
-            await client.send(address, describe("x"))  # waited out the backoff, then refused again
-        assert backoff.failures == 2
+            await client.send(address, describe("x"))  # the backoff is over: tried, refused again
+        assert backoff.failures == 2 and 32 <= backoff.remaining_ms() <= 40  # doubled, capped at the max
         await client.close()
 
     try:

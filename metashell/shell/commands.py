@@ -91,10 +91,11 @@ cat [--json] PATH...
 
   Prints the value of each file: text as is, records and structures as JSON, with
   Kafka's enums named (securityProtocol PLAINTEXT, leaderRecoveryState RECOVERED,
-  ACL operations, metadata.version 4.1-IV1 (27)). With several files each is
-  headed by ==> PATH <==, as head does. --json prints valid JSON with Kafka's
-  numbers instead: the file's value for one PATH without globs, else an object of
-  path: value (its shape follows what was typed, not how many files matched).
+  ACL operations, metadata.version 4.1-IV1 (27), the log directory ids MIGRATING,
+  UNASSIGNED and LOST). With several files each is headed by ==> PATH <==, as
+  head does. --json prints valid JSON with Kafka's numbers instead: the file's
+  value for one PATH without globs, else an object of path: value (its shape
+  follows what was typed, not how many files matched).
 
   Examples:  cat /features/metadata.version    cat /topics/orders/0    cat /brokers/*/state
              cat --json /brokers/1/endpoints
@@ -319,7 +320,8 @@ def _export(session: Session, args: argparse.Namespace) -> int:
     step("writing…")
     export(frame, out, args.format, table=name)
     step("done")
-    session.out(f"exported {len(table.rows)} rows of {table.kind} to {out / name} ({args.format})")
+    rows = len(table.rows)
+    session.out(f"exported {rows} row{'' if rows == 1 else 's'} of {table.kind} to {out / name} ({args.format})")
     return 0
 
 
