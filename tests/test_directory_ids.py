@@ -135,3 +135,39 @@ def test_the_writer_leaves_directories_out_before_3_7_iv2_unless_they_would_be_l
     lost = m.PartitionRecordV1(**_fields(), directories=(LOST, LOST, LOST))
     r = Replay(MV_3_6_IV2).replay(lost)
     assert encode_metadata_value(_written_partition(r.image)) == encode_metadata_value(lost)
+
+
+# -- showing -----------------------------------------------------------------------------------
+
+
+def test_the_shell_names_the_reserved_ids_and_its_json_keeps_kafkas_text(tmp_path) -> None:
+    from engine.storage.snapshot_writer import SnapshotId, write_snapshot
+    from metashell.shell.session import Session
+    from metashell.shell.source import Source
+
+    records = [m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(MV_4_1_IV1)),
+               m.TopicRecordV0(name="orders", topic_id=TOPIC),
+               m.PartitionRecordV0(**_fields((1, 2))),
+               m.PartitionRecordV1(**{**_fields((1, 2, 3, 4)), "partition_id": i32(1)},
+                                   directories=(None, UNASSIGNED, LOST, REAL))]
+    path = write_snapshot(tmp_path, SnapshotId(len(records), 1), records, last_contained_log_timestamp_ms=0,
+                          now_ms=0, fsync=False)
+    lines: list[str] = []
+    session = Session(Source(snapshot=path), out=lines.append)
+    session.load()
+
+    def ask(line: str) -> str:
+        lines.clear()
+        session.run_line(line)
+        return "\n".join(lines)
+
+    import json
+
+    assert json.loads(ask("cat /topics/orders/0"))["directories"] == ["MIGRATING", "MIGRATING"]
+    assert json.loads(ask("cat /topics/orders/1"))["directories"] == [
+        "MIGRATING", "UNASSIGNED", "LOST", uuid_to_kafka(REAL)]
+    assert json.loads(ask("cat /image/topics/byName/orders/1"))["directories"][:3] == [
+        "MIGRATING", "UNASSIGNED", "LOST"]
+    assert json.loads(ask("cat --json /topics/orders/1"))["directories"] == [
+        ZERO_TEXT, UNASSIGNED_TEXT, LOST_TEXT, uuid_to_kafka(REAL)]
+    assert json.loads(ask("cat --json /topics/orders/0"))["directories"] == [ZERO_TEXT] * 2

@@ -7,7 +7,7 @@ A partition records one directory id per replica. Three ids are not directories:
     LOST        AAAAAAAAAAAAAAAAAAAAAg  (0, 2)  its directory went offline
 
 MIGRATING is the all-zero id, which kio decodes as ``None``: code reading records treats
-``None`` in a directory list as MIGRATING. Every id below 100 is reserved (DirectoryId.reserved).
+``None`` in a directory list as MIGRATING. Kafka reserves every id below 100 (DirectoryId.reserved).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ UNASSIGNED = uuid.UUID(int=1)
 LOST = uuid.UUID(int=2)
 
 RESERVED_NAMES = {MIGRATING: "MIGRATING", UNASSIGNED: "UNASSIGNED", LOST: "LOST"}
+RESERVED_TEXTS = {uuid_to_kafka(d): name for d, name in RESERVED_NAMES.items()}  # for output read by people
 
 # The same few lengths come back for every partition: share one tuple per length.
 _MIGRATING_ARRAYS = tuple((MIGRATING,) * n for n in range(16))
@@ -29,15 +30,3 @@ _MIGRATING_ARRAYS = tuple((MIGRATING,) * n for n in range(16))
 def migrating_array(length: int) -> tuple[uuid.UUID, ...]:
     """One MIGRATING per replica (Kafka's DirectoryId.migratingArray)."""
     return _MIGRATING_ARRAYS[length] if length < len(_MIGRATING_ARRAYS) else (MIGRATING,) * length
-
-
-def is_reserved(directory: uuid.UUID | None) -> bool:
-    """Kafka's DirectoryId.reserved: the first 100 ids are never a real directory."""
-    return directory is None or directory.int < 100
-
-
-def directory_text(directory: uuid.UUID | None) -> str:
-    """For people: MIGRATING, UNASSIGNED or LOST for those ids, Kafka's base64 text otherwise."""
-    if directory is None:
-        return "MIGRATING"
-    return RESERVED_NAMES.get(directory) or uuid_to_kafka(directory)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.common.directory_id import RESERVED_TEXTS
 from engine.image.metadata_version import BY_LEVEL
 
 SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}  # SecurityProtocol ids
@@ -53,8 +54,16 @@ def human_endpoints(endpoints: Any) -> Any:
     return named_fields(endpoints, {"securityProtocol": SECURITY_PROTOCOLS, "security_protocol": SECURITY_PROTOCOLS})
 
 
+def human_directories(texts: Any) -> Any:
+    """Log directory ids with the reserved ones named: MIGRATING, UNASSIGNED, LOST (KIP-858)."""
+    return [RESERVED_TEXTS.get(t, t) for t in texts] if isinstance(texts, list) else texts
+
+
 def human_partition(data: Any) -> Any:
-    return named_fields(data, {"leaderRecoveryState": LEADER_RECOVERY_STATES})
+    data = named_fields(data, {"leaderRecoveryState": LEADER_RECOVERY_STATES})
+    if isinstance(data, dict) and "directories" in data:
+        data["directories"] = human_directories(data["directories"])
+    return data
 
 
 def human_acl(data: Any) -> Any:
@@ -66,10 +75,13 @@ def human_scram(data: Any) -> Any:
 
 
 def human_registration(data: Any) -> Any:
-    """A registration as /image shows it: its endpoints' protocols named."""
+    """A registration as /image shows it: its endpoints' protocols named, reserved directory ids too."""
     if not isinstance(data, dict) or "endpoints" not in data:
         return data
-    return {**data, "endpoints": human_endpoints(data["endpoints"])}
+    data = {**data, "endpoints": human_endpoints(data["endpoints"])}
+    if "directories" in data:
+        data["directories"] = human_directories(data["directories"])
+    return data
 
 
 def human_feature(name: str, level: Any) -> Any:

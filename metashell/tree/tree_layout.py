@@ -29,8 +29,8 @@ from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from engine.image.partition_registration import PartitionRegistration
 from engine.records.record_json import message_to_jsonable
-from metashell.tree.kafka_names import (SCRAM_MECHANISMS, human_acl, human_endpoints, human_feature,
-                                        human_partition, human_scram)
+from metashell.tree.kafka_names import (SCRAM_MECHANISMS, human_acl, human_directories, human_endpoints,
+                                        human_feature, human_partition, human_scram)
 from metashell.tree.nodes import (DEFAULT_NAME, DirNode, FileNode, Node, encode_name, keyed_dir, name_to_int,
                                   static_dir)
 
@@ -89,7 +89,7 @@ class TreeBuilder:
             "directories": lambda: [uuid_to_kafka(d) for d in b.directories],
             "leader-of": lambda: self.leadership()[0].get(broker_id, []),
             "replica-of": lambda: self.leadership()[1].get(broker_id, []),
-        }, {"endpoints": human_endpoints})
+        }, {"endpoints": human_endpoints, "directories": human_directories})
 
     def leadership(self) -> tuple[dict, dict]:
         """broker -> partitions it leads, broker -> partitions it hosts ("topic-partition")."""
