@@ -126,7 +126,7 @@ def test_one_shot_modes() -> None:
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _read_until(fd: int, needle: bytes, timeout_s: float = 20.0) -> bytes:
+def _read_until(fd: int, needle: bytes, timeout_s: float = 60.0) -> bytes:
     """What the terminal showed up to ``needle``, control sequences left out: prompt-toolkit may
     draw a completed word in two writes (``cd /bro``, then ``kers/``)."""
     out = b""
