@@ -25,8 +25,9 @@ from typing import Callable, Sequence
 
 from engine.common.command_line import OneLineParser, run_guarded, stderr_line
 from engine.common.errors import ConfigError
-from metashell.shell.session import ExitShell, Session
-from metashell.shell.source import Source
+from metashell.shell.registry import ExitShell
+from metashell.shell.session import Session
+from metashell.source import Source
 
 
 DASHBOARD_COMMANDS = ("dash", "demo")
@@ -143,7 +144,7 @@ def _export_command(args, err: Callable[[str], None]) -> int:
     if args.snapshot and (args.offset is not None or time_ms is not None):
         raise ConfigError("--offset and --time need a log directory (--log-dir): a snapshot holds one point in time")
     from metashell.export.spark_session import get_spark
-    from metashell.shell.session import ShellError
+    from metashell.shell.registry import ShellError
 
     words = ["--out", args.out, "--format", args.format]
     words += ["--table", args.table] if args.table else []
@@ -205,7 +206,7 @@ def _time_ms(text: str | None) -> int | None:
     if not text:
         return None
     from metashell.shell.commands import parse_time_ms
-    from metashell.shell.session import ShellError
+    from metashell.shell.registry import ShellError
 
     try:
         return parse_time_ms(text)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from engine.storage.metadata_log import MetadataLog
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 
 
 def session_over(directory: Path, records: list) -> Session:

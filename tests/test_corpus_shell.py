@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 from tests.conftest import CORPUS, corpus_params
 
 FACTS = {

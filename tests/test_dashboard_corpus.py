@@ -11,7 +11,7 @@ from metashell.dashboard.app import DashboardApp
 from metashell.dashboard.history import History
 from metashell.dashboard.widgets import BrokersPanel, HeaderBar, PartitionsPanel, QuorumPanel
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 from tests.conftest import CORPUS, corpus_params
 
 CORPUS_DIRS = sorted(str(p.parent.relative_to(CORPUS)) for p in CORPUS.glob("**/__cluster_metadata-0")) \

@@ -143,7 +143,7 @@ def test_the_writer_leaves_directories_out_before_3_7_iv2_unless_they_would_be_l
 def test_the_shell_names_the_reserved_ids_and_its_json_keeps_kafkas_text(tmp_path) -> None:
     from engine.storage.snapshot_writer import SnapshotId, write_snapshot
     from metashell.shell.session import Session
-    from metashell.shell.source import Source
+    from metashell.source import Source
 
     records = [m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(MV_4_1_IV1)),
                m.TopicRecordV0(name="orders", topic_id=TOPIC),

@@ -29,7 +29,7 @@ from metashell.export.spark_session import NO_JAVA, NO_PYSPARK, ExportError, get
 from metashell.export.tables import table_for
 from metashell.tree.nodes import resolve
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 from metashell.tree.tree_layout import REDACTED
 from metashell.tree.root import build_tree
 from tests.conftest import CORPUS, corpus_params

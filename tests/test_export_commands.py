@@ -11,7 +11,7 @@ import pytest
 from metashell import cli
 from metashell.shell import commands
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 
 
 @pytest.fixture

@@ -29,6 +29,17 @@ ALLOWED = {
                      "engine.raft", "engine.server"},
 }
 
+# metashell's packages, over the engine (any of it): tree and source at the bottom, then the
+# export, then the shell (whose `export` command uses it); the dashboard beside them; the
+# command line (metashell.cli, metashell.demo) on top may use everything.
+ALLOWED_METASHELL = {
+    "metashell.tree": set(),
+    "metashell.source": set(),
+    "metashell.export": {"metashell.tree", "metashell.source"},
+    "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export"},
+    "metashell.dashboard": {"metashell.tree", "metashell.source"},
+}
+
 
 def _modules() -> dict[str, Path]:
     modules = {}
@@ -133,3 +144,10 @@ def test_modules_are_packages_a_kafka_engineer_would_guess() -> None:
     """Nothing sits loose in engine/: every module lives in a package named after Kafka's modules."""
     loose = sorted(p.name for p in (ROOT / "engine").glob("*.py") if p.name != "__init__.py")
     assert loose == []
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED_METASHELL))
+def test_metashell_packages_import_only_the_layers_below(package: str) -> None:
+    used = {".".join(dep.split(".")[:2]) for name, deps in GRAPH.items()
+            if name == package or name.startswith(package + ".") for dep in deps if dep.startswith("metashell.")}
+    assert used - {package} <= ALLOWED_METASHELL[package]

@@ -27,7 +27,7 @@ from metashell.dashboard.history import History
 from metashell.demo import _broker, _fence
 from metashell.export.history_tables import history_rows, images_at
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 from tests.conftest import CORPUS, corpus_params
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from metashell.demo import write_demo_log_dir
 from metashell.shell.commands import COMMANDS
 from metashell.shell.completion import complete
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 
 
 @pytest.fixture()

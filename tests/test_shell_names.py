@@ -19,10 +19,10 @@ from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import f64, i8, i16, i32, i64, u16
-from metashell.shell.commands import render
+from metashell.tree.nodes import render
 from metashell.shell.completion import complete
 from metashell.shell.session import Session
-from metashell.shell.source import Source
+from metashell.source import Source
 from metashell.tree.nodes import resolve, walk
 from tests.shell_session import run, session_over
 

@@ -222,3 +222,14 @@ class MetadataImage:
 
 
 EMPTY_IMAGE = MetadataImage()
+
+
+def min_isr(image: MetadataImage, topic: str) -> int:
+    """min.insync.replicas of a topic: its own config, else the cluster default, else Kafka's default of 1.
+
+    Config resource types as Kafka numbers them: 2 a topic, 4 a broker (name "" for the cluster default)."""
+    for resource in ((2, topic), (4, "")):
+        value = image.configs.get(resource, {}).get("min.insync.replicas")
+        if value is not None and value.isdigit():
+            return int(value)
+    return 1

@@ -20,7 +20,7 @@ from engine.image.metadata_loader import LoadInfo
 from engine.storage.log_reader import LogEntry
 from metashell.dashboard.events import Touched, events_of_batch, touched
 from metashell.dashboard.model import Event, Frame
-from metashell.shell.summary import min_isr
+from engine.image.metadata_image import min_isr
 
 CHANGED_CAP = 1000  # a frame's ``changed`` holds at most this many entries (the last ones)
 

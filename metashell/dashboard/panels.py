@@ -36,7 +36,7 @@ from metashell.dashboard.model import (
     PartitionRow,
     VoterRow,
 )
-from metashell.shell.summary import min_isr
+from engine.image.metadata_image import min_isr
 from metashell.tree.tree_layout import quorum_voters
 
 
@@ -221,7 +221,7 @@ def _topic_partition_rows(topic: TopicImage, needed: int) -> tuple[PartitionRow,
 
 def partition_flags(p: Any, needed: int) -> tuple[str, ...]:
     """The flags of one PartitionRegistration, in ALL_FLAGS order. ``needed``: its topic's
-    min.insync.replicas (the summary's rule: metashell.shell.summary.min_isr)."""
+    min.insync.replicas (engine.image.metadata_image.min_isr, as the summary counts it)."""
     flags = []
     if p.leader < 0:
         flags.append(FLAG_LEADERLESS)

@@ -26,7 +26,7 @@ __all__ = ["ExportError", "FORMATS", "SCHEMA_DOCS", "Table", "export", "get_spar
 
 
 def load_image(source: Any, *, offset: int | None = None, time_ms: int | None = None) -> MetadataImage:
-    """An image from a MetadataImage, a Source (metashell.shell.source), or a path: a log
+    """An image from a MetadataImage, a Source (metashell.source), or a path: a log
     directory or a snapshot (.checkpoint) file."""
     if isinstance(source, MetadataImage):
         if offset is not None or time_ms is not None:
@@ -34,7 +34,7 @@ def load_image(source: Any, *, offset: int | None = None, time_ms: int | None = 
         return source
     if hasattr(source, "load"):
         return source.load(offset=offset, time_ms=time_ms)[0]
-    from metashell.shell.source import Source
+    from metashell.source import Source
 
     path = Path(source)
     return (Source(log_dir=path) if path.is_dir() else Source(snapshot=path)).load(offset=offset,

@@ -31,7 +31,6 @@ from engine.common.kafka_uuid import uuid_to_kafka
 from engine.image.metadata_delta import ABORTED, APPLIED, COMMITTED, PENDING, MetadataDelta
 from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_loader import replay_start, segment_batches
-from engine.image.partition_registration import PartitionRegistration
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
 from metashell.export.schemas import column_names

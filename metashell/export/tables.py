@@ -68,7 +68,7 @@ def _table_for(image: MetadataImage, path: str, show_secrets: bool) -> Table:
 def partitions_table(image: MetadataImage, topics: Any = None, only: int | None = None) -> Table:
     """One row per partition, sorted by topic name and partition id. Built straight from the
     PartitionRegistration tuples: a million partitions take seconds."""
-    from metashell.shell.summary import min_isr
+    from engine.image.metadata_image import min_isr
 
     if topics is None:
         topics = sorted(image.topics.by_id.values(), key=lambda t: t.name)

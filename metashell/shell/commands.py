@@ -6,23 +6,11 @@ import argparse
 import fnmatch
 import json
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
-from metashell.tree.nodes import has_glob, walk
-from metashell.shell.registry import COMMANDS, ExitShell, ShellError, command
+from metashell.tree.nodes import has_glob, render, render_json, walk
+from metashell.shell.registry import COMMANDS, ArgParser, ExitShell, ShellError, command
 from metashell.shell.session import Session
-
-
-def render(value: Any) -> str:
-    """A file's value as the shell prints it: text as is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return render_json(value)
-
-
-def render_json(value: Any) -> str:
-    """Valid JSON whatever the value (text quoted too): for ``cat --json``."""
-    return json.dumps(value, indent=2 if isinstance(value, (dict, list)) and value else None, default=str)
 
 
 # -- navigation -----------------------------------------------------------------------
@@ -259,7 +247,7 @@ HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "leader_chan
 PROGRESS_PARTITIONS = 100_000  # images with at least this many partitions report each step
 
 
-def _export_arguments(p: _ArgParser) -> None:
+def _export_arguments(p: ArgParser) -> None:
     p.add_argument("path", nargs="?")
     p.add_argument("--format", default="parquet", choices=EXPORT_FORMATS)
     p.add_argument("--out", required=True)

@@ -20,7 +20,9 @@ class ExitShell(Exception):
     pass
 
 
-class _ArgParser(argparse.ArgumentParser):
+class ArgParser(argparse.ArgumentParser):
+    """A command's parser: a usage error is a ShellError (one line), never an exit."""
+
     def error(self, message: str) -> None:
         raise ShellError(message)
 
@@ -33,7 +35,7 @@ class Command:
     name: str
     summary: str
     man: str  # usage and examples, shown by man
-    parser: _ArgParser
+    parser: ArgParser
     handler: Callable[[Any, argparse.Namespace], int]
 
     def run(self, session: Any, words: list[str]) -> int:
@@ -44,10 +46,10 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 
 
-def command(name: str, summary: str, man: str, arguments: Callable[[_ArgParser], None] = lambda p: None):
+def command(name: str, summary: str, man: str, arguments: Callable[[ArgParser], None] = lambda p: None):
     """Register a handler as a shell command."""
     def register(handler: Callable[[Any, argparse.Namespace], int]) -> Callable:
-        parser = _ArgParser(prog=name, add_help=False)
+        parser = ArgParser(prog=name, add_help=False)
         arguments(parser)
         COMMANDS[name] = Command(name, summary, man.strip(), parser, handler)
         return handler

@@ -16,7 +16,8 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 
 from metashell.shell.completion import complete
-from metashell.shell.session import ExitShell, Session
+from metashell.shell.registry import ExitShell
+from metashell.shell.session import Session
 
 HISTORY_FILE = Path(os.environ.get("METASHELL_HISTORY", Path.home() / ".metashell_history"))
 

@@ -14,8 +14,8 @@ from engine.common.errors import MetadataError
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from metashell.tree.nodes import Node, NodeError, expand, normalize, resolve
-from metashell.shell.registry import COMMANDS, ExitShell, ShellError
-from metashell.shell.source import Source
+from metashell.shell.registry import COMMANDS, ShellError
+from metashell.source import Source
 from metashell.tree.root import build_tree
 
 

@@ -4,18 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_image import MetadataImage, min_isr
 from engine.image.metadata_loader import LoadInfo
 from metashell.tree.kafka_names import metadata_version_text
-
-
-def min_isr(image: MetadataImage, topic: str) -> int:
-    """min.insync.replicas: the topic's, else the cluster default, else Kafka's default of 1."""
-    for resource in ((2, topic), (4, "")):
-        value = image.configs.get(resource, {}).get("min.insync.replicas")
-        if value is not None and value.isdigit():
-            return int(value)
-    return 1
 
 
 def summarize(image: MetadataImage, info: LoadInfo | None) -> list[str]:

@@ -19,6 +19,8 @@ still finds the node: a part that names no child is tried again in its encoded f
 
 from __future__ import annotations
 
+import json
+
 import fnmatch
 import re
 from dataclasses import dataclass
@@ -245,3 +247,15 @@ def walk(node: Node, path: str) -> Iterator[tuple[str, Node]]:
             child = node.child(name)
             if child is not None:
                 yield from walk(child, join_path(path, name))
+
+
+def render(value: Any) -> str:
+    """A file's value as the shell prints it: text as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return render_json(value)
+
+
+def render_json(value: Any) -> str:
+    """Valid JSON whatever the value (text quoted too): for ``cat --json``."""
+    return json.dumps(value, indent=2 if isinstance(value, (dict, list)) and value else None, default=str)

@@ -22,7 +22,7 @@ from textual.widgets.tree import TreeNode
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from metashell.tree.nodes import Node, NodeError, join_path, locate, resolve, split_path
-from metashell.shell.commands import render
+from metashell.tree.nodes import render
 from metashell.tree.root import build_tree
 
 Data = tuple[str, bool]  # absolute path, is a directory
