@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# Apache Kafka as the test peer: its jars, nodes, scripted history and their fixtures.
+pytest_plugins = ["kafka_peer.fixtures"]
+
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 NO_CORPUS = f"real Kafka corpus not found at {CORPUS} (../shared/corpus beside the repo)"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=NO_CORPUS)

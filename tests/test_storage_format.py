@@ -117,7 +117,7 @@ def corpus_file(*parts: str) -> Path:
 # (a) --standalone
 
 
-@pytest.mark.parametrize(("release", "level"), [(None, 29), ("4.1", 27), ("4.0-IV3", 25), ("3.9", 21)])
+@pytest.mark.parametrize(("release", "level"), [(None, 30), ("4.4", 33), ("4.1", 27), ("4.0-IV3", 25), ("3.9", 21)])
 def test_standalone(tmp_path: Path, capsys, release: str | None, level: int) -> None:
     node = make_node(tmp_path)
     flags = ["--standalone"] + (["--release-version", release] if release else [])

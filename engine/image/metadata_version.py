@@ -1,6 +1,7 @@
 """metadata.version levels and the feature levels a new cluster is formatted with.
 
-Levels are Kafka's MetadataVersion feature levels (3.3-IV3 = 7 ... 4.2-IV1 = 29).
+Levels are Kafka's MetadataVersion feature levels (3.3-IV3 = 7 ... 4.4-IV2 = 33, and 4.5-IV0 = 34,
+not yet production in Kafka 4.4.0), read off Kafka's own MetadataVersion and Feature classes.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ _LEVELS = [
     ("3.6-IV0", 12), ("3.6-IV1", 13), ("3.6-IV2", 14), ("3.7-IV0", 15), ("3.7-IV1", 16),
     ("3.7-IV2", 17), ("3.7-IV3", 18), ("3.7-IV4", 19), ("3.8-IV0", 20), ("3.9-IV0", 21),
     ("4.0-IV0", 22), ("4.0-IV1", 23), ("4.0-IV2", 24), ("4.0-IV3", 25), ("4.1-IV0", 26),
-    ("4.1-IV1", 27), ("4.2-IV0", 28), ("4.2-IV1", 29),
+    ("4.1-IV1", 27), ("4.2-IV0", 28), ("4.2-IV1", 29), ("4.3-IV0", 30), ("4.4-IV0", 31),
+    ("4.4-IV1", 32), ("4.4-IV2", 33), ("4.5-IV0", 34),
 ]
-LATEST_PRODUCTION = "4.2-IV1"
+# What `kraftd storage format` writes without --release-version: the newest release the test suite
+# runs end to end against Apache Kafka itself (4.3; Kafka's 4.4 tools are not on Maven Central yet).
+# A node refuses a metadata.version newer than it knows, so this stays at a release we prove.
+LATEST_PRODUCTION = "4.3-IV0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,10 @@ def default_feature_levels(mv: MetadataVersion) -> dict[str, int]:
         levels["transaction.version"] = 2
     if mv.level >= BY_NAME["4.1-IV0"].level:
         levels["eligible.leader.replicas.version"] = 1
+    if mv.level >= BY_NAME["4.2-IV0"].level:
+        levels["share.version"] = 2 if mv.level >= BY_NAME["4.4-IV0"].level else 1
+    if mv.level >= BY_NAME["4.2-IV1"].level:
+        levels["streams.version"] = 1
     return levels
 
 

@@ -1,0 +1,184 @@
+"""Apache Kafka's own jars, fetched by Maven from Maven Central into a cache outside the repository.
+
+The pom beside the tests (tests/kafka/pom.xml) names kafka_2.13 (the server, kafka-storage and
+kafka-dump-log), kafka-tools (kafka-metadata-quorum, the admin commands), kafka-shell
+(kafka-metadata-shell) and a log4j2 runtime. ``mvn dependency:copy-dependencies`` copies their
+jars into ``CACHE/VERSION/libs`` once; later runs find the ``READY`` stamp and reuse them.
+
+Which versions: 4.1.2 (the first with ELR on by default) and the newest release for which every
+artifact of the pom is served. That one is asked of Maven Central's metadata at run time, so the
+suite follows Kafka's releases without an edit (the server jar is often published before the tools).
+``METASHELL_KAFKA_VERSIONS`` (comma separated) overrides the choice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import os
+import re
+import shutil
+import subprocess
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+POM = Path(__file__).resolve().parents[1] / "kafka" / "pom.xml"
+LOG4J_DIR = POM.parent
+PINNED_VERSION = "4.1.2"
+ARTIFACTS = ("kafka_2.13", "kafka-tools", "kafka-shell")
+CENTRAL = "https://repo.maven.apache.org/maven2/org/apache/kafka"
+RELEASE = re.compile(r"^\d+\.\d+\.\d+$")  # no -rc, no snapshots
+FETCH_TIMEOUT_S = 900
+METADATA_TIMEOUT_S = 20
+
+# Kafka's tool mains, by the script name an operator types; where a class moved between releases,
+# each place it has lived (the first found in the jars wins).
+MAINS = {
+    "kafka-server-start": ("kafka.Kafka",),
+    "kafka-storage": ("kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool"),
+    "kafka-dump-log": ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments"),
+    "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "kafka-metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
+    "kafka-configs": ("kafka.admin.ConfigCommand", "org.apache.kafka.tools.ConfigCommand"),
+    "kafka-reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
+    "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand",),
+    "kafka-acls": ("org.apache.kafka.tools.AclCommand",),
+    "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
+}
+
+# Short-lived tools: a small heap, one GC thread, no C2 (a tool's run is over before C2 pays off).
+TOOL_JVM_OPTS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+
+
+class KafkaUnavailable(Exception):
+    """Java, Maven or Maven Central is missing: the Kafka tests cannot run here (one sentence why)."""
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("METASHELL_KAFKA_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "metashell" / "kafka"
+
+
+def missing_programs() -> list[str]:
+    return [name for name in ("java", "mvn") if shutil.which(name) is None]
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def served_versions(artifact: str) -> set[str]:
+    """Release versions of one org.apache.kafka artifact listed by Maven Central."""
+    url = f"{CENTRAL}/{artifact}/maven-metadata.xml"
+    with urllib.request.urlopen(url, timeout=METADATA_TIMEOUT_S) as answer:
+        text = answer.read().decode()
+    return {v for v in re.findall(r"<version>([^<]+)</version>", text) if RELEASE.match(v)}
+
+
+def newest_served_version() -> str:
+    """The newest release whose server, tools and shell are all on Maven Central."""
+    served: set[str] | None = None
+    for artifact in ARTIFACTS:
+        versions = served_versions(artifact)
+        served = versions if served is None else served & versions
+    if not served:
+        raise KafkaUnavailable("Maven Central lists no Kafka release with server, tools and shell")
+    return max(served, key=_version_key)
+
+
+def tested_versions() -> list[str]:
+    """The Kafka versions the suite runs against: 4.1.2 and the newest served (once, if equal)."""
+    explicit = os.environ.get("METASHELL_KAFKA_VERSIONS")
+    if explicit:
+        return [v.strip() for v in explicit.split(",") if v.strip()]
+    stamp = cache_root() / "newest-version"
+    try:
+        newest = newest_served_version()
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(newest)
+    except (OSError, ValueError, KafkaUnavailable):
+        # Offline: the newest version fetched before, else only the pinned one (the fetch will say why).
+        newest = stamp.read_text().strip() if stamp.is_file() else PINNED_VERSION
+    return sorted({PINNED_VERSION, newest}, key=_version_key)
+
+
+@dataclass(frozen=True)
+class KafkaDistribution:
+    """One Kafka version's jars on disk, and how to run its mains."""
+
+    version: str
+    libs: Path
+
+    @property
+    def classpath(self) -> str:
+        return str(self.libs / "*")
+
+    def main_class(self, tool: str) -> str:
+        """The class behind one of Kafka's scripts in this version's jars."""
+        for name in MAINS[tool]:
+            if name in _classes(self.libs):
+                return name
+        raise KafkaUnavailable(f"Kafka {self.version} has no main for {tool} (looked for {', '.join(MAINS[tool])})")
+
+    def command(self, tool: str, *args: str, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> list[str]:
+        """The java command line of one of Kafka's tools (``MAINS``), as its script would run it."""
+        log4j = LOG4J_DIR / ("log4j2-server.properties" if tool == "kafka-server-start" else "log4j2-tools.properties")
+        return ["java", *jvm_opts, f"-Dlog4j2.configurationFile={log4j}", "-cp", self.classpath, self.main_class(tool), *args]
+
+    def run(self, tool: str, *args: str, timeout_s: float = 180, check: bool = True,
+            input_text: str | None = None, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> subprocess.CompletedProcess:
+        """Run one tool to its end; a non-zero exit (with ``check``) raises with its output."""
+        done = subprocess.run(self.command(tool, *args, jvm_opts=jvm_opts), capture_output=True, text=True,
+                              timeout=timeout_s, input=input_text if input_text is not None else "",
+                              errors="replace")
+        if check and done.returncode != 0:
+            raise AssertionError(f"Kafka {self.version} {tool} {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+        return done
+
+
+@functools.lru_cache(maxsize=None)
+def _classes(libs: Path) -> frozenset[str]:
+    """Every class name in the Kafka jars under ``libs`` (only Kafka's own jars are read)."""
+    names = set()
+    for jar in libs.glob("kafka*.jar"):
+        with zipfile.ZipFile(jar) as archive:
+            names.update(n[:-6].replace("/", ".") for n in archive.namelist() if n.endswith(".class"))
+    return frozenset(names)
+
+
+def fetch(version: str, root: Path | None = None) -> KafkaDistribution:
+    """Kafka ``version``'s jars, copied by Maven into the cache on first use (one fetch at a time)."""
+    missing = missing_programs()
+    if missing:
+        raise KafkaUnavailable(f"{' and '.join(missing)} not found on PATH, so Apache Kafka cannot be fetched or run")
+    root = root or cache_root()
+    home = root / version
+    libs = home / "libs"
+    ready = home / "READY"
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two pytest runs at once share one fetch
+        if not ready.is_file():
+            staging = home / "libs.partial"
+            shutil.rmtree(staging, ignore_errors=True)
+            try:
+                done = subprocess.run(
+                    ["mvn", "-B", "-q", "-f", str(POM), f"-Dkafka.version={version}",
+                     "dependency:copy-dependencies", f"-DoutputDirectory={staging}"],
+                    capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise KafkaUnavailable(f"Maven did not fetch Kafka {version} within {FETCH_TIMEOUT_S} s") from None
+            if done.returncode != 0:
+                lines = [ln for ln in (done.stdout + done.stderr).splitlines() if "ERROR" in ln]
+                raise KafkaUnavailable(f"Maven could not fetch Kafka {version}: "
+                                       f"{(lines or ['no error text'])[0].strip()}")
+            shutil.rmtree(libs, ignore_errors=True)
+            staging.rename(libs)
+            ready.write_text(version + "\n")
+    return KafkaDistribution(version, libs)

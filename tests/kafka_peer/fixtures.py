@@ -1,0 +1,112 @@
+"""pytest fixtures and hooks for the tests that run Apache Kafka (marker ``kafka``).
+
+* ``kafka_dist``: one Kafka version's jars (fetched once into the cache), parametrised over
+  ``tested_versions()`` so every Kafka test runs against 4.1.2 and the newest release.
+  Without Java or Maven the tests skip, saying why in one sentence; under ``CI=true`` that is a
+  failure, because CI must prove what the README claims.
+* ``kafka_history``: the scripted cluster's directories (tests/kafka_peer/history.py), written
+  once per version and session; tests only read them (checked, as for the other shared dirs).
+* ``kafka_quorum``: a running quorum of three controller-only nodes (dynamic) and one broker,
+  shared by the tests that only ask it questions.
+
+Every process started is killed when the session ends; a failing Kafka test shows the logs of
+the nodes that ran during it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pytest
+
+from .distribution import KafkaDistribution, KafkaUnavailable, fetch, tested_versions
+from .nodes import REGISTRY, kill_all
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+VERSIONS = tested_versions()
+atexit.register(kill_all)  # also after an interrupted or crashed run
+
+
+def unavailable(why: str) -> None:
+    """Skip (on a developer's machine) or fail (under CI=true) the Kafka tests, with one sentence."""
+    message = f"Apache Kafka tests cannot run: {why}."
+    if IN_CI:
+        pytest.fail(message + " CI=true requires them.", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session", params=VERSIONS, ids=lambda v: f"kafka-{v}")
+def kafka_dist(request: pytest.FixtureRequest) -> KafkaDistribution:
+    try:
+        return fetch(request.param)
+    except KafkaUnavailable as exc:
+        unavailable(str(exc))
+        raise AssertionError("unreachable")  # pytest.skip/fail raise
+
+
+@pytest.fixture(scope="session")
+def _kafka_histories():
+    made: dict[str, object] = {}
+    return made
+
+
+@pytest.fixture
+def kafka_history(kafka_dist: KafkaDistribution, _kafka_histories, tmp_path_factory):
+    """The scripted history's node directories for this Kafka version; read only."""
+    from conftest import tree_digest
+
+    from .history import write_history
+
+    history = _kafka_histories.get(kafka_dist.version)
+    if history is None:
+        history = _kafka_histories[kafka_dist.version] = write_history(
+            kafka_dist, tmp_path_factory.mktemp(f"kafka-history-{kafka_dist.version}"))
+    before = tree_digest(history.root)
+    yield history
+    assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"
+
+
+@pytest.fixture(scope="session")
+def _kafka_quorums():
+    made: dict[str, object] = {}
+    yield made
+    for cluster in made.values():
+        cluster.close()
+
+
+@pytest.fixture
+def kafka_quorum(kafka_dist: KafkaDistribution, _kafka_quorums, tmp_path_factory):
+    """A running dynamic quorum of three controller-only nodes and one broker (shared; ask, don't change)."""
+    from .cluster import KafkaCluster
+
+    cluster = _kafka_quorums.get(kafka_dist.version)
+    if cluster is None or not all(n.alive for n in cluster.nodes):
+        if cluster is not None:
+            cluster.close()
+        cluster = _kafka_quorums[kafka_dist.version] = KafkaCluster(
+            kafka_dist, tmp_path_factory.mktemp(f"kafka-quorum-{kafka_dist.version}"),
+            voters=3, brokers=1, quorum="dynamic").start()
+    return cluster
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kill_kafka_at_end():
+    yield
+    kill_all()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item._kafka_nodes_before = len(REGISTRY)  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or item.get_closest_marker("kafka") is None:
+        return
+    first = getattr(item, "_kafka_nodes_before", 0)
+    shown = {id(n): n for n in REGISTRY[first:]} | {id(n): n for n in REGISTRY if n.alive}
+    for node in shown.values():
+        report.sections.append((f"Kafka {node.dist.version} node {node.node_id} log ({node.output_path})",
+                                node.log_tail(80)))

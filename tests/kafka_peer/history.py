@@ -1,0 +1,347 @@
+"""A real cluster's history, written by Apache Kafka, as the comparison tests' data.
+
+Three combined nodes (dynamic quorum), ELR on, ``min.insync.replicas=2``, StandardAuthorizer, and
+snapshots every few kilobytes of records. Then, in order (``STEPS``): topics (one with thousands
+of partitions), configs at topic, broker and cluster level, client quotas, SCRAM users and ACLs,
+idempotent and transactional produce, a reassignment and a preferred leader election, a broker
+killed (fencing, ISR shrink, ELR) and brought back, a controlled shutdown, the active controller
+killed, and a fourth controller added and removed (KIP-853). Every node is then stopped with
+SIGTERM and its directory kept as it is.
+
+The clients are the real ones (confluent-kafka, kafka-python) and Kafka's own tools where the
+Python clients have no call (client quotas, add-controller / remove-controller).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .cluster import KafkaCluster
+from .distribution import KafkaDistribution
+from .nodes import KafkaNode, metadata_brokers, wait_until
+
+WIDE_PARTITIONS = 2000
+SNAPSHOT_EVERY_BYTES = 20_000
+CLIENT_TIMEOUT_S = 120.0
+CONFIG = {
+    "min.insync.replicas": "2",
+    "default.replication.factor": "3",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "true",
+    "metadata.log.max.record.bytes.between.snapshots": str(SNAPSHOT_EVERY_BYTES),
+    "auto.create.topics.enable": "false",
+}
+
+
+@dataclass(frozen=True)
+class NodeData:
+    """One node's kept directory."""
+
+    node_id: int
+    roles: tuple[str, ...]
+    log_dir: Path
+
+    @property
+    def metadata_dir(self) -> Path:
+        return self.log_dir / "__cluster_metadata-0"
+
+    @property
+    def segments(self) -> list[Path]:
+        return sorted(self.metadata_dir.glob("*.log"))
+
+    @property
+    def snapshots(self) -> list[Path]:
+        return sorted(self.metadata_dir.glob("*.checkpoint"))
+
+
+@dataclass
+class KafkaHistory:
+    dist: KafkaDistribution
+    root: Path
+    cluster_id: str
+    nodes: tuple[NodeData, ...] = ()
+    steps: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def version(self) -> str:
+        return self.dist.version
+
+    @property
+    def voters(self) -> tuple[NodeData, ...]:
+        return tuple(n for n in self.nodes if "controller" in n.roles)
+
+
+def _admin(cluster: KafkaCluster):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+
+def _done(futures) -> None:
+    for future in (futures.values() if isinstance(futures, dict) else [futures]):
+        future.result(timeout=CLIENT_TIMEOUT_S)
+
+
+def create_topics(cluster: KafkaCluster) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    admin = _admin(cluster)
+    _done(admin.create_topics([
+        NewTopic("orders", 6, 3, config={"retention.ms": "86400000"}),
+        NewTopic("payments", 3, 3, config={"cleanup.policy": "compact", "min.insync.replicas": "2"}),
+        NewTopic("wide", WIDE_PARTITIONS, 1),
+        NewTopic("scratch", 2, 3),
+    ], operation_timeout=60, request_timeout=CLIENT_TIMEOUT_S))
+    # Topics on chosen brokers, through kafka-python (confluent-kafka 2.16 refuses explicit assignments).
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KNewTopic
+
+    placed = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=60_000)
+    try:
+        placed.create_topics([
+            # Two replicas under min.insync.replicas=2: one fenced replica puts the other in the ELR.
+            KNewTopic("elr", -1, -1, replica_assignments={0: [1, 2], 1: [2, 1], 2: [1, 2]}),
+            KNewTopic("moving", -1, -1, replica_assignments={0: [1, 2]}),
+        ])
+    finally:
+        placed.close()
+    _done(admin.delete_topics(["scratch"], operation_timeout=60))
+
+
+def set_configs(cluster: KafkaCluster) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    def entry(name: str, value: str) -> ConfigEntry:
+        return ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+
+    admin = _admin(cluster)
+    _done(admin.incremental_alter_configs([
+        ConfigResource(ResourceType.TOPIC, "orders", incremental_configs=[
+            entry("retention.ms", "172800000"), entry("max.message.bytes", "2097152")]),
+        ConfigResource(ResourceType.BROKER, "1", incremental_configs=[entry("log.cleaner.threads", "2")]),
+    ]))
+    # The cluster-wide default (the broker entity with an empty name): confluent-kafka refuses
+    # an empty resource name, so this one goes through Kafka's own tool.
+    cluster.dist.run("kafka-configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
+                     "--entity-type", "brokers", "--entity-default",
+                     "--add-config", "log.retention.ms=259200000,message.max.bytes=2000000")
+
+
+def add_quotas_users_acls(cluster: KafkaCluster) -> None:
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
+                                       ResourceType, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+
+    configs = ("kafka-configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter")
+    cluster.dist.run(*configs, "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152",
+                     "--entity-type", "users", "--entity-name", "alice")
+    cluster.dist.run(*configs, "--add-config", "request_percentage=50",
+                     "--entity-type", "users", "--entity-name", "bob", "--entity-type", "clients",
+                     "--entity-name", "reporting")
+    cluster.dist.run(*configs, "--add-config", "producer_byte_rate=4096", "--entity-type", "clients",
+                     "--entity-default")
+    cluster.dist.run(*configs, "--add-config", "connection_creation_rate=25",
+                     "--entity-type", "ips", "--entity-name", "127.0.0.1")
+    admin = _admin(cluster)
+    # One alteration per user and request (Kafka refuses a user altered twice in one request).
+    for upsert in ([UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
+                                                 b"alice-secret", b"salt-alice"),
+                    UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                                 b"bob-secret")],
+                   [UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                                 b"alice-secret")]):
+        _done(admin.alter_user_scram_credentials(upsert))
+    _done(admin.create_acls([
+        AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*",
+                   AclOperation.READ, AclPermissionType.ALLOW),
+        AclBinding(ResourceType.TOPIC, "pay", ResourcePatternType.PREFIXED, "User:bob", "127.0.0.1",
+                   AclOperation.WRITE, AclPermissionType.ALLOW),
+        AclBinding(ResourceType.GROUP, "*", ResourcePatternType.LITERAL, "User:mallory", "*",
+                   AclOperation.ALL, AclPermissionType.DENY),
+        AclBinding(ResourceType.TRANSACTIONAL_ID, "payments-tx", ResourcePatternType.LITERAL, "User:alice", "*",
+                   AclOperation.WRITE, AclPermissionType.ALLOW),
+        # librdkafka's BROKER is Kafka's CLUSTER resource type (4).
+        AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:ops", "*",
+                   AclOperation.ALTER_CONFIGS, AclPermissionType.ALLOW),
+    ]))
+
+
+def produce(cluster: KafkaCluster) -> None:
+    from confluent_kafka import Producer
+
+    idempotent = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
+                           "acks": "all", "linger.ms": 5})
+    for i in range(200):
+        idempotent.produce("orders", key=str(i % 6).encode(), value=f"order-{i}".encode())
+    assert idempotent.flush(CLIENT_TIMEOUT_S) == 0, "idempotent producer: messages left unsent"
+    transactional = Producer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "payments-tx",
+                              "acks": "all"})
+    transactional.init_transactions(CLIENT_TIMEOUT_S)
+    for committed in (True, False):
+        transactional.begin_transaction()
+        for i in range(20):
+            transactional.produce("payments", key=str(i).encode(), value=b"paid" if committed else b"void")
+        assert transactional.flush(CLIENT_TIMEOUT_S) == 0, "transactional producer: messages left unsent"
+        if committed:
+            transactional.commit_transaction(CLIENT_TIMEOUT_S)
+        else:
+            transactional.abort_transaction(CLIENT_TIMEOUT_S)
+
+
+def partition_replicas(cluster: KafkaCluster, topic: str) -> dict[int, tuple[list[int], list[int], int]]:
+    """Partition -> (replicas, isr, leader) from a broker's Metadata answer."""
+    metadata = _admin(cluster).list_topics(topic, timeout=CLIENT_TIMEOUT_S)
+    return {p.id: (list(p.replicas), list(p.isrs), p.leader) for p in metadata.topics[topic].partitions.values()}
+
+
+def reassign_and_elect(cluster: KafkaCluster) -> None:
+    from confluent_kafka import ElectionType, TopicPartition
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=60_000)
+    try:
+        errors = admin.alter_partition_reassignments({KTopicPartition("moving", 0): [3, 2]})
+        assert not any(errors.values()), f"reassignment refused: {errors}"
+        wait_until(lambda: partition_replicas(cluster, "moving")[0][0] == [3, 2], "moving-0 on [3, 2]",
+                   cluster.live_nodes())
+        # orders-0 gets a new replica order, so its preferred leader (the first) changes.
+        replicas = partition_replicas(cluster, "orders")[0][0]
+        rotated = replicas[1:] + replicas[:1]
+        admin.alter_partition_reassignments({KTopicPartition("orders", 0): rotated})
+        wait_until(lambda: partition_replicas(cluster, "orders")[0][0] == rotated, "orders-0 reordered",
+                   cluster.live_nodes())
+    finally:
+        admin.close()
+    elector = _admin(cluster)  # kept in a name: a collected client cancels its futures
+    elector.elect_leaders(ElectionType.PREFERRED, [TopicPartition("orders", 0)]).result(CLIENT_TIMEOUT_S)
+    wait_until(lambda: partition_replicas(cluster, "orders")[0][2] == rotated[0], "orders-0 preferred leader",
+               cluster.live_nodes())
+
+
+def _not_in_isr(cluster: KafkaCluster, node_id: int, topic: str) -> Callable[[], bool]:
+    return lambda: all(node_id not in isr for _, isr, _ in partition_replicas(cluster, topic).values())
+
+
+def _in_isr(cluster: KafkaCluster, node_id: int, topic: str) -> Callable[[], bool]:
+    return lambda: all(node_id in isr for replicas, isr, _ in partition_replicas(cluster, topic).values()
+                       if node_id in replicas)
+
+
+def _follower(cluster: KafkaCluster, *, among: tuple[int, ...] = (1, 2, 3)) -> KafkaNode:
+    """A node that is not the active controller (so a broker story stays a broker story)."""
+    leader = cluster.leader_id()
+    return next(cluster.node(i) for i in among if i != leader)
+
+
+def kill_broker(cluster: KafkaCluster) -> None:
+    """SIGKILL: the broker is fenced, leaves the ISRs, and the 'elr' partitions fill their ELR."""
+    victim = _follower(cluster, among=(2, 1))
+    others = [n for n in cluster.brokers if n is not victim]
+    victim.kill()
+    wait_until(lambda: victim.node_id not in metadata_brokers(others[0].broker_address),
+               f"broker {victim.node_id} fenced", others)
+    wait_until(_not_in_isr(cluster, victim.node_id, "elr"), f"broker {victim.node_id} out of the ISRs", others)
+    cluster.restart(victim)
+    wait_until(_in_isr(cluster, victim.node_id, "elr"), f"broker {victim.node_id} back in the ISRs",
+               cluster.live_nodes())
+
+
+def controlled_shutdown(cluster: KafkaCluster) -> None:
+    victim = _follower(cluster, among=(3, 1, 2))
+    victim.stop()
+    cluster.restart(victim)
+    wait_until(_in_isr(cluster, victim.node_id, "orders"), f"broker {victim.node_id} back in the ISRs",
+               cluster.live_nodes())
+
+
+def kill_active_controller(cluster: KafkaCluster) -> None:
+    old = cluster.leader_id()
+    cluster.node(old).kill()
+    wait_until(lambda: cluster.leader_id() not in (-1, old), "a new active controller", cluster.live_nodes())
+    cluster.restart(cluster.node(old))
+
+
+def add_and_remove_controller(cluster: KafkaCluster) -> None:
+    """KIP-853: a fourth controller joins as an observer, is added as a voter, then removed."""
+    from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+    from engine.net.ports import pick_ports
+
+    node = KafkaNode(cluster.dist, 4, ("controller",), cluster.root / "node-4", None, pick_ports(1)[0],
+                     directory_id=uuid_to_kafka(random_kafka_uuid()))
+    node.config = cluster.node_config(node)
+    node.write_config()
+    cluster.dist.run("kafka-storage", "format", "-t", cluster.cluster_id, "-c", str(node.config_path),
+                     "--no-initial-controllers")
+    cluster.nodes.append(node)
+    node.start()
+    quorum = ("kafka-metadata-quorum", "--bootstrap-controller", cluster.bootstrap_controllers)
+
+    def voters() -> set[int]:
+        text = cluster.dist.run(*quorum, "describe", "--status").stdout
+        line = next(ln for ln in text.splitlines() if ln.startswith("CurrentVoters:"))
+        return {v["id"] for v in json.loads(line.split(":", 1)[1])}
+
+    wait_until(lambda: cluster.dist.run(*quorum, "--command-config", str(node.config_path), "add-controller",
+                                        check=False).returncode == 0, "add-controller accepted", cluster.live_nodes())
+    wait_until(lambda: 4 in voters(), "controller 4 a voter", cluster.live_nodes())
+    directory_id = _meta_directory_id(node)
+    cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id)
+    wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
+    node.stop()
+
+
+def _meta_directory_id(node: KafkaNode) -> str:
+    text = (node.metadata_dir / "meta.properties").read_text() if (node.metadata_dir / "meta.properties").exists() \
+        else (node.log_dir / "meta.properties").read_text()
+    return next(ln.split("=", 1)[1].strip() for ln in text.splitlines() if ln.startswith("directory.id="))
+
+
+STEPS: tuple[tuple[str, Callable[[KafkaCluster], None]], ...] = (
+    ("create topics (one of 2000 partitions) and delete one", create_topics),
+    ("configs at topic, broker and cluster level", set_configs),
+    ("client quotas, SCRAM users, ACLs", add_quotas_users_acls),
+    ("idempotent and transactional produce", produce),
+    ("reassignment and preferred leader election", reassign_and_elect),
+    ("SIGKILL a broker and bring it back", kill_broker),
+    ("SIGTERM a broker (controlled shutdown) and restart it", controlled_shutdown),
+    ("SIGKILL the active controller and restart it", kill_active_controller),
+    ("add and remove a fourth controller", add_and_remove_controller),
+)
+
+
+def write_history(dist: KafkaDistribution, root: Path) -> KafkaHistory:
+    """Run the whole script on a new cluster under ``root``; every node stopped at the end."""
+    started = time.monotonic()
+    cluster = KafkaCluster(dist, root, voters=3, combined=True, quorum="dynamic", config=CONFIG)
+    history = KafkaHistory(dist, root, cluster.cluster_id)
+    try:
+        cluster.start()
+        for name, step in STEPS:
+            step(cluster)
+            history.steps.append(name)
+        cluster.stop()
+    except BaseException:
+        cluster.close()
+        raise
+    history.cluster_id = cluster.cluster_id
+    history.nodes = tuple(NodeData(n.node_id, n.roles, n.log_dir) for n in cluster.nodes)
+    history.seconds = time.monotonic() - started
+    return history
+
+
+if __name__ == "__main__":  # python -m kafka_peer.history VERSION DIR (from tests/): keep a history to look at
+    import sys
+
+    from .distribution import fetch
+
+    made = write_history(fetch(sys.argv[1]), Path(sys.argv[2]))
+    print(f"Kafka {made.version}: {len(made.steps)} steps in {made.seconds:.0f} s under {made.root}")
+    subprocess.run(["du", "-sh", str(made.root)], check=False)

@@ -1,0 +1,211 @@
+"""Real Apache Kafka nodes on 127.0.0.1: configs, ``kafka-storage format``, start, readiness, stop.
+
+A cluster is built from voters (controller-only or combined nodes, ids 1..n) and broker-only
+nodes (ids after them), on a static quorum (``controller.quorum.voters``) or a dynamic one
+(``controller.quorum.bootstrap.servers``, formatted with ``--initial-controllers``). Every node
+writes its output to ``NODE_DIR/server.log``; ``REGISTRY`` knows every process started, so the
+test session kills them all at its end, whatever happened, and shows their logs on a failure.
+
+Readiness is asked, never waited for: a voter is ready when a DescribeQuorum answer names a
+leader, a broker when its own Metadata answer lists it (registered and unfenced). Deadlines
+there are a guard against a hang, not a speed claim.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+from engine.net.ports import ADDRESS_IN_USE, pick_ports
+
+from .distribution import KafkaDistribution
+
+# Small heaps and a light JIT: six JVMs must share CI's two cores. Kafka's scripts use G1 and 1 GiB.
+SERVER_JVM_OPTS = ("-Xmx384m", "-Xms96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                   "-XX:CICompilerCount=1", "-Djava.awt.headless=true")
+READY_TIMEOUT_S = 120.0
+POLL_INTERVAL_S = 0.2
+PORT_ATTEMPTS = 4
+
+# Timings a test cluster can afford to shorten (all Kafka configs); the rest keep Kafka's defaults.
+FAST = {
+    "controller.quorum.election.timeout.ms": "1000",
+    "controller.quorum.fetch.timeout.ms": "2000",
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "4000",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "3",
+    "log.index.size.max.bytes": "65536",  # each partition maps less memory: thousands of partitions
+    "num.network.threads": "2",
+    "num.io.threads": "2",
+    "background.threads": "2",
+    "log.cleaner.threads": "1",
+}
+
+
+class NodeFailed(AssertionError):
+    """A Kafka node exited or never became ready; the message ends with its log's tail."""
+
+
+@dataclass
+class KafkaNode:
+    dist: KafkaDistribution
+    node_id: int
+    roles: tuple[str, ...]
+    home: Path
+    broker_port: int | None
+    controller_port: int | None
+    config: dict[str, str] = field(default_factory=dict)
+    directory_id: str | None = None
+    process: subprocess.Popen | None = None
+
+    @property
+    def is_voter(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def log_dir(self) -> Path:
+        """The node's only log directory, which also holds __cluster_metadata-0."""
+        return self.home / "data"
+
+    @property
+    def metadata_dir(self) -> Path:
+        return self.log_dir / "__cluster_metadata-0"
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / "server.properties"
+
+    @property
+    def output_path(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def write_config(self) -> Path:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
+        return self.config_path
+
+    def start(self) -> "KafkaNode":
+        assert not self.alive, f"node {self.node_id} is already running"
+        out = open(self.output_path, "ab")
+        self.process = subprocess.Popen(
+            self.dist.command("kafka-server-start", str(self.config_path), jvm_opts=SERVER_JVM_OPTS),
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        out.close()
+        REGISTRY.append(self)
+        return self
+
+    def signal(self, signum: int) -> None:
+        if self.alive:
+            os.killpg(self.process.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL: the node vanishes without a word (no controlled shutdown, nothing flushed)."""
+        self.signal(signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait(timeout=30)
+
+    def stop(self, timeout_s: float = 60) -> None:
+        """SIGTERM and wait: Kafka's own shutdown (a broker's controlled shutdown first)."""
+        self.signal(signal.SIGTERM)
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise NodeFailed(f"node {self.node_id} did not stop within {timeout_s} s\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.output_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return f"(node {self.node_id} wrote no log)"
+        return "\n".join(f"  node {self.node_id}| {line}" for line in text[-lines:])
+
+    def check_running(self) -> None:
+        if not self.alive:
+            code = None if self.process is None else self.process.returncode
+            raise NodeFailed(f"Kafka {self.dist.version} node {self.node_id} exited ({code})\n{self.log_tail()}")
+
+    @property
+    def bind_failed(self) -> bool:
+        try:
+            return ADDRESS_IN_USE in self.output_path.read_text(errors="replace")
+        except OSError:
+            return False
+
+    @property
+    def broker_address(self) -> tuple[str, int]:
+        assert self.broker_port is not None
+        return ("127.0.0.1", self.broker_port)
+
+    @property
+    def controller_address(self) -> tuple[str, int]:
+        assert self.controller_port is not None
+        return ("127.0.0.1", self.controller_port)
+
+
+REGISTRY: list[KafkaNode] = []
+
+
+def kill_all() -> None:
+    """Kill every process the harness started (the session's end, or an interrupted run)."""
+    for node in REGISTRY:
+        try:
+            node.kill()
+        except Exception:  # noqa: BLE001 — a cleanup must go on to the next node whatever happens
+            pass
+
+
+def wait_until(check: Callable[[], bool], what: str, nodes: Iterable[KafkaNode],
+               timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll ``check`` until it holds; fail early when a node dies, with the logs of ``nodes``."""
+    nodes = list(nodes)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for node in nodes:
+            node.check_running()
+        try:
+            if check():
+                return
+        except Exception:  # noqa: BLE001 — not answering yet is what we are waiting through
+            pass
+        if time.monotonic() > deadline:
+            raise NodeFailed(f"{what}: not within {timeout_s} s\n" + "\n".join(n.log_tail() for n in nodes))
+        time.sleep(POLL_INTERVAL_S)
+
+
+def quorum_leader(addresses: list[tuple[str, int]]) -> int:
+    """The leader id a DescribeQuorum answer names (through any of ``addresses``), or -1."""
+    from engine.tools.quorum_tool import QuorumToolError, default_send, find_leader
+
+    try:
+        _, info = find_leader(addresses, default_send(1000))
+    except QuorumToolError:
+        return -1
+    return info.leader_id
+
+
+def metadata_brokers(address: tuple[str, int]) -> set[int]:
+    """The broker ids a broker's Metadata answer lists: the registered, unfenced brokers."""
+    from engine.net.kafka_client import request_once
+    from engine.records.kio_codec import protocol_module
+
+    req = protocol_module("metadata", 12, "request")
+    answer = request_once(address, req.MetadataRequest(
+        topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False), timeout_ms=2000)
+    return {int(b.node_id) for b in answer.brokers}
