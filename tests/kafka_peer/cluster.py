@@ -150,9 +150,17 @@ class KafkaCluster:
             shutil.rmtree(self.root, ignore_errors=True)
             self._plan()
             self.format()
-            for node in self.nodes:
-                node.start()
             try:
+                # Voters first, brokers once a leader stands: a broker-only node of Kafka 4.1 that
+                # sees the leader change while it starts can keep asking the old one and never register.
+                for node in self.voters:
+                    node.start()
+                if any(not n.is_voter for n in self.nodes):
+                    wait_until(lambda: quorum_leader(self.controller_addresses) >= 0, "a quorum leader",
+                               self.live_nodes())
+                for node in self.nodes:
+                    if not node.is_voter:
+                        node.start()
                 self.wait_ready()
                 return self
             except NodeFailed:

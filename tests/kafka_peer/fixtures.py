@@ -40,8 +40,13 @@ def kafka_dist(request: pytest.FixtureRequest) -> KafkaDistribution:
     try:
         return fetch(request.param)
     except KafkaUnavailable as exc:
-        unavailable(str(exc))
-        raise AssertionError("unreachable")  # pytest.skip/fail raise
+        why = str(exc)
+    unavailable(why)  # outside the except block: the report shows the sentence, not a chain
+    raise AssertionError("unreachable")  # pytest.skip/fail raise
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kafka: runs Apache Kafka itself (Java 17 and Maven)")
 
 
 @pytest.fixture(scope="session")

@@ -325,8 +325,9 @@ def write_history(dist: KafkaDistribution, root: Path) -> KafkaHistory:
     try:
         cluster.start()
         for name, step in STEPS:
+            began = time.monotonic()
             step(cluster)
-            history.steps.append(name)
+            history.steps.append(f"{name} ({time.monotonic() - began:.1f} s)")
         cluster.stop()
     except BaseException:
         cluster.close()
@@ -344,4 +345,5 @@ if __name__ == "__main__":  # python -m kafka_peer.history VERSION DIR (from tes
 
     made = write_history(fetch(sys.argv[1]), Path(sys.argv[2]))
     print(f"Kafka {made.version}: {len(made.steps)} steps in {made.seconds:.0f} s under {made.root}")
+    print("\n".join(made.steps))
     subprocess.run(["du", "-sh", str(made.root)], check=False)

@@ -1,0 +1,101 @@
+"""The Kafka peer harness itself: which versions it picks, what happens without Java or Maven (a
+skip in one sentence; a failure under CI=true), the node shapes it starts, and that a failing test
+shows its nodes' logs and leaves no Kafka process behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kafka_peer import distribution
+from kafka_peer.distribution import ARTIFACTS, PINNED_VERSION, served_versions
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _pytest(test_file: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run pytest on one file with the harness's plugin, as the suite loads it."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "kafka_peer.fixtures",
+                           "-p", "no:cacheprovider", str(test_file)],
+                          cwd=test_file.parent, env={**env, "PYTHONPATH": str(TESTS)},
+                          capture_output=True, text=True, timeout=600)
+
+
+def _probe_file(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "test_probe.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+PROBE = """
+    import pytest
+
+    pytestmark = pytest.mark.kafka
+
+    def test_needs_kafka(kafka_dist):
+        assert kafka_dist.libs.is_dir()
+"""
+
+
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_without_java_or_maven_the_kafka_tests_skip_in_one_sentence_or_fail_under_ci(tmp_path, ci):
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir()
+    env = {"PATH": str(empty_bin), "HOME": str(tmp_path), "CI": ci,
+           "METASHELL_KAFKA_VERSIONS": PINNED_VERSION, "METASHELL_KAFKA_CACHE": str(tmp_path / "cache")}
+    done = _pytest(_probe_file(tmp_path, PROBE), env)
+    out = done.stdout + done.stderr
+    sentence = "Apache Kafka tests cannot run: java and mvn not found on PATH"
+    assert sentence in out, out[-2000:]
+    if ci:
+        assert done.returncode == 1 and "1 error" in out and "CI=true requires them" in out, out[-2000:]
+    else:
+        assert done.returncode == 0 and "1 skipped" in out, out[-2000:]
+
+
+@pytest.mark.kafka
+def test_the_newest_version_is_one_every_artifact_is_served_in():
+    versions = distribution.tested_versions()
+    assert versions[0] == PINNED_VERSION
+    newest = versions[-1]
+    assert tuple(map(int, newest.split("."))) >= (4, 3, 1)
+    for artifact in ARTIFACTS:
+        assert newest in served_versions(artifact), artifact
+
+
+@pytest.mark.kafka
+def test_controller_only_and_broker_only_nodes_on_a_dynamic_quorum(kafka_quorum):
+    """The shared quorum: three controller-only voters and one broker-only observer."""
+    from engine.tools.quorum_tool import default_send, find_leader
+
+    _, info = find_leader(kafka_quorum.controller_addresses, default_send(5000))
+    assert sorted(v.replica_id for v in info.voters) == [1, 2, 3]
+    assert [o.replica_id for o in info.observers] == [4]
+    assert [n.roles for n in kafka_quorum.nodes] == [("controller",)] * 3 + [("broker",)]
+
+
+@pytest.mark.kafka
+def test_a_failing_kafka_test_shows_its_node_logs_and_leaves_no_process(tmp_path, kafka_dist):
+    probe = _probe_file(tmp_path, f"""
+        import pytest
+        from kafka_peer.cluster import KafkaCluster
+
+        pytestmark = pytest.mark.kafka
+
+        def test_fails_with_a_node_running(kafka_dist, tmp_path):
+            KafkaCluster(kafka_dist, tmp_path / "c", voters=1, combined=True, quorum="static").start()
+            assert False, "on purpose"
+    """)
+    env = {**os.environ, "METASHELL_KAFKA_VERSIONS": kafka_dist.version,
+           "METASHELL_KAFKA_CACHE": str(kafka_dist.libs.parent.parent)}
+    done = _pytest(probe, env)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "on purpose" in out, out[-2000:]
+    assert f"Kafka {kafka_dist.version} node 1 log" in out and "node 1| " in out, out[-3000:]
+    leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
+    assert leftover == [], f"Kafka processes left running: {leftover}"
