@@ -17,7 +17,7 @@ from engine.common.directory_id import migrating_array
 from engine.image.partition_registration import PartitionRegistration
 
 # metadata.version levels at which record versions changed (Kafka's MetadataVersion)
-_MV_3_4_IV0, _MV_3_7_IV2, _MV_4_0_IV1 = 8, 17, 23
+_MV_3_4_IV0, _MV_3_7_IV2, _MV_4_0_IV1, _MV_4_3_IV0 = 8, 17, 23, 30
 
 
 def image_records(image: MetadataImage) -> Iterator[Any]:
@@ -58,7 +58,11 @@ def _broker_record(broker: Any, level: int) -> Any:
                  for e in broker.endpoints]
     features = [dict(name=f.name, min_supported_version=i16(f.min_version), max_supported_version=i16(f.max_version))
                 for f in broker.supported_features]
-    version = 3 if level >= _MV_3_7_IV2 or broker.directories else 2 if level >= _MV_3_4_IV0 else 1
+    # cordoned directories (v4) and log directories (v3) are kept at any level, as the rest is
+    if level >= _MV_4_3_IV0 or broker.cordoned_directories is not None:
+        version = 4
+    else:
+        version = 3 if level >= _MV_3_7_IV2 or broker.directories else 2 if level >= _MV_3_4_IV0 else 1
     cls = m.RECORD_CLASSES[(0, version)]
     endpoint_cls = getattr(m, f"RegisterBrokerRecordV{version}BrokerEndpoint")
     feature_cls = getattr(m, f"RegisterBrokerRecordV{version}BrokerFeature")
@@ -70,6 +74,8 @@ def _broker_record(broker: Any, level: int) -> Any:
         fields["is_migrating_zk_broker"] = broker.is_migrating_zk_broker
     if version >= 3:
         fields["log_dirs"] = broker.directories
+    if version >= 4:
+        fields["cordoned_log_dirs"] = broker.cordoned_directories
     return cls(**fields)
 
 

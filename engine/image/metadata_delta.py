@@ -4,7 +4,8 @@ Kafka's replay semantics (metadata/image/*Delta.java), record by record:
 - RegisterBrokerRecord replaces the registration; UnregisterBrokerRecord removes it whatever
   its epoch; Fence/Unfence act only when the broker epoch matches;
   BrokerRegistrationChangeRecord's ``fenced`` is a tri-state (-1 unfence, 0 no change,
-  1 fence) and ``in_controlled_shutdown`` 1 sets it.
+  1 fence) and ``in_controlled_shutdown`` 1 sets it; its ``cordoned_log_dirs`` (4.3+) replaces
+  the cordoned directories unless null. UnregisterControllerRecord (4.4+) removes a controller.
 - FeatureLevelRecord level 0 removes the feature.
 - PartitionChangeRecord merges (see partition_registration); RemoveTopicRecord drops the
   topic, its partitions and its configs; ClearElrRecord empties ELRs of one topic or all
@@ -163,7 +164,8 @@ class MetadataDelta:
         self._brokers[r.broker_id] = BrokerRegistration(
             r.broker_id, r.broker_epoch, r.incarnation_id, _endpoints(r.end_points), _feature_ranges(r.features),
             r.rack, r.fenced, getattr(r, "in_controlled_shutdown", False),
-            getattr(r, "is_migrating_zk_broker", False), tuple(getattr(r, "log_dirs", ())))
+            getattr(r, "is_migrating_zk_broker", False), tuple(getattr(r, "log_dirs", ())),
+            _optional_tuple(getattr(r, "cordoned_log_dirs", None)))
 
     def _unregister_broker(self, r: Any) -> None:
         # Kafka's ClusterDelta removes the registration by id, whatever its epoch (only the
@@ -183,13 +185,19 @@ class MetadataDelta:
         fenced = {-1: False, 1: True}.get(r.fenced, broker.fenced)
         shutting_down = True if getattr(r, "in_controlled_shutdown", 0) == 1 else broker.in_controlled_shutdown
         directories = tuple(getattr(r, "log_dirs", ())) or broker.directories
-        self._brokers[r.broker_id] = broker._replace(fenced=fenced, in_controlled_shutdown=shutting_down,
-                                                     directories=directories)
+        # Kafka's ClusterDelta: a null list changes nothing, any other (empty too) replaces
+        cordoned = getattr(r, "cordoned_log_dirs", None)
+        self._brokers[r.broker_id] = broker._replace(
+            fenced=fenced, in_controlled_shutdown=shutting_down, directories=directories,
+            cordoned_directories=broker.cordoned_directories if cordoned is None else tuple(cordoned))
 
     def _register_controller(self, r: Any) -> None:
         self._controllers[r.controller_id] = ControllerRegistration(
             r.controller_id, r.incarnation_id, r.zk_migration_ready, _endpoints(r.end_points),
             _feature_ranges(r.features))
+
+    def _unregister_controller(self, r: Any) -> None:
+        self._controllers[r.controller_id] = _REMOVED  # by id, as Kafka's ClusterDelta
 
     def _cluster(self) -> ClusterImage:
         if not self._brokers and not self._controllers:
@@ -385,6 +393,10 @@ def _endpoints(items: Any) -> tuple[Endpoint, ...]:
     return tuple(sorted(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in items))
 
 
+def _optional_tuple(items: Any) -> tuple | None:
+    return None if items is None else tuple(items)
+
+
 def _feature_ranges(items: Any) -> tuple[FeatureRange, ...]:
     return tuple(sorted(FeatureRange(f.name, f.min_supported_version, f.max_supported_version) for f in items))
 
@@ -429,6 +441,7 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "UnfenceBrokerRecord": lambda d, r: d._fence(r, False),
     "BrokerRegistrationChangeRecord": MetadataDelta._broker_change,
     "RegisterControllerRecord": MetadataDelta._register_controller,
+    "UnregisterControllerRecord": MetadataDelta._unregister_controller,
     "TopicRecord": MetadataDelta._topic,
     "PartitionRecord": MetadataDelta._partition,
     "PartitionChangeRecord": MetadataDelta._partition_change,

@@ -51,6 +51,9 @@ class BrokerRegistration(NamedTuple):
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool = False
     directories: tuple[uuid.UUID | None, ...] = ()
+    # log directories cordoned (KIP-1066, Kafka 4.3+): no new replica is placed on them.
+    # None until the broker or controller says (a record before v4 of RegisterBrokerRecord).
+    cordoned_directories: tuple[uuid.UUID | None, ...] | None = None
 
     @property
     def state(self) -> str:

@@ -48,13 +48,20 @@ __all__ = [
     "BoundsError", "BufferUnderflow", "ErrorCode", "protocol_module", "DECODE_ERRORS", "ControlRecordTypeSchema", "EntityType", "KRaftVersionFeature",
     "KRaftVersionRecord", "LeaderChangeMessage", "LeaderChangeVoter", "SnapshotFooterRecord",
     "SnapshotHeaderRecord", "VotersEndpoint", "VotersRecord", "VotersVoter", "crc32c",
-    "encode_entity", "entity_reader", "f64", "i8", "i16", "i32", "i64", "u16",
+    "encode_entity", "encode_unsigned_varint", "entity_reader", "is_unknown_tag_error", "f64", "i8", "i16", "i32", "i64", "u16",
     "read_signed_varint", "read_signed_varlong", "read_unsigned_varint",
     "write_signed_varint", "write_signed_varlong", "write_unsigned_varint",
 ]
 
-# Everything kio's readers raise on bad bytes (KeyError: an unknown tagged field).
+# Everything kio's readers raise on bad bytes (KeyError: an unknown tagged field, which
+# engine.records.tagged_fields can decode around: see is_unknown_tag_error).
 DECODE_ERRORS = (SerialError, KeyError, ValueError, TypeError, IndexError, UnicodeDecodeError, OverflowError)
+
+
+def is_unknown_tag_error(exc: BaseException) -> bool:
+    """Whether kio refused a message only for a tag its class does not define (kio's native
+    reader raises KeyError("Unknown tagged field tag: N") and stops there)."""
+    return isinstance(exc, KeyError) and "tagged field" in str(exc)
 
 _writers: dict[type, Any] = {}
 

@@ -8,6 +8,11 @@ that is the control message at version 0.
 Anything we cannot decode — an unknown api key, a version newer than we know,
 an unknown control type, bytes that do not parse — becomes an UnknownRecord
 that keeps its bytes, so it is shown, never dropped, and re-encodes exactly.
+
+A record of a known type and version that carries tagged fields its schema does not
+define (a newer Kafka's) is no UnknownRecord: its known fields are decoded and the
+unknown ones kept beside them (``unknown_tagged_fields``, engine.records.tagged_fields),
+shown, and written back where they were, as Kafka's own readers and writers do.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from engine.records.kio_codec import (
     encode_unsigned_varint,
     read_unsigned_varint,
 )
-from engine.records.bounds_check import checked_reader, decode_entity
+from engine.records.bounds_check import checked_reader
+from engine.records.tagged_fields import UnknownTaggedField, decode_message, encode_with_unknown
 
 FRAME_VERSION = 1
 
@@ -72,6 +78,8 @@ class ControlRecord:
     control_type: int
     message: Any
     key_version: int = 0
+    # tagged fields the message carried that its kio class does not define (a newer Kafka's)
+    unknown_tagged_fields: tuple[UnknownTaggedField, ...] = ()
 
     @property
     def type_name(self) -> str:
@@ -121,9 +129,11 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
         reason = "unknown record type" if api_key not in metadata_records.RECORD_TYPE_NAMES else "unknown version"
         return UnknownRecord(key, value, f"{reason} (api key {api_key}, version {version})", api_key, version)
     try:
-        message, size = decode_entity(cls, value, pos)
+        message, size, unknown = decode_message(cls, value, pos)
     except DECODE_ERRORS as exc:
         return UnknownRecord(key, value, f"undecodable {cls.record_name} v{version}: {exc}", api_key, version)
+    if unknown:  # records are frozen: the slot is set once, here, before anyone sees the record
+        object.__setattr__(message, "_unknown_tagged_fields", unknown)
     if pos + size != len(value):
         return UnknownRecord(key, value, f"{len(value) - pos - size} trailing bytes after {cls.record_name}",
                              api_key, version)
@@ -133,6 +143,9 @@ def decode_metadata_value(value: bytes | None, key: bytes | None = None) -> Meta
 
 
 def encode_metadata_value(message: Any) -> bytes:
+    unknown = getattr(message, "_unknown_tagged_fields", None)
+    if unknown:
+        return _HEADERS[(message.api_key, message.__version__)] + encode_with_unknown(message, unknown)
     return _HEADERS[(message.api_key, message.__version__)] + encode_entity(message)
 
 
@@ -148,16 +161,18 @@ def decode_control(key: bytes | None, value: bytes | None) -> ControlRecord | Un
         return UnknownRecord(key, value, f"control record {name} is kept raw", control=True,
                              problem=not by_design)
     try:
-        message, size = decode_entity(cls, value, 0)
+        message, size, unknown = decode_message(cls, value, 0)
     except DECODE_ERRORS as exc:
         return UnknownRecord(key, value, f"undecodable control record {control_type}: {exc}", control=True)
     if size != len(value):
         return UnknownRecord(key, value, f"{len(value) - size} trailing bytes in control record", control=True)
-    return ControlRecord(control_type, message, key_version)
+    return ControlRecord(control_type, message, key_version, unknown)
 
 
 def encode_control(record: ControlRecord) -> tuple[bytes, bytes]:
-    return _CONTROL_KEY.pack(record.key_version, record.control_type), encode_entity(record.message)
+    value = (encode_with_unknown(record.message, record.unknown_tagged_fields) if record.unknown_tagged_fields
+             else encode_entity(record.message))
+    return _CONTROL_KEY.pack(record.key_version, record.control_type), value
 
 
 def control_record(message: Any) -> ControlRecord:

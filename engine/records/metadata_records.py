@@ -17,7 +17,9 @@ class MetadataRecord:
     its api key, version and Kafka type name (what Kafka's ApiMessageAndVersion carries).
     """
 
-    __slots__ = ()
+    # Set only on a record read with tagged fields its schema does not define (a newer
+    # Kafka's): engine.records.tagged_fields keeps them there, to show and to write back.
+    __slots__ = ("_unknown_tagged_fields",)
     api_key: ClassVar[int]
     record_name: ClassVar[str]
     type_name: ClassVar[str]
@@ -30,6 +32,13 @@ class MetadataRecord:
     def message(self) -> "MetadataRecord":
         """The record itself (records and messages are one object here)."""
         return self
+
+    @property
+    def unknown_tagged_fields(self) -> tuple:
+        """The tagged fields this record was read with that its schema does not define, as
+        engine.records.tagged_fields.UnknownTaggedField (path, tag, data); () for nearly all.
+        A copy made with dataclasses.replace() does not carry them."""
+        return getattr(self, "_unknown_tagged_fields", ())
 
 
 
@@ -189,6 +198,48 @@ class RegisterBrokerRecordV3(MetadataRecord):
     fenced: bool = field(metadata={'kafka_type': 'bool'})
     in_controlled_shutdown: bool = field(metadata={'kafka_type': 'bool'})
     log_dirs: tuple[uuid.UUID | None, ...] = field(metadata={'kafka_type': 'uuid', 'tag': 0}, default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecordV4BrokerEndpoint:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(4)
+    __flexible__: ClassVar[bool] = True
+    name: str = field(metadata={'kafka_type': 'string'})
+    host: str = field(metadata={'kafka_type': 'string'})
+    port: u16 = field(metadata={'kafka_type': 'uint16'})
+    security_protocol: i16 = field(metadata={'kafka_type': 'int16'})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecordV4BrokerFeature:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(4)
+    __flexible__: ClassVar[bool] = True
+    name: str = field(metadata={'kafka_type': 'string'})
+    min_supported_version: i16 = field(metadata={'kafka_type': 'int16'})
+    max_supported_version: i16 = field(metadata={'kafka_type': 'int16'})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecordV4(MetadataRecord):
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(4)
+    __flexible__: ClassVar[bool] = True
+    api_key: ClassVar[int] = 0
+    record_name: ClassVar[str] = 'RegisterBrokerRecord'
+    type_name: ClassVar[str] = 'REGISTER_BROKER_RECORD'
+    broker_id: i32 = field(metadata={'kafka_type': 'int32'})
+    is_migrating_zk_broker: bool = field(metadata={'kafka_type': 'bool'})
+    incarnation_id: uuid.UUID | None = field(metadata={'kafka_type': 'uuid'})
+    broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
+    end_points: tuple[RegisterBrokerRecordV4BrokerEndpoint, ...]
+    features: tuple[RegisterBrokerRecordV4BrokerFeature, ...]
+    rack: str | None = field(metadata={'kafka_type': 'string'})
+    fenced: bool = field(metadata={'kafka_type': 'bool'})
+    in_controlled_shutdown: bool = field(metadata={'kafka_type': 'bool'})
+    log_dirs: tuple[uuid.UUID | None, ...] = field(metadata={'kafka_type': 'uuid', 'tag': 0}, default=())
+    cordoned_log_dirs: tuple[uuid.UUID | None, ...] | None = field(metadata={'kafka_type': 'uuid', 'tag': 1}, default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -510,6 +561,22 @@ class BrokerRegistrationChangeRecordV2(MetadataRecord):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistrationChangeRecordV3(MetadataRecord):
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    api_key: ClassVar[int] = 17
+    record_name: ClassVar[str] = 'BrokerRegistrationChangeRecord'
+    type_name: ClassVar[str] = 'BROKER_REGISTRATION_CHANGE_RECORD'
+    broker_id: i32 = field(metadata={'kafka_type': 'int32'})
+    broker_epoch: i64 = field(metadata={'kafka_type': 'int64'})
+    fenced: i8 = field(metadata={'kafka_type': 'int8', 'tag': 0}, default=i8(0))
+    in_controlled_shutdown: i8 = field(metadata={'kafka_type': 'int8', 'tag': 1}, default=i8(0))
+    log_dirs: tuple[uuid.UUID | None, ...] = field(metadata={'kafka_type': 'uuid', 'tag': 2}, default=())
+    cordoned_log_dirs: tuple[uuid.UUID | None, ...] | None = field(metadata={'kafka_type': 'uuid', 'tag': 3}, default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AccessControlEntryRecordV0(MetadataRecord):
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
@@ -661,12 +728,24 @@ class ClearElrRecordV0(MetadataRecord):
     topic_name: str = field(metadata={'kafka_type': 'string'})
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterControllerRecordV0(MetadataRecord):
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    api_key: ClassVar[int] = 29
+    record_name: ClassVar[str] = 'UnregisterControllerRecord'
+    type_name: ClassVar[str] = 'UNREGISTER_CONTROLLER_RECORD'
+    controller_id: i32 = field(metadata={'kafka_type': 'int32'})
+
+
 # (api key, version) -> record class
 RECORD_CLASSES: dict[tuple[int, int], type] = {
     (0, 0): RegisterBrokerRecordV0,
     (0, 1): RegisterBrokerRecordV1,
     (0, 2): RegisterBrokerRecordV2,
     (0, 3): RegisterBrokerRecordV3,
+    (0, 4): RegisterBrokerRecordV4,
     (1, 0): UnregisterBrokerRecordV0,
     (2, 0): TopicRecordV0,
     (3, 0): PartitionRecordV0,
@@ -687,6 +766,7 @@ RECORD_CLASSES: dict[tuple[int, int], type] = {
     (17, 0): BrokerRegistrationChangeRecordV0,
     (17, 1): BrokerRegistrationChangeRecordV1,
     (17, 2): BrokerRegistrationChangeRecordV2,
+    (17, 3): BrokerRegistrationChangeRecordV3,
     (18, 0): AccessControlEntryRecordV0,
     (19, 0): RemoveAccessControlEntryRecordV0,
     (20, 0): NoOpRecordV0,
@@ -698,6 +778,7 @@ RECORD_CLASSES: dict[tuple[int, int], type] = {
     (26, 0): RemoveDelegationTokenRecordV0,
     (27, 0): RegisterControllerRecordV0,
     (28, 0): ClearElrRecordV0,
+    (29, 0): UnregisterControllerRecordV0,
 }
 
 
@@ -729,4 +810,5 @@ RECORD_TYPE_NAMES: dict[int, str] = {
     26: 'REMOVE_DELEGATION_TOKEN_RECORD',
     27: 'REGISTER_CONTROLLER_RECORD',
     28: 'CLEAR_ELR_RECORD',
+    29: 'UNREGISTER_CONTROLLER_RECORD',
 }

@@ -6,6 +6,11 @@
 Reads the JSON definitions (api key, valid/flexible/tagged versions, field types, tags,
 defaults) and writes one kio-style frozen dataclass per record version. Kafka's files are
 the input only; nothing of them is copied but those facts.
+
+The module in the repository was generated from the definitions of Kafka 4.4.0 (the newest
+release), checked field by field (names, types, tags, nullability, versions) against the
+message schemas compiled into the kafka-metadata 4.3.1 and 4.4.0 jars. Every older version's
+class is unchanged by a regeneration: versions are only ever added.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ class MetadataRecord:
     its api key, version and Kafka type name (what Kafka's ApiMessageAndVersion carries).
     """
 
-    __slots__ = ()
+    # Set only on a record read with tagged fields its schema does not define (a newer
+    # Kafka's): engine.records.tagged_fields keeps them there, to show and to write back.
+    __slots__ = ("_unknown_tagged_fields",)
     api_key: ClassVar[int]
     record_name: ClassVar[str]
     type_name: ClassVar[str]
@@ -50,6 +57,13 @@ class MetadataRecord:
     def message(self) -> "MetadataRecord":
         """The record itself (records and messages are one object here)."""
         return self
+
+    @property
+    def unknown_tagged_fields(self) -> tuple:
+        """The tagged fields this record was read with that its schema does not define, as
+        engine.records.tagged_fields.UnknownTaggedField (path, tag, data); () for nearly all.
+        A copy made with dataclasses.replace() does not carry them."""
+        return getattr(self, "_unknown_tagged_fields", ())
 '''
 
 

@@ -5,6 +5,12 @@ compact separators, fields in schema order with camelCase names, tagged fields
 only when they differ from their default (as Kafka's generated JsonConverters
 do), UUIDs in Kafka's URL-safe base64, bytes in standard base64, doubles as
 Java prints them.
+
+Tagged fields a record carried that its schema does not define (a newer Kafka's, see
+engine.records.tagged_fields) are shown where they sat, in the struct that held them:
+``"_unknownTaggedFields":[{"tag":7,"data":"AQID"}]``, after its known fields, the data in
+standard base64 as Kafka's JSON prints bytes. Kafka's own JSON leaves them out; every
+record without them prints exactly as Kafka prints it.
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ def _fields(cls: type) -> list[tuple[str, str, bool, Any, bool | str]]:
 
 
 def message_to_jsonable(message: Any) -> dict[str, Any]:
-    """A kio-style message as Kafka's JsonConverter would write it."""
+    """A kio-style message as Kafka's JsonConverter would write it (plus unknown tagged fields)."""
     out: dict[str, Any] = {}
     for name, json_name, tagged, default, is_uuid in _fields(type(message)):
         value = getattr(message, name)
@@ -65,7 +71,30 @@ def message_to_jsonable(message: Any) -> dict[str, Any]:
             out[json_name] = uuid_to_kafka(value)
         else:
             out[json_name] = _value(value)
+    unknown = getattr(message, "_unknown_tagged_fields", None)  # set on metadata records only
+    if unknown:
+        add_unknown_tagged_fields(out, unknown)
     return out
+
+
+def add_unknown_tagged_fields(data: dict[str, Any], fields: Any) -> dict[str, Any]:
+    """Put each UnknownTaggedField into the JSON object of the struct it sat in (``data`` is the
+    message's); one whose struct is not shown (inside a tagged field left at its default)
+    goes on the message itself, with its path."""
+    for field in fields:
+        target: Any = data
+        for step in field.path:
+            if isinstance(step, int):
+                target = target[step] if isinstance(target, list) and step < len(target) else None
+            else:
+                target = target.get(camel_case(step)) if isinstance(target, dict) else None
+        shown = {"tag": field.tag, "data": base64.b64encode(field.data).decode("ascii")}
+        if not isinstance(target, dict):
+            target = data
+            shown = {"path": ".".join(str(step) if isinstance(step, int) else camel_case(step)
+                                      for step in field.path), **shown}
+        target.setdefault("_unknownTaggedFields", []).append(shown)
+    return data
 
 
 def _value(value: Any) -> Any:
@@ -122,7 +151,7 @@ def record_to_jsonable(record: AnyRecord) -> dict[str, Any]:
     if isinstance(record, MetadataRecord):
         return {"type": record.type_name, "version": record.version, "data": message_to_jsonable(record.message)}
     if isinstance(record, ControlRecord):
-        return {"type": record.type_name, "data": message_to_jsonable(record.message)}
+        return {"type": record.type_name, "data": _control_data(record)}
     out: dict[str, Any] = {"type": record.type_name}
     if record.api_key is not None:
         out["apiKey"] = record.api_key
@@ -142,4 +171,8 @@ def record_to_json(record: AnyRecord) -> str:
 def control_payload(record: ControlRecord) -> str:
     """``SnapshotHeader {"version":0,...}``, as the dump tool prints a control record."""
     label = CONTROL_LABELS.get(record.type_name, record.type_name)
-    return f"{label} {dumps(message_to_jsonable(record.message))}"
+    return f"{label} {dumps(_control_data(record))}"
+
+
+def _control_data(record: ControlRecord) -> dict[str, Any]:
+    return add_unknown_tagged_fields(message_to_jsonable(record.message), record.unknown_tagged_fields)

@@ -59,6 +59,8 @@ def _registration_json(registration) -> dict:
     data["supported_features"] = {f.name: [f.min_version, f.max_version] for f in registration.supported_features}
     if "directories" in data:
         data["directories"] = [uuid_to_kafka(d) for d in registration.directories]
+    if data.get("cordoned_directories") is not None:
+        data["cordoned_directories"] = [uuid_to_kafka(d) for d in registration.cordoned_directories]
     return data
 
 
