@@ -91,6 +91,19 @@ def newest_served_version() -> str:
     return max(served, key=_version_key)
 
 
+def server_only_versions(full: list[str]) -> list[str]:
+    """A newer release whose server is served before its tools (Kafka 4.4.0 on 2026-11-23), or none.
+    Its nodes run and write; its files are checked with our tools and the newest full release's."""
+    explicit = os.environ.get("METASHELL_KAFKA_SERVER_ONLY_VERSIONS")
+    if explicit is not None:
+        return [v.strip() for v in explicit.split(",") if v.strip()]
+    try:
+        newest = max(served_versions("kafka_2.13"), key=_version_key)
+    except (OSError, ValueError):
+        return []
+    return [newest] if _version_key(newest) > max(_version_key(v) for v in full) else []
+
+
 def tested_versions() -> list[str]:
     """The Kafka versions the suite runs against: 4.1.2 and the newest served (once, if equal)."""
     explicit = os.environ.get("METASHELL_KAFKA_VERSIONS")
@@ -117,6 +130,9 @@ class KafkaDistribution:
     @property
     def classpath(self) -> str:
         return str(self.libs / "*")
+
+    def has(self, tool: str) -> bool:
+        return any(name in _classes(self.libs) for name in MAINS[tool])
 
     def main_class(self, tool: str) -> str:
         """The class behind one of Kafka's scripts in this version's jars."""
@@ -152,13 +168,15 @@ def _classes(libs: Path) -> frozenset[str]:
     return frozenset(names)
 
 
-def fetch(version: str, root: Path | None = None) -> KafkaDistribution:
-    """Kafka ``version``'s jars, copied by Maven into the cache on first use (one fetch at a time)."""
+def fetch(version: str, root: Path | None = None, *, tools: bool = True) -> KafkaDistribution:
+    """Kafka ``version``'s jars, copied by Maven into the cache on first use (one fetch at a time).
+    ``tools=False``: the server alone (kafka_2.13, with kafka-storage), for a release whose tools
+    are not on Maven Central yet."""
     missing = missing_programs()
     if missing:
         raise KafkaUnavailable(f"{' and '.join(missing)} not found on PATH, so Apache Kafka cannot be fetched or run")
     root = root or cache_root()
-    home = root / version
+    home = root / (version if tools else f"{version}-server")
     libs = home / "libs"
     ready = home / "READY"
     home.mkdir(parents=True, exist_ok=True)
@@ -169,7 +187,7 @@ def fetch(version: str, root: Path | None = None) -> KafkaDistribution:
             shutil.rmtree(staging, ignore_errors=True)
             try:
                 done = subprocess.run(
-                    ["mvn", "-B", "-q", "-f", str(POM), f"-Dkafka.version={version}",
+                    ["mvn", "-B", "-q", "-f", str(POM), f"-Dkafka.version={version}", *([] if tools else ["-P", "!tools"]),
                      "dependency:copy-dependencies", f"-DoutputDirectory={staging}"],
                     capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
             except subprocess.TimeoutExpired:

@@ -19,11 +19,13 @@ import atexit
 import os
 import pytest
 
-from .distribution import KafkaDistribution, KafkaUnavailable, fetch, tested_versions
+from .distribution import KafkaDistribution, KafkaUnavailable, fetch, server_only_versions, tested_versions
 from .nodes import REGISTRY, kill_all
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 VERSIONS = tested_versions()
+# The newest server on Maven Central when its tools are not there yet (else the newest full release).
+NEWEST_SERVERS = server_only_versions(VERSIONS) or VERSIONS[-1:]
 atexit.register(kill_all)  # also after an interrupted or crashed run
 
 
@@ -43,6 +45,17 @@ def kafka_dist(request: pytest.FixtureRequest) -> KafkaDistribution:
         why = str(exc)
     unavailable(why)  # outside the except block: the report shows the sentence, not a chain
     raise AssertionError("unreachable")  # pytest.skip/fail raise
+
+
+@pytest.fixture(scope="session", params=NEWEST_SERVERS, ids=lambda v: f"kafka-{v}")
+def kafka_newest_server(request: pytest.FixtureRequest) -> KafkaDistribution:
+    """The newest Kafka server served, with its tools only if they are served too."""
+    try:
+        return fetch(request.param, tools=request.param in VERSIONS)
+    except KafkaUnavailable as exc:
+        why = str(exc)
+    unavailable(why)
+    raise AssertionError("unreachable")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,6 +79,26 @@ def kafka_history(kafka_dist: KafkaDistribution, _kafka_histories, tmp_path_fact
     if history is None:
         history = _kafka_histories[kafka_dist.version] = write_history(
             kafka_dist, tmp_path_factory.mktemp(f"kafka-history-{kafka_dist.version}"))
+    before = tree_digest(history.root)
+    yield history
+    assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"
+
+
+@pytest.fixture
+def kafka_newest_history(kafka_newest_server: KafkaDistribution, _kafka_histories, tmp_path_factory):
+    """The scripted history written by the newest Kafka server (without the steps that need Kafka's
+    tools when only the server is served); read only."""
+    from conftest import tree_digest
+
+    from .history import SERVER_ONLY_STEPS, STEPS, write_history
+
+    full = kafka_newest_server.has("kafka-metadata-quorum")
+    key = kafka_newest_server.version if full else f"{kafka_newest_server.version}-server"  # full: kafka_history's
+    history = _kafka_histories.get(key)
+    if history is None:
+        steps = STEPS if full else SERVER_ONLY_STEPS
+        history = _kafka_histories[key] = write_history(
+            kafka_newest_server, tmp_path_factory.mktemp(f"kafka-history-{key}"), steps)
     before = tree_digest(history.root)
     yield history
     assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"

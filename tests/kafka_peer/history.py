@@ -14,9 +14,9 @@ Python clients have no call (client quotas, add-controller / remove-controller).
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -127,11 +127,6 @@ def set_configs(cluster: KafkaCluster) -> None:
             entry("retention.ms", "172800000"), entry("max.message.bytes", "2097152")]),
         ConfigResource(ResourceType.BROKER, "1", incremental_configs=[entry("log.cleaner.threads", "2")]),
     ]))
-    # The cluster-wide default (the broker entity with an empty name): confluent-kafka refuses
-    # an empty resource name, so this one goes through Kafka's own tool.
-    cluster.dist.run("kafka-configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
-                     "--entity-type", "brokers", "--entity-default",
-                     "--add-config", "log.retention.ms=259200000,message.max.bytes=2000000")
 
 
 def add_quotas_users_acls(cluster: KafkaCluster) -> None:
@@ -140,15 +135,23 @@ def add_quotas_users_acls(cluster: KafkaCluster) -> None:
                                        UserScramCredentialUpsertion)
 
     configs = ("kafka-configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter")
-    cluster.dist.run(*configs, "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152",
-                     "--entity-type", "users", "--entity-name", "alice")
-    cluster.dist.run(*configs, "--add-config", "request_percentage=50",
-                     "--entity-type", "users", "--entity-name", "bob", "--entity-type", "clients",
-                     "--entity-name", "reporting")
-    cluster.dist.run(*configs, "--add-config", "producer_byte_rate=4096", "--entity-type", "clients",
-                     "--entity-default")
-    cluster.dist.run(*configs, "--add-config", "connection_creation_rate=25",
-                     "--entity-type", "ips", "--entity-name", "127.0.0.1")
+    quotas = [
+        # The cluster-wide default (the broker entity with an empty name): confluent-kafka refuses
+        # an empty resource name, so this config goes through Kafka's own tool with the quotas.
+        ("--entity-type", "brokers", "--entity-default",
+         "--add-config", "log.retention.ms=259200000,message.max.bytes=2000000"),
+        ("--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152",
+         "--entity-type", "users", "--entity-name", "alice"),
+        ("--add-config", "request_percentage=50", "--entity-type", "users", "--entity-name", "bob",
+         "--entity-type", "clients", "--entity-name", "reporting"),
+        ("--add-config", "producer_byte_rate=4096", "--entity-type", "clients", "--entity-default"),
+        ("--add-config", "connection_creation_rate=25", "--entity-type", "ips", "--entity-name", "127.0.0.1"),
+    ]
+    # Kafka's tool (the Python clients have no AlterClientQuotas); its JVMs side by side. A release
+    # served without its tools (server only) gets the SCRAM users and ACLs alone.
+    if cluster.dist.has("kafka-configs"):
+        with ThreadPoolExecutor(len(quotas)) as pool:
+            list(pool.map(lambda args: cluster.dist.run(*configs, *args), quotas))
     admin = _admin(cluster)
     # One alteration per user and request (Kafka refuses a user altered twice in one request).
     for upsert in ([UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
@@ -284,10 +287,11 @@ def add_and_remove_controller(cluster: KafkaCluster) -> None:
     node.start()
     quorum = ("kafka-metadata-quorum", "--bootstrap-controller", cluster.bootstrap_controllers)
 
-    def voters() -> set[int]:
-        text = cluster.dist.run(*quorum, "describe", "--status").stdout
-        line = next(ln for ln in text.splitlines() if ln.startswith("CurrentVoters:"))
-        return {v["id"] for v in json.loads(line.split(":", 1)[1])}
+    def voters() -> set[int]:  # asked with our DescribeQuorum client: a JVM per poll would cost seconds
+        from engine.tools.quorum_tool import default_send, find_leader
+
+        _, info = find_leader(cluster.controller_addresses, default_send(5000))
+        return {int(v.replica_id) for v in info.voters}
 
     wait_until(lambda: cluster.dist.run(*quorum, "--command-config", str(node.config_path), "add-controller",
                                         check=False).returncode == 0, "add-controller accepted", cluster.live_nodes())
@@ -306,8 +310,8 @@ def _meta_directory_id(node: KafkaNode) -> str:
 
 STEPS: tuple[tuple[str, Callable[[KafkaCluster], None]], ...] = (
     ("create topics (one of 2000 partitions) and delete one", create_topics),
-    ("configs at topic, broker and cluster level", set_configs),
-    ("client quotas, SCRAM users, ACLs", add_quotas_users_acls),
+    ("configs at topic and broker level", set_configs),
+    ("a cluster-wide config, client quotas, SCRAM users, ACLs", add_quotas_users_acls),
     ("idempotent and transactional produce", produce),
     ("reassignment and preferred leader election", reassign_and_elect),
     ("SIGKILL a broker and bring it back", kill_broker),
@@ -317,14 +321,19 @@ STEPS: tuple[tuple[str, Callable[[KafkaCluster], None]], ...] = (
 )
 
 
-def write_history(dist: KafkaDistribution, root: Path) -> KafkaHistory:
-    """Run the whole script on a new cluster under ``root``; every node stopped at the end."""
+# For a release served without its tools: every step that needs none of Kafka's command-line tools.
+SERVER_ONLY_STEPS = tuple(step for step in STEPS if step[1] is not add_and_remove_controller)
+
+
+def write_history(dist: KafkaDistribution, root: Path,
+                  steps: tuple[tuple[str, Callable[[KafkaCluster], None]], ...] = STEPS) -> KafkaHistory:
+    """Run the script on a new cluster under ``root``; every node stopped at the end."""
     started = time.monotonic()
     cluster = KafkaCluster(dist, root, voters=3, combined=True, quorum="dynamic", config=CONFIG)
     history = KafkaHistory(dist, root, cluster.cluster_id)
     try:
         cluster.start()
-        for name, step in STEPS:
+        for name, step in steps:
             began = time.monotonic()
             step(cluster)
             history.steps.append(f"{name} ({time.monotonic() - began:.1f} s)")
@@ -338,12 +347,15 @@ def write_history(dist: KafkaDistribution, root: Path) -> KafkaHistory:
     return history
 
 
-if __name__ == "__main__":  # python -m kafka_peer.history VERSION DIR (from tests/): keep a history to look at
+if __name__ == "__main__":  # python -m kafka_peer.history VERSION DIR [--server-only] (from tests/)
     import sys
 
     from .distribution import fetch
 
-    made = write_history(fetch(sys.argv[1]), Path(sys.argv[2]))
+    server_only = "--server-only" in sys.argv
+    version, where = [a for a in sys.argv[1:] if not a.startswith("--")]
+    made = write_history(fetch(version, tools=not server_only), Path(where),
+                         SERVER_ONLY_STEPS if server_only else STEPS)
     print(f"Kafka {made.version}: {len(made.steps)} steps in {made.seconds:.0f} s under {made.root}")
     print("\n".join(made.steps))
     subprocess.run(["du", "-sh", str(made.root)], check=False)
