@@ -28,10 +28,10 @@ from engine.records.metadata_record_serde import AnyRecord, ControlRecord, Metad
 
 _field_cache: dict[type, list[tuple[str, str, bool, Any, bool | str]]] = {}
 
-# Labels printed before control records' JSON, as Kafka's dump tool labels the ones it
-# decodes (it prints leader changes only as a control type; we decode them too).
+# Labels printed before control records' JSON, as Kafka's dump tool (4.1 to 4.3 at least)
+# labels them; only the leader change's carries a colon there ("LeaderChange: {...}").
 CONTROL_LABELS = {
-    "LEADER_CHANGE": "LeaderChange",
+    "LEADER_CHANGE": "LeaderChange:",
     "SNAPSHOT_HEADER": "SnapshotHeader",
     "SNAPSHOT_FOOTER": "SnapshotFooter",
     "KRAFT_VERSION": "KRaftVersion",

@@ -120,8 +120,11 @@ def record_lines(batch: RecordBatch, skip_record_metadata: bool,
         decoded = decode_record(record.key, record.value, batch.is_control)
         if isinstance(decoded, UnknownRecord) and decoded.problem:
             on_unreadable(batch.record_offset(record), decoded.reason)
-        # Kafka's tool drops the "|" along with the metadata: " payload: {...}".
-        parts = [""] if skip_record_metadata else ["|"]
+        if skip_record_metadata and batch.is_control:
+            yield ""  # Kafka's tool skips control records then, but still ends their (empty) line
+            continue
+        # Without the metadata, "| payload: {...}" as Kafka 4.3 prints it (4.1's tool dropped the "|" too).
+        parts = ["|"]
         if not skip_record_metadata:
             seq = NO_SEQUENCE if batch.base_sequence == NO_SEQUENCE else batch.base_sequence + record.offset_delta
             headers = ",".join(k.decode("utf-8", "replace") for k, _ in record.headers)
