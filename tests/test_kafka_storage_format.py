@@ -89,3 +89,15 @@ def test_kraftd_and_kafka_storage_format_write_the_same_facts(kafka_dist, tmp_pa
     assert o_meta.directory_id and k_meta.directory_id
     assert o_files == k_files
     assert o_boot == k_boot
+
+
+def test_the_newest_kafka_server_starts_and_serves_on_a_directory_formatted_by_kraftd(kafka_newest_server, tmp_path):
+    """Kafka 4.4's formatter writes its bootstrap records into the 0-0 checkpoint and no
+    bootstrap.checkpoint; ours writes the 4.1-4.3 layout, which a 4.4 node must still accept."""
+    cluster = KafkaCluster(kafka_newest_server, tmp_path / "cluster", voters=1, combined=True, quorum="dynamic",
+                           formatter="kraftd", release_version=release_of(kafka_newest_server.version))
+    try:
+        cluster.start()
+        assert _serve_a_topic(cluster) == [f"m{i}".encode() for i in range(5)]
+    finally:
+        cluster.close()
