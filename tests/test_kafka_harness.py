@@ -99,3 +99,45 @@ def test_a_failing_kafka_test_shows_its_node_logs_and_leaves_no_process(tmp_path
     assert f"Kafka {kafka_dist.version} node 1 log" in out and "node 1| " in out, out[-3000:]
     leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
     assert leftover == [], f"Kafka processes left running: {leftover}"
+
+
+@pytest.mark.kafka
+def test_a_test_run_killed_mid_test_takes_its_kafka_nodes_with_it(tmp_path, kafka_dist):
+    """A CI timeout kills pytest where no cleanup of ours runs: the kernel kills the nodes."""
+    import signal
+    import time
+
+    probe = _probe_file(tmp_path, """
+        import time
+        import pytest
+        from kafka_peer.cluster import KafkaCluster
+
+        pytestmark = pytest.mark.kafka
+
+        def test_hangs_with_a_node_running(kafka_dist, tmp_path):
+            KafkaCluster(kafka_dist, tmp_path / "c", voters=1, combined=True, quorum="static").start()
+            print("NODE-READY", flush=True)
+            time.sleep(3600)
+    """)
+    env = {**os.environ, "METASHELL_KAFKA_VERSIONS": kafka_dist.version, "PYTHONPATH": str(TESTS),
+           "METASHELL_KAFKA_CACHE": str(kafka_dist.libs.parent.parent)}
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-s", "-p", "kafka_peer.fixtures",
+                            "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "base"), str(probe)],
+                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in run.stdout:  # a bound against a hang: the node's start fails the probe on its own
+            if "NODE-READY" in line:
+                break
+        assert pids_under(tmp_path / "base"), "the probe's node never ran"
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while pids_under(tmp_path / "base") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pids_under(tmp_path / "base") == []
+    finally:
+        run.kill()
+
+
+def pids_under(path: Path) -> list[str]:
+    return subprocess.run(["pgrep", "-f", str(path)], capture_output=True, text=True).stdout.split()

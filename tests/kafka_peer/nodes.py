@@ -104,7 +104,8 @@ class KafkaNode:
         out = open(self.output_path, "ab")
         self.process = subprocess.Popen(
             self.dist.command("kafka-server-start", str(self.config_path), jvm_opts=SERVER_JVM_OPTS),
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=_die_with_parent)
         out.close()
         REGISTRY.append(self)
         return self
@@ -160,6 +161,17 @@ class KafkaNode:
 
 
 REGISTRY: list[KafkaNode] = []
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel kills the node when the test process dies, even by
+    SIGKILL or a CI timeout, where no cleanup of ours can run (Linux's PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the session's own cleanup still kills the nodes
 
 
 def kill_all() -> None:
