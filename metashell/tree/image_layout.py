@@ -1,7 +1,7 @@
 """``/image``: the same data in the layout of Kafka's own ``kafka-metadata-shell`` (3.6+),
 so runbooks written for Kafka's tool work unchanged.
 
-    /image/provenance, /image/features/{metadataVersion, zkMigrationState, finalized_<name>},
+    /image/provenance, /image/features/{metadataVersion, [zkMigrationState], finalized_<name>},
     /image/cluster/{brokers,controllers}/<id>, /image/topics/{byName/<name>, byId/<uuid>}/{name,id,<p>},
     /image/configs/<TYPE>[:<name>]/<key>, /image/clientQuotas/<entity>/<key>,
     /image/producerIds/nextProducerId, /image/acls/byId/<uuid>, /image/scram/<mechanism>/<user>,
@@ -9,14 +9,19 @@ so runbooks written for Kafka's tool work unchanged.
 
 Values are our JSON, where Kafka's tool prints Java objects' toString(). Names are encoded as
 metashell.tree.nodes says (Kafka's tool shows them raw, so a name with ``/`` cannot be reached there).
+tests/test_kafka_metadata_shell.py compares this tree with Kafka's tool's, path by path and field
+by field. Where ours differs on purpose: a quota entity with a default part (Kafka leaves the part
+out of the name, so the entity reads as another or, all default, cannot be opened) is
+``clientId(<default>)``; zkMigrationState is shown only where a ZkMigrationStateRecord was
+read (Kafka 4.x has none); SCRAM keys are redacted unless --show-secrets.
 """
 
 from __future__ import annotations
 
 from engine.image.metadata_image import CONFIG_RESOURCE_TYPES
 from engine.image.metadata_version import version_name
-from metashell.tree.kafka_names import ZK_MIGRATION_STATES, human_registration
-from metashell.tree.nodes import DirNode, FileNode, Node, encode_name, keyed_dir, name_to_int, static_dir
+from metashell.tree.kafka_names import SCRAM_MECHANISMS, ZK_MIGRATION_STATES, human_registration
+from metashell.tree.nodes import DEFAULT_NAME, DirNode, FileNode, Node, encode_name, keyed_dir, name_to_int, static_dir
 from metashell.tree.tree_layout import TreeBuilder
 
 
@@ -35,7 +40,7 @@ def image_dir(tree: TreeBuilder) -> DirNode:
         "producerIds": lambda: static_dir("producerIds", {
             "nextProducerId": lambda: FileNode("nextProducerId", lambda: image.next_producer_id)}),
         "acls": lambda: static_dir("acls", {"byId": _renamed(tree.acls, "byId")}),
-        "scram": tree.scram,
+        "scram": lambda: _scram(tree),
         "delegationToken": _renamed(tree.delegation_tokens, "delegationToken"),
     })
 
@@ -79,20 +84,36 @@ _QUOTA_ENTITY_NAMES = (("client-id", "clientId"), ("ip", "ip"), ("user", "user")
 
 
 def kafka_quota_entity_name(entity: tuple) -> str:
-    """``clientId(x)_ip(y)_user(z)``, as Kafka's ClientQuotasImageNode names an entity."""
+    """``clientId(x)_ip(y)_user(z)``, as Kafka's ClientQuotasImageNode names an entity. Kafka leaves
+    a default (null) part out, so an entity of default parts only has the empty name (which its
+    shell lists but cannot open)."""
+    return "_".join(_kafka_quota_parts(entity, None))
+
+
+def quota_node_name(entity: tuple) -> str:
+    """Our node's name for an entity: Kafka's, each part encoded, a default part as
+    ``clientId(<default>)`` (Kafka's name would be another entity's, or empty)."""
+    return "_".join(_kafka_quota_parts(entity, DEFAULT_NAME))
+
+
+def _kafka_quota_parts(entity: tuple, default: str | None) -> list[str]:
     values = dict(entity)
     parts = []
     for entity_type, label in _QUOTA_ENTITY_NAMES:
-        if entity_type in values:
-            value = values[entity_type] or ""
-            escaped = value.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            parts.append(f"{label}({escaped})")
-    return "_".join(parts)
+        value = values.get(entity_type, "")
+        if entity_type not in values or (value is None and default is None):
+            continue
+        if value is None:
+            parts.append(f"{label}({default})")
+            continue
+        escaped = value.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+        parts.append(f"{label}({escaped})" if default is None else encode_name(f"{label}({escaped})"))
+    return parts
 
 
 def _client_quotas(tree: TreeBuilder) -> DirNode:
     quotas = tree.image.client_quotas
-    names = {encode_name(kafka_quota_entity_name(entity)): entity for entity in quotas}
+    names = {quota_node_name(entity): entity for entity in quotas}
 
     def make(name: str) -> Node | None:
         values = quotas.get(names.get(name))
@@ -100,6 +121,16 @@ def _client_quotas(tree: TreeBuilder) -> DirNode:
             return None
         return keyed_dir(name, values, lambda shown, key: FileNode(shown, lambda: values[key]))
     return DirNode("clientQuotas", lambda: names.keys(), make)
+
+
+def _scram(tree: TreeBuilder) -> DirNode:
+    """Kafka lists every mechanism it knows, with users or without."""
+    users = tree.scram()
+    mechanisms = set(SCRAM_MECHANISMS.values())
+
+    def make(name: str) -> Node | None:
+        return users.child(name) or (static_dir(name, {}) if name in mechanisms else None)
+    return DirNode("scram", lambda: mechanisms | set(users.child_names()), make)
 
 
 def _renamed(make, name: str):
@@ -112,8 +143,11 @@ def _renamed(make, name: str):
 
 def _features(tree: TreeBuilder) -> DirNode:
     image = tree.image
-    files = {"metadataVersion": lambda: version_name(image.metadata_version) if image.metadata_version else None,
-             "zkMigrationState": lambda: ZK_MIGRATION_STATES.get(image.zk_migration_state or 0, "NONE")}
+    files = {"metadataVersion": lambda: version_name(image.metadata_version) if image.metadata_version else None}
+    if image.zk_migration_state is not None:
+        # Kafka 3.x shows it; 4.0-4.2 list it without a node behind it, 4.3 not at all (no ZK any more):
+        # shown where a ZkMigrationStateRecord says something
+        files["zkMigrationState"] = lambda: ZK_MIGRATION_STATES.get(image.zk_migration_state, "NONE")
     files.update({encode_name(f"finalized_{name}"): (lambda level=level: level)
                   for name, level in image.features.items() if name != "metadata.version"})
     return DirNode("features", lambda: files.keys(), lambda n: FileNode(n, files[n]) if n in files else None)
