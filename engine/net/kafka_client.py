@@ -22,8 +22,9 @@ from engine.records.kio_codec import ErrorCode
 from engine.net.errors import NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
 from engine.net.kafka_protocol import (
     API_VERSIONS_KEY, API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,
-    peek_correlation_id, peer_ranges, request_class,
+    peek_correlation_id, peer_ranges, request_class, response_class,
 )
+from engine.net.message_versions import convert_message, shared_version
 from engine.net.kafka_server import DEFAULT_MAX_FRAME_BYTES, format_address
 
 Address = tuple[str, int]
@@ -182,8 +183,12 @@ class KafkaClient:
             self._backoffs[address] = self._backoff()
         return self._backoffs[address]
 
-    async def send(self, address: Address, request: Any, timeout_ms: int | None = None) -> Any:
-        """The peer's response to ``request``; the timeout covers connecting too.
+    async def send(self, address: Address, request: Any, timeout_ms: int | None = None, *,
+                   adapt: bool = False) -> Any:
+        """The peer's response to ``request``; the timeout covers connecting too. With ``adapt``,
+        a peer that lacks the request's version is asked in the newest older version it serves
+        (as Kafka's clients pick a version), and its answer comes back as the response class of
+        the request's version.
 
         Raises NetworkError (unreachable or connection lost), RequestTimeoutError,
         UnsupportedVersionError (before sending) or ProtocolError (a malformed response).
@@ -195,8 +200,11 @@ class KafkaClient:
         try:
             async with asyncio.timeout(timeout_ms / 1000.0):
                 channel = await self._channel(address)
-                self._check_version(channel, cls)
-                return await channel.call(request)
+                sent = self._fit(channel, request, adapt)
+                response = await channel.call(sent)
+                if sent is not request:
+                    response = convert_message(response, response_class(cls.__api_key__, cls.__version__))
+                return response
         except TimeoutError:
             if channel is not None:
                 channel.close(f"closed: {what} request timed out after {timeout_ms} ms")
@@ -213,12 +221,18 @@ class KafkaClient:
             raise RequestTimeoutError(f"connecting to {format_address(address)} timed out after "
                                       f"{timeout_ms} ms") from None
 
-    def _check_version(self, channel: _Channel, cls: type) -> None:
-        api_key, version = cls.__api_key__, cls.__version__
+    def _fit(self, channel: _Channel, request: Any, adapt: bool) -> Any:
+        """``request``, or (``adapt``) the same request in an older version the peer serves."""
+        api_key, version = type(request).__api_key__, type(request).__version__
         served = channel.ranges.get(api_key)
-        if served is None or not served[0] <= version <= served[1]:
-            serves = f"it serves v{served[0]}-v{served[1]}" if served else "it does not serve that api"
-            raise UnsupportedVersionError(f"{channel.name} cannot take {api_name(api_key)} v{version} ({serves})")
+        if served is not None and served[0] <= version <= served[1]:
+            return request
+        older = shared_version(api_key, version, served) if adapt else None
+        if older is not None:
+            with contextlib.suppress(TypeError):  # a field the older version needs and ours lacks
+                return convert_message(request, request_class(api_key, older))
+        serves = f"it serves v{served[0]}-v{served[1]}" if served else "it does not serve that api"
+        raise UnsupportedVersionError(f"{channel.name} cannot take {api_name(api_key)} v{version} ({serves})")
 
     async def _channel(self, address: Address) -> _Channel:
         if self._closed:
@@ -320,9 +334,11 @@ class KafkaClient:
         await self.close()
 
 
-def request_once(address: Address, request: Any, *, timeout_ms: int = 2000, client_id: str = "metashell") -> Any:
-    """Send one request and return its response, for command-line tools (runs its own event loop)."""
+def request_once(address: Address, request: Any, *, timeout_ms: int = 2000, client_id: str = "metashell",
+                 adapt: bool = False) -> Any:
+    """Send one request and return its response, for command-line tools (runs its own event
+    loop); ``adapt`` as in ``KafkaClient.send``."""
     async def once() -> Any:
         async with KafkaClient(client_id=client_id, request_timeout_ms=timeout_ms) as client:
-            return await client.send(address, request, timeout_ms=timeout_ms)
+            return await client.send(address, request, timeout_ms=timeout_ms, adapt=adapt)
     return asyncio.run(once())

@@ -238,15 +238,23 @@ def decode_response_frame(payload: bytes, api_key: int, api_version: int) -> tup
 
 
 def api_versions_response(apis: Mapping[int, ApiSpec], version: int = 4, *,
-                          error_code: ErrorCode = ErrorCode.none) -> Any:
-    """The ApiVersions response listing ``apis`` (throttle 0), at ``version``."""
+                          error_code: ErrorCode = ErrorCode.none,
+                          features: Mapping[str, tuple[int, int]] | None = None) -> Any:
+    """The ApiVersions response listing ``apis`` (throttle 0), at ``version``; from v3 with the
+    supported ``features`` (name -> (min, max)). As Kafka does, v3 leaves out the features whose
+    minimum is 0, which clients before v4 cannot read (Kafka 4.1's controller answers v3 with
+    metadata.version alone, v4 with kraft.version 0-1 too)."""
     cls = response_class(API_VERSIONS_KEY, version)
-    entry = protocol_module("api_versions", version, "response").ApiVersion
-    keys = tuple(entry(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
+    module = protocol_module("api_versions", version, "response")
+    keys = tuple(module.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
                  for s in sorted(apis.values(), key=lambda s: s.api_key))
-    fields = {"error_code": error_code, "api_keys": keys}
+    fields: dict[str, Any] = {"error_code": error_code, "api_keys": keys}
     if version >= 1:
         fields["throttle_time"] = datetime.timedelta(0)
+    if version >= 3 and features:
+        fields["supported_features"] = tuple(
+            module.SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, (low, high) in sorted(features.items()) if version >= 4 or low > 0)
     return cls(**fields)
 
 
@@ -257,13 +265,14 @@ def unsupported_api_versions_response(apis: Mapping[int, ApiSpec]) -> Any:
     return api_versions_response({spec.api_key: spec}, 0, error_code=ErrorCode.unsupported_version)
 
 
-def answer_api_versions(request: Any, apis: Mapping[int, ApiSpec]) -> Any:
+def answer_api_versions(request: Any, apis: Mapping[int, ApiSpec],
+                        features: Mapping[str, tuple[int, int]] | None = None) -> Any:
     """A server's answer to a supported ApiVersions request (v3+ names are validated as Kafka does)."""
     version = type(request).__version__
     if version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
                              and _SOFTWARE.fullmatch(request.client_software_version)):
         return api_versions_response({}, version, error_code=ErrorCode.invalid_request)
-    return api_versions_response(apis, version)
+    return api_versions_response(apis, version, features=features)
 
 
 def peer_ranges(response: Any) -> dict[int, tuple[int, int]]:

@@ -113,7 +113,7 @@ class _Connection:
             self._drop(str(err))
         if info.api_key == API_VERSIONS_KEY:
             done = asyncio.get_running_loop().create_future()
-            done.set_result(answer_api_versions(request, server.apis))
+            done.set_result(answer_api_versions(request, server.apis, server.features))
             await self.queue.put((info.correlation_id, info.api_key, info.api_version, done))
             return
         ctx = RequestContext(info.api_key, info.api_version, info.correlation_id, info.client_id, self.peer,
@@ -164,8 +164,10 @@ class KafkaServer:
 
     def __init__(self, handler: Handler, *, host: str = "127.0.0.1", port: int = 0,
                  apis: Mapping[int, ApiSpec] = RAFT_APIS, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 listener_name: str = "CONTROLLER", max_in_flight: int = 128):
+                 listener_name: str = "CONTROLLER", max_in_flight: int = 128,
+                 features: Mapping[str, tuple[int, int]] | None = None):
         self.handler = handler
+        self.features = dict(features or {})  # supported feature levels, told in ApiVersions
         self.host = host
         self.port = port
         # ApiVersions is always served (by us): clients start every connection with it.

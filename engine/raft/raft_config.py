@@ -18,6 +18,10 @@ APPEND_LINGER_MS = "controller.quorum.append.linger.ms"
 REQUEST_TIMEOUT_MS = "controller.quorum.request.timeout.ms"
 RETRY_BACKOFF_MS = "controller.quorum.retry.backoff.ms"
 AUTO_JOIN_ENABLE = "controller.quorum.auto.join.enable"
+# Kafka 4.3's: what a fetcher asks for per Fetch and per FetchSnapshot (Kafka 4.1 had neither
+# setting). A Kafka 4.3 leader cuts its Fetch answer at the size asked, even inside a batch.
+FETCH_MAX_BYTES = "controller.quorum.fetch.max.bytes"
+FETCH_SNAPSHOT_MAX_BYTES = "controller.quorum.fetch.snapshot.max.bytes"
 
 _INT_DEFAULTS = {
     ELECTION_TIMEOUT_MS: 1000,
@@ -27,6 +31,7 @@ _INT_DEFAULTS = {
     REQUEST_TIMEOUT_MS: 2000,
     RETRY_BACKOFF_MS: 20,
 }
+JAVA_INT_MAX = 2**31 - 1
 
 # Not configurable in Kafka either: how long a leader holds a Fetch with nothing new,
 # and the largest batch / fetch / snapshot chunk it hands out.
@@ -34,6 +39,8 @@ FETCH_MAX_WAIT_MS = 500
 MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 MAX_FETCH_SIZE_BYTES = MAX_BATCH_SIZE_BYTES
 SNAPSHOT_CHUNK_BYTES = 1024 * 1024
+DEFAULT_FETCH_MAX_BYTES = 1024 * 1024  # Kafka 4.3's default for controller.quorum.fetch.max.bytes
+_SIZE_DEFAULTS = {FETCH_MAX_BYTES: DEFAULT_FETCH_MAX_BYTES, FETCH_SNAPSHOT_MAX_BYTES: SNAPSHOT_CHUNK_BYTES}
 MAX_BATCH_RECORDS = 10_000
 
 
@@ -50,12 +57,18 @@ class RaftConfig:
     bootstrap_servers: tuple[Address, ...] = ()
     listener_name: str = "CONTROLLER"
     fetch_max_wait_ms: int = FETCH_MAX_WAIT_MS
-    snapshot_chunk_bytes: int = SNAPSHOT_CHUNK_BYTES
+    snapshot_chunk_bytes: int = SNAPSHOT_CHUNK_BYTES  # the most a leader hands out per FetchSnapshot
+    fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # what a fetcher asks for per Fetch
+    fetch_snapshot_max_bytes: int = SNAPSHOT_CHUNK_BYTES  # ... and per FetchSnapshot
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], *, where: str | None = None) -> "RaftConfig":
         """Read the quorum settings of a Kafka server config; ConfigError names the key."""
         ints = {key: _int(props, key, default, where) for key, default in _INT_DEFAULTS.items()}
+        for key, default in _SIZE_DEFAULTS.items():
+            ints[key] = _int(props, key, default, where)
+            if not 1 <= ints[key] <= JAVA_INT_MAX:
+                raise ConfigError(f"{key} must be from 1 to {JAVA_INT_MAX}, got {ints[key]}", path=where)
         listeners = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
         listener = listeners[0] if listeners else "CONTROLLER"
         try:
@@ -74,7 +87,8 @@ class RaftConfig:
             election_backoff_max_ms=ints[ELECTION_BACKOFF_MAX_MS], append_linger_ms=ints[APPEND_LINGER_MS],
             request_timeout_ms=ints[REQUEST_TIMEOUT_MS], retry_backoff_ms=ints[RETRY_BACKOFF_MS],
             auto_join_enable=auto_join == "true", static_voters=voters, bootstrap_servers=bootstrap,
-            listener_name=listener,
+            listener_name=listener, fetch_max_bytes=ints[FETCH_MAX_BYTES],
+            fetch_snapshot_max_bytes=ints[FETCH_SNAPSHOT_MAX_BYTES],
         )
 
 

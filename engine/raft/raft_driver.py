@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import datetime
 import logging
 import random
 import time
-import typing
 from typing import Any, Callable, Iterable
 
 from engine.common.errors import MetadataError
@@ -41,6 +39,7 @@ from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import API_VERSIONS_KEY, RAFT_APIS, ApiSpec, request_class, response_class
 from engine.net.kafka_server import KafkaServer, RequestContext
+from engine.net.message_versions import convert_message
 from engine.raft import raft_messages as rm
 from engine.raft.election_store import ElectionStore
 from engine.raft.raft_client import (
@@ -62,15 +61,19 @@ CONTROLLER_ENDPOINT_TYPE = 2  # DescribeCluster endpoint types (KIP-919): 1 brok
 NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's default when they were not asked for
 VOTER_CHANGE_WAIT_MS = 60_000  # how long RemoveRaftVoter may take (the core's own deadline)
 ANSWER_WAIT_MS = 30_000  # a safety net: the core answers every other request far sooner
+# What ApiVersions tells of us: a leader adding us as a voter (AddRaftVoter) reads our kraft.version
+# range there and refuses a node that cannot take the finalized level (Kafka's reads 0-0 if absent).
+SUPPORTED_FEATURES = {"kraft.version": (0, 1)}
 
 
 def served_apis() -> dict[int, ApiSpec]:
     """What the controller listener serves: each Raft RPC at the version the core reads and
-    writes, DescribeQuorum from v0 (converted here, for older tools) and DescribeCluster."""
+    writes, DescribeQuorum from v0 (converted here, for older tools), AddRaftVoter from v0
+    (Kafka 4.1's tool and controllers speak only v0) and DescribeCluster."""
     apis = {}
     for key, spec in RAFT_APIS.items():
         version = rm.VERSIONS.get(spec.name)
-        if key in (API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY) or version is None:
+        if key in (API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY, ADD_VOTER_KEY) or version is None:
             apis[key] = spec
         else:
             apis[key] = ApiSpec(key, spec.name, version, version)
@@ -86,34 +89,6 @@ class WallClock:
 
     def now_ms(self) -> int:
         return self._wall0_ms + (time.monotonic_ns() - self._mono0_ns) // 1_000_000
-
-
-def convert_message(message: Any, target: type) -> Any:
-    """The same kio message as another version of it: fields matched by name, those the
-    target lacks dropped, those the source lacks left at their defaults (TypeError if a
-    required one is missing)."""
-    if type(message) is target:
-        return message
-    hints = typing.get_type_hints(target)
-    values = {}
-    for f in dataclasses.fields(target):
-        if hasattr(message, f.name):
-            values[f.name] = _convert_value(getattr(message, f.name), hints[f.name])
-    return target(**values)
-
-
-def _convert_value(value: Any, hint: Any) -> Any:
-    if value is None:
-        return None
-    if dataclasses.is_dataclass(value):
-        entity = next((t for t in (hint, *typing.get_args(hint)) if isinstance(t, type)
-                       and dataclasses.is_dataclass(t)), None)
-        return convert_message(value, entity) if entity is not None else value
-    if isinstance(value, tuple) and typing.get_origin(hint) is tuple:
-        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
-        if len(args) == 1:
-            return tuple(_convert_value(v, args[0]) for v in value)
-    return value
 
 
 def one_line(err: BaseException) -> str:
@@ -186,7 +161,7 @@ class RaftDriver:
     async def start_listening(self) -> Address:
         """The first half of ``start``: bind the listener (requests wait for ``start_core``)."""
         self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1], apis=served_apis(),
-                                  listener_name=self.config.listener_name)
+                                  listener_name=self.config.listener_name, features=SUPPORTED_FEATURES)
         self.address = await self.server.start()
         # A listener configured with port 0 advertises the port it got.
         self.endpoints = tuple((name, (host, self.address[1]) if name == self.config.listener_name and port == 0
@@ -360,7 +335,10 @@ class RaftDriver:
             error = f"no address known for node {message.destination.node_id}"
         else:
             try:
-                response = await net.send(address, request, timeout_ms=self.config.request_timeout_ms)
+                # A leader of Kafka 4.1 takes AddRaftVoter v0 only (auto-join): asked in it. The other
+                # RPCs go at the core's version or not at all: an older one would drop what they mean.
+                response = await net.send(address, request, timeout_ms=self.config.request_timeout_ms,
+                                          adapt=type(request).__api_key__ == ADD_VOTER_KEY)
             except (NetError, OSError) as err:  # NetworkError, RequestTimeoutError, UnsupportedVersionError, ...
                 error = one_line(err)
             except Exception as err:  # noqa: BLE001 - e.g. a request kio cannot encode: still an answer

@@ -8,10 +8,12 @@ newest Kafka 4.x uses and kio 0.6.5 has (KIP-853 and KIP-996 fields included).
 from __future__ import annotations
 
 import datetime
+import struct
 import uuid
 from typing import Any
 
 from engine.records.kio_codec import ErrorCode, protocol_module
+from engine.records.record_batch import LOG_OVERHEAD, MIN_BATCH_LENGTH
 from engine.raft.voter_set import Address, ReplicaKey
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -167,6 +169,24 @@ def fetch_response(error: ErrorCode, *, leader_id: int, epoch: int, high_waterma
     return r.FetchResponse(throttle_time=ZERO_MS, error_code=top_error, session_id=0, responses=(
         r.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=(part,)),),
         node_endpoints=_node_endpoints(r.NodeEndpoint, leader_id, leader_address))
+
+
+def fetched_records(part: Any) -> bytes:
+    """The records of a Fetch answer's partition, without a torn last batch. A leader may cut its
+    answer inside a batch: Kafka's reads its log as a byte range up to a size (4.3: the request's
+    MaxBytes; 4.1: its internal.metadata.max.fetch.size.in.bytes, 8 MiB). As Kafka's follower
+    does, the whole batches before it are kept and the rest is fetched again. A batch whose
+    length field is absurd is left in, for the log's checks to refuse."""
+    data = bytes(part.records or b"")
+    pos = 0
+    while len(data) - pos >= LOG_OVERHEAD:
+        (length,) = struct.unpack_from(">i", data, pos + 8)
+        if length < MIN_BATCH_LENGTH:
+            return data
+        if pos + LOG_OVERHEAD + length > len(data):
+            break
+        pos += LOG_OVERHEAD + length
+    return data[:pos]
 
 
 # -- FetchSnapshot (KIP-630) -------------------------------------------------------------

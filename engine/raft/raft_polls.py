@@ -12,7 +12,6 @@ from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import (
     CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState,
 )
-from engine.raft.raft_config import MAX_FETCH_SIZE_BYTES
 from engine.raft.raft_io import BOOTSTRAP_NODE_ID, Destination
 from engine.raft.replica_context import ReplicaContext
 
@@ -112,7 +111,7 @@ def _observer_discover_leader(client: ReplicaContext, now_ms: int, state) -> Non
         return
     end, epoch = client.last_fetched()
     client.send("fetch", destination, rm.fetch_request(
-        client.cluster_id, client.local, state.epoch, end, epoch, 0, MAX_FETCH_SIZE_BYTES), now_ms)
+        client.cluster_id, client.local, state.epoch, end, epoch, 0, client.config.fetch_max_bytes), now_ms)
 
 
 def poll_prospective(client: ReplicaContext, now_ms: int) -> None:
@@ -199,13 +198,13 @@ def poll_follower(client: ReplicaContext, now_ms: int) -> None:
             snapshot_id, position = state.snapshot_download
             client.send("fetch_snapshot", destination, rm.fetch_snapshot_request(
                 client.cluster_id, client.local, state.epoch, snapshot_id, position,
-                client.config.snapshot_chunk_bytes), now_ms)
+                client.config.fetch_snapshot_max_bytes), now_ms)
         return
     if client.can_send(state.leader_id, "fetch", now_ms):
         end, last_epoch = client.last_fetched()
         client.send("fetch", destination, rm.fetch_request(
             client.cluster_id, client.local, state.epoch, end, last_epoch, client.config.fetch_max_wait_ms,
-            MAX_FETCH_SIZE_BYTES, client.log.start_offset), now_ms)
+            client.config.fetch_max_bytes, client.log.start_offset), now_ms)
     voter_changes.poll_follower(client, now_ms)
 
 

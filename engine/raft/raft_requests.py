@@ -17,6 +17,7 @@ from engine.raft import voter_changes
 from engine.raft.describe_quorum import describe_quorum_response
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
+from engine.raft.raft_config import MAX_FETCH_SIZE_BYTES
 from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
 from engine.raft.replica_context import ReplicaContext
 from engine.raft.voter_set import ReplicaKey
@@ -248,7 +249,8 @@ def answer_fetch(client: ReplicaContext, now_ms: int, token: object, request: An
         # Long poll: hold the fetch until there is data or a newer high watermark for it.
         client.parked_fetches.append((token, request, now_ms + int(request.max_wait.total_seconds() * 1000)))
         return
-    max_bytes = min(int(part.partition_max_bytes), int(request.max_bytes))
+    # The request's MaxBytes, as Kafka's leader reads it: Kafka's fetchers leave PartitionMaxBytes at 0.
+    max_bytes = min(int(request.max_bytes), MAX_FETCH_SIZE_BYTES)
     if progress is not None:
         progress.sent_high_watermark = leader.high_watermark if leader.high_watermark is not None else -1
     _respond_fetch(client, token, leader, records=client.log.read(fetch_offset, max_bytes))

@@ -144,8 +144,8 @@ def _fetch(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any)
         state.snapshot_download = ((part.snapshot_id.end_offset, part.snapshot_id.epoch), 0)
         client.log.begin_snapshot_download(SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch))
         return
-    records = bytes(part.records or b"")
-    if records:
+    records = rm.fetched_records(part)
+    if part.records:
         start = client.log.end_offset
         try:
             client.log.append_as_follower(records)
@@ -154,6 +154,8 @@ def _fetch(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any)
         client.log.flush()  # our next fetch offset acknowledges these: durable first
         if client.log.end_offset > start:
             client.control.observe(client.log.batches(start))
+        else:  # nothing appended (a refused or only a torn batch): not again at once
+            client.back_off(node_id, "fetch", now_ms)
     if part.high_watermark >= 0:
         client.on_high_watermark(min(part.high_watermark, client.log.end_offset), now_ms)
 

@@ -163,7 +163,9 @@ def default_send(timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Send:
         if transport is not None:
             return transport(address, request)
         from engine.net.kafka_client import request_once
-        return request_once(address, request, timeout_ms=timeout_ms)
+        # A peer without our version is asked in an older one it serves: Kafka 4.1 takes only
+        # AddRaftVoter v0 (Kafka 4.3 also v1, which we send).
+        return request_once(address, request, timeout_ms=timeout_ms, adapt=True)
     return send
 
 
