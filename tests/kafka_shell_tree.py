@@ -138,23 +138,32 @@ def provenance_of(text: str) -> tuple[int, int, int]:
     return int(match.group(1)), int(match.group(2)), round(moment.timestamp() * 1000)
 
 
+class ShellSilent(AssertionError):
+    """Kafka's shell gave no prompt before its deadline."""
+
+
 class _Shell:
     """An interactive kafka-metadata-shell over one file, through pipes: its prompt ends each answer."""
 
-    def __init__(self, dist, path: Path, errors: Path):
+    def __init__(self, dist, path: Path, errors: Path, banner_timeout_s: float = SHELL_TIMEOUT_S):
         self.errors = errors.open("w")
         self.process = subprocess.Popen(dist.command("kafka-metadata-shell", "--snapshot", str(path)),
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors)
         self.buffer = b""
+        self.deadline = time.monotonic() + banner_timeout_s
+        try:
+            self.read_answer()  # the banner
+        except BaseException:
+            self.close()  # never leave a JVM behind a failed start
+            raise
         self.deadline = time.monotonic() + SHELL_TIMEOUT_S
-        self.read_answer()  # the banner
 
     def read_answer(self) -> str:
         fd = self.process.stdout.fileno()
         while (at := self.buffer.find(PROMPT.encode())) < 0:
             left = self.deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise AssertionError(f"kafka-metadata-shell gave no prompt within {SHELL_TIMEOUT_S} s")
+                raise ShellSilent(f"kafka-metadata-shell gave no prompt in time ({self.buffer[-200:]!r})")
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 raise AssertionError(f"kafka-metadata-shell ended early: {self.buffer[-2000:]!r}")
@@ -174,6 +183,23 @@ class _Shell:
             self.process.kill()
         self.process.wait()
         self.errors.close()
+
+
+BANNER_TIMEOUT_S = 60.0
+SHELL_STARTS = 3
+
+
+def _start_shell(dist, path: Path, errors: Path) -> "_Shell":
+    """A shell that answered its banner. Kafka's shell answers once its loader has applied an
+    offset above 0 and sleeps until then; now and then (seen with 4.1.2 on a busy machine) that
+    never happens, and a fresh JVM on the same file answers at once. So a start is retried."""
+    for attempt in range(1, SHELL_STARTS + 1):
+        try:
+            return _Shell(dist, path, errors, banner_timeout_s=BANNER_TIMEOUT_S)
+        except ShellSilent:
+            if attempt == SHELL_STARTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def parse_tree(base: str, text: str) -> tuple[set[str], dict[str, str]]:
@@ -215,7 +241,7 @@ def kafka_tree(dist, path: Path, scratch: Path) -> KafkaTree:
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_bytes(path.read_bytes())
     expected = last_batches(copy)[0]
-    shell = _Shell(dist, copy, scratch / "kafka-shell.err")
+    shell = _start_shell(dist, copy, scratch / "kafka-shell.err")
     try:
         while (provenance := provenance_of(text := shell.ask("cat /image/provenance")))[0] < expected[0]:
             assert time.monotonic() < shell.deadline, f"Kafka's shell never loaded {path}: {provenance}"
