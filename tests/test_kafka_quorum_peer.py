@@ -469,3 +469,47 @@ def test_kafka_cuts_fetch_answers_inside_batches(kafka_dist, snapshotting_node) 
         taken.append((header.base_offset, header.last_offset, header.partition_leader_epoch, whole[pos:end]))
         pos = end
     assert taken == expected[:len(taken)]
+
+
+# ------------------------------------------------------------------ 5. pre-votes in a mixed quorum
+def test_restarting_kafkas_leader_moves_the_epoch_as_one_election_does(kafka_dist, tmp_path: Path) -> None:
+    """Our voter and Kafka's, Kafka's leading; it restarts. Our pre-votes carry our current epoch,
+    as Kafka's do, so the rounds that fail while it is away move no epoch (when ours named epoch
+    + 1, Kafka's voter took each one: 1 to 5 during its shutdown, 7 once elected). What is left
+    is an election or two (a resigning leader may hand over first; a split vote costs one)."""
+    from engine.storage.quorum_state_file import read_quorum_state
+
+    cluster = KafkaCluster(kafka_dist, tmp_path / "kafka", voters=1).start()
+    node = None
+    try:
+        node, port = start_on_free_port(tmp_path / "ours", cluster, OBSERVER_ID)
+        wait_until(lambda: OBSERVER_ID in [o.replica_id for o in kafka_quorum_info(cluster).observers],
+                   "our observer", [node, *cluster.nodes])
+        bootstrap = ("--bootstrap-controller", cluster.bootstrap_controllers)
+        our_describe(*bootstrap, "--command-config", str(node.config), "add-controller")
+        wait_until(lambda: [v.replica_id for v in kafka_quorum_info(cluster).voters] == [1, OBSERVER_ID],
+                   "our controller a voter", [node, *cluster.nodes])
+        before = kafka_quorum_info(cluster)
+        assert before.leader_id == 1
+        kafka = cluster.voters[0]
+        kafka.stop()
+        ours = read_quorum_state(tmp_path / "ours" / "meta" / "__cluster_metadata-0" / "quorum-state")
+        assert ours.leader_epoch <= before.leader_epoch + 1, "our epoch while Kafka's voter was away"
+        kafka.start()
+        # Asked through both voters: a leader of ours answers DescribeQuorum too.
+        both = [kafka.controller_address, ("127.0.0.1", port)]
+
+        def settled() -> bool:
+            info = qt.find_leader(both, qt.default_send(5000))[1]
+            return info.leader_id in (1, OBSERVER_ID) and all(v.log_end_offset >= info.high_watermark
+                                                              for v in info.voters)
+
+        wait_until(settled, "a leader both voters follow", [node, kafka])
+        after = qt.find_leader(both, qt.default_send(5000))[1]
+        assert before.leader_epoch < after.leader_epoch <= before.leader_epoch + 3, (before, after)
+        assert read_quorum_state(kafka.metadata_dir / "quorum-state").leader_epoch == after.leader_epoch
+        assert node.stop() == 0, node.log
+    finally:
+        cluster.close()
+        if node is not None and node.process.poll() is None:
+            node.process.kill()

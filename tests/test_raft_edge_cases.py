@@ -1,8 +1,8 @@
 """Edge cases of the Raft core found in review, one test (or a few) per fix.
 
-1. A voter whose epoch ran ahead of everyone (a candidacy nobody heard of) rejoins: a pre-vote
-   answer from a voter in an older epoch counts, and the leader repeats BeginQuorumEpoch to
-   voters that have not fetched for fetch.timeout/2.
+1. A voter whose epoch ran ahead of everyone (a candidacy nobody heard of) rejoins: it pre-votes
+   in that epoch, which the others take on reading it (Kafka's rule), so only answers in it count;
+   and the leader repeats BeginQuorumEpoch to voters that have not fetched for fetch.timeout/2.
 2. FetchSnapshot from a voter keeps the leader's check-quorum timer alive.
 3. A follower refuses a diverging-epoch answer that would truncate below its high watermark,
    and acts on a diverging epoch only when it names one (epoch >= 0).
@@ -46,7 +46,7 @@ def _fingerprint(r: Replica) -> tuple:
 
 # -- 1. a voter whose epoch ran ahead rejoins --------------------------------------------------
 
-def test_pre_vote_granted_by_a_voter_in_an_older_epoch_counts():
+def test_pre_vote_in_an_epoch_that_ran_ahead_counts_only_answers_in_it():
     store = Replica().store
     store.write(ElectionState(2))  # our epoch 2: a candidacy nobody heard of
     r = Replica(store=store)
@@ -55,16 +55,21 @@ def test_pre_vote_granted_by_a_voter_in_an_older_epoch_counts():
     pre = r.requests(c.poll(now), "VoteRequest")
     assert c.role == "prospective" and c.epoch == 2
     assert pre and all(rm.only_partition(m.request).pre_vote for m in pre)
-    assert {rm.only_partition(m.request).replica_epoch for m in pre} == {3}
-    # Voter 2 is still in epoch 1 (it never heard of epoch 2) and grants the pre-vote for epoch 3.
+    # Kafka's pre-vote carries the current epoch, not the one it would run for.
+    assert {rm.only_partition(m.request).replica_epoch for m in pre} == {2}
+    # An answer in epoch 1 predates our epoch: stale, it does not count (as Kafka drops it).
     c.receive(now + 1, InboundResponse(pre[0].correlation_id, rm.vote_response(E.none, -1, 1, True)))
-    votes = r.requests(c.poll(now + 1), "VoteRequest")
+    c.poll(now + 1)
+    assert (c.role, c.epoch) == ("prospective", 2) and r.store.state == ElectionState(2)
+    # Voter 3, in epoch 1, took epoch 2 on reading the pre-vote and grants it in epoch 2.
+    c.receive(now + 2, InboundResponse(pre[1].correlation_id, rm.vote_response(E.none, -1, 2, True)))
+    votes = r.requests(c.poll(now + 2), "VoteRequest")
     assert (c.role, c.epoch) == ("candidate", 3)
     assert r.store.state == ElectionState(3, -1, r.local)
     assert votes and not any(rm.only_partition(m.request).pre_vote for m in votes)
     # An answer to a real Vote from an older epoch is stale and still does not count.
-    c.receive(now + 2, InboundResponse(votes[0].correlation_id, rm.vote_response(E.none, -1, 2, True)))
-    c.poll(now + 2)
+    c.receive(now + 3, InboundResponse(votes[0].correlation_id, rm.vote_response(E.none, -1, 2, True)))
+    c.poll(now + 3)
     assert (c.role, c.epoch) == ("candidate", 3)
 
 

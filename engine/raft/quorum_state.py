@@ -54,7 +54,8 @@ class NomineeState:
 
 @dataclass
 class ProspectiveState(NomineeState):
-    """Asking for pre-votes for ``epoch + 1``; nothing persisted changes (KIP-996)."""
+    """Asking for pre-votes in its current ``epoch``; a majority makes it a candidate in
+    ``epoch + 1``. Nothing persisted changes (KIP-996)."""
 
     epoch: int
     election_deadline_ms: int

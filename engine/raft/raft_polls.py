@@ -163,9 +163,14 @@ def poll_candidate(client: ReplicaContext, now_ms: int) -> None:
 
 
 def _ask_for_votes(client: ReplicaContext, state, voters, now_ms: int, *, pre_vote: bool) -> None:
-    """Vote (or PreVote, for epoch + 1) requests to every voter that has not answered yet."""
+    """Vote (or PreVote) requests to every voter that has not answered yet.
+
+    Both carry the sender's current epoch, as Kafka's do: a candidate has already moved to the
+    epoch it runs for, a prospective has not (KIP-996). A pre-vote for epoch + 1 would make every
+    receiver behind it take that epoch, so that failed pre-votes would still inflate epochs.
+    """
     end, last_epoch = client.last_fetched()
-    epoch = state.epoch + 1 if pre_vote else state.epoch
+    epoch = state.epoch
     for node in voters.voters:
         node_id = node.key.node_id
         if node_id in state.granted or node_id in state.rejected:

@@ -67,7 +67,10 @@ def handle_vote(client: ReplicaContext, now_ms: int, token: object, request: Any
     # taken, even when the vote is refused), and only then whether the request was meant for us.
     candidate = ReplicaKey(part.replica_id, part.replica_directory_id)
     epoch = part.replica_epoch
-    if part.last_offset < 0 or part.last_offset_epoch < 0 or part.last_offset_epoch >= epoch:
+    # A candidate runs in an epoch past its log's last one; a prospective asks in its current
+    # epoch, which its log may have reached.
+    beyond = part.last_offset_epoch > epoch if part.pre_vote else part.last_offset_epoch >= epoch
+    if part.last_offset < 0 or part.last_offset_epoch < 0 or beyond:
         client.respond(token, _vote_answer(client, E.invalid_request, False))  # Kafka's sanity rule
         return
     if epoch < client.epoch:
@@ -76,7 +79,10 @@ def handle_vote(client: ReplicaContext, now_ms: int, token: object, request: Any
     if candidate.node_id < 0:
         client.respond(token, _vote_answer(client, E.invalid_request, False))
         return
-    if not part.pre_vote and epoch > client.epoch:
+    if epoch > client.epoch:
+        # Pre-votes too, as Kafka does: a pre-vote carries its sender's current epoch, one the
+        # quorum has already reached, so taking it inflates nothing; and the answer then carries
+        # the sender's epoch, the only one it counts.
         client.quorum.to_unattached(epoch, client.election_deadline_ms(now_ms))
     if not _meant_for_us(client, request.voter_id, part.voter_directory_id):
         client.respond(token, _vote_answer(client, E.invalid_voter_key, False))
@@ -89,7 +95,8 @@ def handle_vote(client: ReplicaContext, now_ms: int, token: object, request: Any
             # before is stale. Ask it again (otherwise two prospectives can stall each other).
             state.rejected.discard(candidate.node_id)
             state.asked_us.add(candidate.node_id)
-        granted = up_to_date and _may_pre_vote(client, now_ms, epoch, candidate) and \
+        # No vote is recorded and the role stays (past the epoch taken above): a pre-vote binds no one.
+        granted = up_to_date and _may_pre_vote(client, now_ms) and \
             not _loses_tie(client, candidate, part.last_offset, part.last_offset_epoch)
         client.respond(token, _vote_answer(client, E.none, granted))
         return
@@ -111,16 +118,16 @@ def _meant_for_us(client: ReplicaContext, voter_id: int, voter_directory_id: Any
                                           or voter_directory_id == local.directory_id)
 
 
-def _may_pre_vote(client: ReplicaContext, now_ms: int, epoch: int, candidate: ReplicaKey) -> bool:
-    """KIP-996: no pre-vote while we hear from a leader; none for an epoch we already settled."""
+def _may_pre_vote(client: ReplicaContext, now_ms: int) -> bool:
+    """KIP-996 as Kafka grants it: never as leader; as follower only if the leader has not
+    answered a fetch within fetch.timeout.ms (Kafka's follower: not once, but one whose fetch
+    timed out is no follower any more); in any other role, a vote given in this epoch included,
+    whenever the log is up to date, since a pre-vote promises nothing."""
     state = client.quorum.state
     if isinstance(state, LeaderState):
         return False
     if isinstance(state, FollowerState):
         return state.last_fetch_ok_ms is None or now_ms - state.last_fetch_ok_ms >= client.config.fetch_timeout_ms
-    if epoch == client.epoch:
-        voted = client.quorum.voted_key
-        return voted is None or voted == candidate
     return True
 
 

@@ -71,10 +71,9 @@ def _vote(client: ReplicaContext, now_ms: int, flight: InFlight, response: Any) 
         client.back_off(node_id, "vote", now_ms, client.config.election_backoff_max_ms)
         return
     kind, epoch = flight.context
-    # A pre-vote answer from a voter still in an older epoch counts: it answered for epoch + 1.
-    # (Dropping it would strand a replica whose epoch ran ahead of everyone else's.)
-    if not (kind == "pre" and 0 <= part.leader_epoch < client.epoch) and \
-            maybe_handle_epoch(client, now_ms, part.leader_id, part.leader_epoch, response):
+    # An answer from an older epoch is stale, pre-vote or not: a voter behind us takes our epoch
+    # on reading the request, so its answer to this one carries ours.
+    if maybe_handle_epoch(client, now_ms, part.leader_id, part.leader_epoch, response):
         return
     state = client.quorum.state
     if part.error_code != E.none:
