@@ -99,7 +99,7 @@ class Replica:
         now = max(now_ms or 0, client.quorum.state.election_deadline_ms)
         pre = self.requests(client.poll(now), "VoteRequest")
         assert pre and all(rm.only_partition(m.request).pre_vote for m in pre)
-        assert all(rm.only_partition(m.request).replica_epoch == client.epoch + 1 for m in pre)
+        assert all(rm.only_partition(m.request).replica_epoch == client.epoch for m in pre)  # Kafka: current epoch
         for m in pre[:needed]:
             client.receive(now, InboundResponse(m.correlation_id, rm.vote_response(E.none, -1, client.epoch, True)))
         votes = self.requests(client.poll(now), "VoteRequest")
@@ -256,10 +256,12 @@ def test_vote_meant_for_another_voter() -> None:
     assert r.store.state == ElectionState(1, -1, None)
 
 
-@pytest.mark.parametrize("pre_vote", [False, True])
-@pytest.mark.parametrize("last_epoch, last_offset", [(1, 0), (2, 5), (-1, 0), (0, -1)])
+@pytest.mark.parametrize("pre_vote, last_epoch, last_offset", [
+    (False, 1, 0), (False, 2, 5), (False, -1, 0), (False, 0, -1),
+    (True, 2, 0), (True, 2, 5), (True, -1, 0), (True, 0, -1)])
 def test_vote_with_impossible_last_epoch_is_invalid(last_epoch: int, last_offset: int, pre_vote: bool) -> None:
-    # KafkaRaftClient.handleVoteRequest: lastOffset < 0, lastOffsetEpoch < 0 or >= the candidate's epoch.
+    # KafkaRaftClient.handleVoteRequest: lastOffset < 0, lastOffsetEpoch < 0 or >= the candidate's epoch
+    # (> for a pre-vote, which carries the sender's current epoch: its log may end in it).
     r = Replica()
     p = part(r.answer(10, vote(ReplicaKey(2), 1, last_epoch=last_epoch, last_offset=last_offset,
                                pre_vote=pre_vote)))
@@ -269,11 +271,13 @@ def test_vote_with_impossible_last_epoch_is_invalid(last_epoch: int, last_offset
 
 def test_pre_vote_granted_without_persisting_or_changing_epoch() -> None:
     r = Replica()
-    p = part(r.answer(10, vote(ReplicaKey(2), 1, pre_vote=True)))
+    p = part(r.answer(10, vote(ReplicaKey(2), 0, pre_vote=True)))
     assert p.vote_granted and p.leader_epoch == 0
     assert r.store.writes == 0 and r.client.epoch == 0 and r.client.role == "unattached"
-    p = part(r.answer(10, vote(ReplicaKey(3), 9, pre_vote=True)))  # any epoch: still nothing changes
-    assert p.vote_granted and r.store.writes == 0 and r.client.epoch == 0
+    # A higher epoch is taken, as from any Vote (Kafka's rule), but no vote is recorded.
+    p = part(r.answer(10, vote(ReplicaKey(3), 9, pre_vote=True)))
+    assert p.vote_granted and p.leader_epoch == 9 and r.client.epoch == 9
+    assert r.store.state == ElectionState(9, -1, None)
 
 
 def test_pre_vote_rejected_when_log_behind() -> None:
@@ -283,8 +287,8 @@ def test_pre_vote_rejected_when_log_behind() -> None:
     store.write(ElectionState(1))
     r = Replica(log=log, store=store)
     writes = store.writes
-    assert not part(r.answer(10, vote(ReplicaKey(2), 2, last_epoch=1, last_offset=1, pre_vote=True))).vote_granted
-    assert part(r.answer(10, vote(ReplicaKey(2), 2, last_epoch=1, last_offset=2, pre_vote=True))).vote_granted
+    assert not part(r.answer(10, vote(ReplicaKey(2), 1, last_epoch=1, last_offset=1, pre_vote=True))).vote_granted
+    assert part(r.answer(10, vote(ReplicaKey(2), 1, last_epoch=1, last_offset=2, pre_vote=True))).vote_granted
     assert store.writes == writes
 
 
@@ -302,10 +306,10 @@ def test_pre_vote_rejected_while_following_a_live_leader() -> None:
     r = Replica()
     _follow(r, 100)
     writes = r.store.writes
-    assert not part(r.answer(150, vote(ReplicaKey(3), 2, pre_vote=True))).vote_granted
+    assert not part(r.answer(150, vote(ReplicaKey(3), 1, pre_vote=True))).vote_granted
     assert r.client.role == "follower" and r.store.writes == writes
     # Not heard from the leader for a fetch timeout: a pre-vote may be granted.
-    assert part(r.answer(100 + r.config.fetch_timeout_ms, vote(ReplicaKey(3), 2, pre_vote=True))).vote_granted
+    assert part(r.answer(100 + r.config.fetch_timeout_ms, vote(ReplicaKey(3), 1, pre_vote=True))).vote_granted
     assert r.store.writes == writes and r.client.epoch == 1
 
 
