@@ -85,6 +85,15 @@ def cmd_bench_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_peer(args: argparse.Namespace) -> int:
+    from engine.tools.bench_peer import bench_peer
+
+    bench_peer(Path(args.kafka_libs), partitions=args.partitions, log_partitions=args.log_partitions,
+               rounds=args.rounds, kafka_heap=args.kafka_heap, directory=Path(args.dir) if args.dir else None,
+               out=_out)
+    return 0
+
+
 def cmd_quorum(args: argparse.Namespace) -> int:
     from engine.tools.quorum_tool import run_quorum
 
@@ -148,6 +157,19 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--topics", type=_positive, default=10_000)
     replay.add_argument("--partitions-per-topic", type=_positive, default=100)
     replay.set_defaults(run=cmd_bench_replay)
+    peer = bench_sub.add_parser(
+        "peer", help="against Apache Kafka's tools, same files, alternated: first answer, dump-log records/s",
+        description="metashell --snapshot F -c pwd against kafka-metadata-shell --snapshot F ls /, and kraftd "
+                    "dump-log against kafka-dump-log --cluster-metadata-decoder, A B A B; prints medians and "
+                    "ratios. Kafka's mains run with java -cp 'DIR/*' and kafka-run-class.sh's default flags.")
+    peer.add_argument("--kafka-libs", required=True, metavar="DIR", help="a directory of Kafka's jars (its libs/)")
+    peer.add_argument("--partitions", type=_positive, default=1_000_000, help="partitions of the snapshot")
+    peer.add_argument("--log-partitions", type=_positive, default=300_000, help="partitions of the dumped log")
+    peer.add_argument("--rounds", type=_positive, default=3, help="counted runs of each side, after one warm-up")
+    peer.add_argument("--kafka-heap", default="2G", help="-Xmx of kafka-metadata-shell (kafka-dump-log keeps "
+                      "Kafka's default 256M)")
+    peer.add_argument("--dir", help="keep the generated files here and reuse them next time")
+    peer.set_defaults(run=cmd_bench_peer)
 
     quorum_bench = bench_sub.add_parser("quorum", help="3 controller processes on loopback: commit latency, records/s")
     quorum_bench.add_argument("--seconds", type=float, default=10.0, help="measured time per phase")
