@@ -115,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("--skip-record-metadata", action="store_true", help="print only the records' payloads")
     dump.add_argument("--cluster-metadata-decoder", action="store_true",
                       help="accepted for kafka-dump-log compatibility (always on)")
+    dump.add_argument("--deep-iteration", "--print-data-log", action="store_true",
+                      help="accepted for kafka-dump-log compatibility (the decoder implies both)")
     dump.set_defaults(run=cmd_dump_log)
 
     storage = sub.add_parser("storage", help="format and inspect log directories")
