@@ -150,6 +150,13 @@ def test_known_lines_match_kafka(capsys) -> None:
                          'payload: {"type":"NO_OP_RECORD","version":0,"data":{}}')
 
 
+def test_kafka_dump_log_flags_the_decoder_implies_are_accepted(capsys) -> None:
+    """kafka-dump-log runbooks pass --deep-iteration --print-data-log with the decoder: same output."""
+    plain = dump(capsys, corpus_file(*HIAGE_SEGMENT))
+    assert dump(capsys, "--deep-iteration", "--print-data-log", "--cluster-metadata-decoder",
+                corpus_file(*HIAGE_SEGMENT)) == plain
+
+
 def test_bootstrap_lines_match_kafka(capsys) -> None:
     path = corpus_file("Yashasvi960__kafka-service", "bootstrap.checkpoint")
     lines = dump(capsys, path)
