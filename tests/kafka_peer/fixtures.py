@@ -7,7 +7,7 @@
 * ``kafka_history``: the scripted cluster's directories (tests/kafka_peer/history.py), written
   once per version and session; tests only read them (checked, as for the other shared dirs).
 * ``kafka_quorum``: a running quorum of three controller-only nodes (dynamic) and one broker,
-  shared by the tests that only ask it questions.
+  shared by a module's tests that only ask it questions, and stopped when the module ends.
 
 Every process started is killed when the session ends; a failing Kafka test shows the logs of
 the nodes that ran during it.
@@ -104,8 +104,8 @@ def kafka_newest_history(kafka_newest_server: KafkaDistribution, _kafka_historie
     assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"
 
 
-@pytest.fixture(scope="session")
-def _kafka_quorums():
+@pytest.fixture(scope="module")
+def _kafka_quorums():  # per module: idle JVMs would take CPU from the rest of the session
     made: dict[str, object] = {}
     yield made
     for cluster in made.values():
