@@ -59,7 +59,8 @@ def test_without_java_or_maven_the_kafka_tests_skip_in_one_sentence_or_fail_unde
 
 
 @pytest.mark.kafka
-def test_the_newest_version_is_one_every_artifact_is_served_in():
+def test_the_newest_version_is_one_every_artifact_is_served_in(monkeypatch):
+    monkeypatch.delenv("METASHELL_KAFKA_VERSIONS", raising=False)  # the choice itself, not a pinned list
     versions = distribution.tested_versions()
     assert versions[0] == PINNED_VERSION
     newest = versions[-1]
@@ -81,7 +82,7 @@ def test_controller_only_and_broker_only_nodes_on_a_dynamic_quorum(kafka_quorum)
 
 @pytest.mark.kafka
 def test_a_failing_kafka_test_shows_its_node_logs_and_leaves_no_process(tmp_path, kafka_dist):
-    probe = _probe_file(tmp_path, f"""
+    probe = _probe_file(tmp_path, """
         import pytest
         from kafka_peer.cluster import KafkaCluster
 
@@ -97,8 +98,7 @@ def test_a_failing_kafka_test_shows_its_node_logs_and_leaves_no_process(tmp_path
     out = done.stdout + done.stderr
     assert done.returncode == 1 and "on purpose" in out, out[-2000:]
     assert f"Kafka {kafka_dist.version} node 1 log" in out and "node 1| " in out, out[-3000:]
-    leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
-    assert leftover == [], f"Kafka processes left running: {leftover}"
+    assert pids_under(tmp_path) == [], "Kafka processes left running"
 
 
 @pytest.mark.kafka

@@ -43,8 +43,8 @@ from engine.net.kafka_client import request_once
 from engine.net.ports import is_address_in_use, pick_ports
 from engine.raft import raft_messages as rm
 from engine.raft.voter_set import ReplicaKey
-from engine.records.record_batch import LOG_OVERHEAD, decode_batch
 from engine.server.controller_node import ControllerNode, load_controller_settings
+from engine.storage.log_segment import iter_batches
 from engine.storage.leader_epoch_checkpoint import LEADER_EPOCH_CHECKPOINT_FILE, read_leader_epoch_checkpoint
 from engine.storage.meta_properties import read_meta_properties
 from engine.storage.snapshot_writer import SnapshotId, parse_snapshot_name
@@ -187,14 +187,11 @@ def log_batches(metadata_dir: Path, below: int, start: int = 0) -> list[tuple[in
     at a torn tail, which lies past anything committed."""
     out = []
     for segment in sorted(metadata_dir.glob("*.log")):
-        data, pos = segment.read_bytes(), 0
-        while len(data) - pos >= LOG_OVERHEAD:
-            if pos + LOG_OVERHEAD + int.from_bytes(data[pos + 8:pos + 12], "big", signed=True) > len(data):
-                break
-            header, end = decode_batch(data, pos, decode_records=False)  # CRC checked
+        data = segment.read_bytes()
+        for pos, header, end in iter_batches(data, str(segment), decode_records=False,  # CRC checked
+                                             on_torn_tail=lambda at, error: None):
             if start <= header.base_offset and header.last_offset < below:
                 out.append((header.base_offset, header.last_offset, header.partition_leader_epoch, data[pos:end]))
-            pos = end
     return out
 
 
@@ -463,11 +460,8 @@ def test_kafka_cuts_fetch_answers_inside_batches(kafka_dist, snapshotting_node) 
     whole = rm.fetched_records(answer)
     assert 0 < len(whole) < len(bytes(answer.records)) <= 1024
     expected = log_batches(kafka_dir, 2**62, start)
-    taken, pos = [], 0
-    while pos < len(whole):
-        header, end = decode_batch(whole, pos, decode_records=False)
-        taken.append((header.base_offset, header.last_offset, header.partition_leader_epoch, whole[pos:end]))
-        pos = end
+    taken = [(header.base_offset, header.last_offset, header.partition_leader_epoch, whole[pos:end])
+             for pos, header, end in iter_batches(whole, "fetched records", decode_records=False)]
     assert taken == expected[:len(taken)]
 
 

@@ -172,7 +172,7 @@ class KafkaCluster:
 
     def wait_ready(self, nodes: list[KafkaNode] | None = None) -> None:
         """Until the quorum has a leader and every broker in ``nodes`` is registered and unfenced."""
-        nodes = [n for n in (nodes or self.nodes)]
+        nodes = nodes or self.nodes
         wait_until(lambda: quorum_leader(self.controller_addresses) >= 0, "a quorum leader", self.live_nodes())
         for node in nodes:
             if node.is_broker:

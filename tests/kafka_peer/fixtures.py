@@ -39,8 +39,12 @@ def unavailable(why: str) -> None:
 
 @pytest.fixture(scope="session", params=VERSIONS, ids=lambda v: f"kafka-{v}")
 def kafka_dist(request: pytest.FixtureRequest) -> KafkaDistribution:
+    return _fetch_or_unavailable(request.param, tools=True)
+
+
+def _fetch_or_unavailable(version: str, tools: bool) -> KafkaDistribution:
     try:
-        return fetch(request.param)
+        return fetch(version, tools=tools)
     except KafkaUnavailable as exc:
         why = str(exc)
     unavailable(why)  # outside the except block: the report shows the sentence, not a chain
@@ -50,12 +54,7 @@ def kafka_dist(request: pytest.FixtureRequest) -> KafkaDistribution:
 @pytest.fixture(scope="session", params=NEWEST_SERVERS, ids=lambda v: f"kafka-{v}")
 def kafka_newest_server(request: pytest.FixtureRequest) -> KafkaDistribution:
     """The newest Kafka server served, with its tools only if they are served too."""
-    try:
-        return fetch(request.param, tools=request.param in VERSIONS)
-    except KafkaUnavailable as exc:
-        why = str(exc)
-    unavailable(why)
-    raise AssertionError("unreachable")
+    return _fetch_or_unavailable(request.param, tools=request.param in VERSIONS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,14 +70,19 @@ def _kafka_histories():
 @pytest.fixture
 def kafka_history(kafka_dist: KafkaDistribution, _kafka_histories, tmp_path_factory):
     """The scripted history's node directories for this Kafka version; read only."""
-    from conftest import tree_digest
-
     from .history import write_history
 
-    history = _kafka_histories.get(kafka_dist.version)
+    yield from _shared_history(_kafka_histories, kafka_dist.version, lambda: write_history(
+        kafka_dist, tmp_path_factory.mktemp(f"kafka-history-{kafka_dist.version}")))
+
+
+def _shared_history(made: dict, key: str, write):
+    """The history under ``key``, written on first use, to one test, which must not change it."""
+    from conftest import tree_digest
+
+    history = made.get(key)
     if history is None:
-        history = _kafka_histories[kafka_dist.version] = write_history(
-            kafka_dist, tmp_path_factory.mktemp(f"kafka-history-{kafka_dist.version}"))
+        history = made[key] = write()
     before = tree_digest(history.root)
     yield history
     assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"
@@ -88,20 +92,12 @@ def kafka_history(kafka_dist: KafkaDistribution, _kafka_histories, tmp_path_fact
 def kafka_newest_history(kafka_newest_server: KafkaDistribution, _kafka_histories, tmp_path_factory):
     """The scripted history written by the newest Kafka server (without the steps that need Kafka's
     tools when only the server is served); read only."""
-    from conftest import tree_digest
-
     from .history import SERVER_ONLY_STEPS, STEPS, write_history
 
     full = kafka_newest_server.has("kafka-metadata-quorum")
     key = kafka_newest_server.version if full else f"{kafka_newest_server.version}-server"  # full: kafka_history's
-    history = _kafka_histories.get(key)
-    if history is None:
-        steps = STEPS if full else SERVER_ONLY_STEPS
-        history = _kafka_histories[key] = write_history(
-            kafka_newest_server, tmp_path_factory.mktemp(f"kafka-history-{key}"), steps)
-    before = tree_digest(history.root)
-    yield history
-    assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"
+    yield from _shared_history(_kafka_histories, key, lambda: write_history(
+        kafka_newest_server, tmp_path_factory.mktemp(f"kafka-history-{key}"), STEPS if full else SERVER_ONLY_STEPS))
 
 
 @pytest.fixture(scope="module")

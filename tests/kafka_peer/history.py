@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.storage.meta_properties import read_meta_properties
+
 from .cluster import KafkaCluster
 from .distribution import KafkaDistribution
 from .nodes import KafkaNode, metadata_brokers, wait_until
@@ -274,11 +277,10 @@ def kill_active_controller(cluster: KafkaCluster) -> None:
 
 def add_and_remove_controller(cluster: KafkaCluster) -> None:
     """KIP-853: a fourth controller joins as an observer, is added as a voter, then removed."""
-    from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
     from engine.net.ports import pick_ports
 
-    node = KafkaNode(cluster.dist, 4, ("controller",), cluster.root / "node-4", None, pick_ports(1)[0],
-                     directory_id=uuid_to_kafka(random_kafka_uuid()))
+    # Formatted with --no-initial-controllers: Kafka's formatter chooses its directory id.
+    node = KafkaNode(cluster.dist, 4, ("controller",), cluster.root / "node-4", None, pick_ports(1)[0])
     node.config = cluster.node_config(node)
     node.write_config()
     cluster.dist.run("kafka-storage", "format", "-t", cluster.cluster_id, "-c", str(node.config_path),
@@ -303,9 +305,8 @@ def add_and_remove_controller(cluster: KafkaCluster) -> None:
 
 
 def _meta_directory_id(node: KafkaNode) -> str:
-    text = (node.metadata_dir / "meta.properties").read_text() if (node.metadata_dir / "meta.properties").exists() \
-        else (node.log_dir / "meta.properties").read_text()
-    return next(ln.split("=", 1)[1].strip() for ln in text.splitlines() if ln.startswith("directory.id="))
+    """The directory id kafka-storage format gave the node (meta.properties of its log dir)."""
+    return uuid_to_kafka(read_meta_properties(node.log_dir).directory_id)
 
 
 STEPS: tuple[tuple[str, Callable[[KafkaCluster], None]], ...] = (

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
-from engine.net.ports import ADDRESS_IN_USE, pick_ports
+from engine.net.ports import ADDRESS_IN_USE
 
 from .distribution import KafkaDistribution
 
