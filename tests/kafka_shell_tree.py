@@ -9,9 +9,10 @@ Java objects' ``toString()`` into fields.
 What the shell does that shapes this: it waits only for a first offset before it answers (so the
 provenance is asked until it shows the file's last data batch); it reads any file as a log and
 skips control batches; it takes a lock two directories above the file (so files are copied out
-of the nodes' directories first); Kafka 4.1 lists /image/features/zkMigrationState without a node
-behind it, and a quota entity of default parts only gets the empty name, which no path opens —
-``tree`` and ``find`` end the shell there, so those two directories are read name by name.
+of the nodes' directories first, and cut after their last data batch: see ``shell_copy``); Kafka
+4.1 lists /image/features/zkMigrationState without a node behind it, and a quota entity of
+default parts only gets the empty name, which no path opens — ``tree`` and ``find`` end the
+shell there, so those two directories are read name by name.
 """
 
 from __future__ import annotations
@@ -131,6 +132,22 @@ def last_batches(path: Path) -> tuple[tuple[int, int, int], tuple[int, int, int]
     return tuple((b.last_offset, b.partition_leader_epoch, b.max_timestamp) for b in (last_data, last))
 
 
+def shell_copy(path: Path, into: Path) -> Path:
+    """The file as Kafka's shell is given it: a copy (the shell locks the directory two levels
+    up, which must not be a node's), cut after its last data batch.
+
+    Why cut: the shell's loader counts itself caught up only when its last data offset is at
+    least the file's last offset minus one, and it learns that last offset only after reading
+    everything. A file ending in two control offsets or more (two leader changes in a row, as
+    a quorum stopping together can write) leaves Kafka 4.1's shell at "Loading..." forever.
+    The shell skips control batches anyway, so its /image is the same without them."""
+    end = max(pos + header.size_bytes for pos, header in read_batch_headers(path) if not header.is_control)
+    copy = into / path.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(path.read_bytes()[:end])
+    return copy
+
+
 def provenance_of(text: str) -> tuple[int, int, int]:
     match = re.fullmatch(r"offset (-?\d+), epoch (-?\d+), time (\S+?)(\[UTC\])?", text.strip())
     assert match, f"kafka-metadata-shell's provenance unreadable: {text!r}"
@@ -237,9 +254,7 @@ def kafka_tree(dist, path: Path, scratch: Path) -> KafkaTree:
 
     The shell starts answering before its loader has read the whole file (it waits only for a
     first offset), so ``/image/provenance`` is asked until it shows the file's last data batch."""
-    copy = scratch / "files" / path.name  # Kafka's shell locks the directory two levels up: not the node's
-    copy.parent.mkdir(parents=True, exist_ok=True)
-    copy.write_bytes(path.read_bytes())
+    copy = shell_copy(path, scratch / "files")
     expected = last_batches(copy)[0]
     shell = _start_shell(dist, copy, scratch / "kafka-shell.err")
     try:

@@ -46,11 +46,13 @@ import pytest
 from engine.image.image_writer import image_records
 from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_loader import load_log_dir, load_snapshot
+from engine.records.record_batch import build_batch, encode_batch
 from engine.storage.log_reader import read_batch_headers, read_file
 from engine.storage.snapshot_writer import parse_snapshot_name, write_snapshot
 from metashell.tree.nodes import Node, decode_name, resolve, split_path, walk
 from metashell.tree.root import build_tree
-from tests.kafka_shell_tree import KafkaTree, kafka_tree, last_batches, parse_java, parse_tree, provenance_of
+from tests.kafka_shell_tree import (KafkaTree, kafka_tree, last_batches, parse_java, parse_tree, provenance_of,
+                                    shell_copy)
 
 pytestmark = pytest.mark.kafka
 
@@ -92,6 +94,18 @@ def test_kafka_tree_reader_tells_leaves_from_directories() -> None:
     assert leaves == {"/image/t/byId/X/0": "P(leader=1)", "/image/t/byId/X/name": "a:b", "/image/t/empty": ""}
     with pytest.raises(ValueError):
         parse_tree("/image/t", "a:\n      too deep")
+
+
+def test_kafkas_shell_is_given_files_without_trailing_control_batches(tmp_path: Path) -> None:
+    """Two control offsets after the last data batch leave Kafka 4.1's shell loading forever:
+    the copy it is given ends at the last data batch, byte for byte what came before."""
+    def batch(offset: int, control: bool) -> bytes:
+        return encode_batch(build_batch(offset, [(b"k", b"v")], timestamp_ms=1, leader_epoch=3, control=control))
+    data = batch(0, False) + batch(1, True) + batch(2, False)
+    (tmp_path / "a.log").write_bytes(data + batch(3, True) + batch(4, True))
+    assert shell_copy(tmp_path / "a.log", tmp_path / "cut").read_bytes() == data
+    (tmp_path / "b.log").write_bytes(data)
+    assert shell_copy(tmp_path / "b.log", tmp_path / "whole").read_bytes() == data
 
 
 # -- our leaves in Kafka's fields -------------------------------------------------------------
