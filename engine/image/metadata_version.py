@@ -7,6 +7,7 @@ not yet production in Kafka 4.4.0), read off Kafka's own MetadataVersion and Fea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.common.errors import ConfigError
 
@@ -109,3 +110,41 @@ def feature_levels_for(mv: MetadataVersion, overrides: dict[str, int] | None = N
     for name in ("metadata.version", "kraft.version"):
         levels.pop(name, None)
     return [("metadata.version", mv.level)] + sorted((k, v) for k, v in levels.items() if v > 0)
+
+
+class RecordVersions(NamedTuple):
+    """The record versions and abilities a metadata.version level writes with, read off Kafka's
+    MetadataVersion (registerBrokerRecordVersion, partitionRecordVersion, ...): a controller
+    writes at the finalized level so that every node of that level can read the log."""
+
+    level: int
+    register_broker: int  # RegisterBrokerRecord: 1 (3.3), 2 (3.4, migration flag), 3 (3.7-IV2, log dirs), 4 (4.3, cordoned)
+    broker_registration_change: int  # 1 (in controlled shutdown), 2 (3.7-IV2, log dirs), 3 (4.3, cordoned)
+    partition: int  # PartitionRecord: 0, 1 (3.7-IV2, directories), 2 (4.0-IV1, ELR)
+    partition_change: int  # PartitionChangeRecord: 0, 1 (3.7-IV2), 2 (4.0-IV1)
+    metadata_transactions: bool  # KIP-868 Begin/EndTransactionRecord (3.6-IV1)
+    directory_assignment: bool  # KIP-858 (3.7-IV2)
+    elr: bool  # KIP-966 records (4.0-IV1); whether ELR is on is the eligible.leader.replicas.version feature
+    scram: bool  # UserScramCredentialRecord (3.5-IV2)
+    delegation_tokens: bool  # (3.6-IV2)
+    controller_registration: bool  # KIP-919 RegisterControllerRecord (3.7-IV0)
+    leader_epoch_bump_on_isr_shrink: bool  # before 3.6-IV0 an ISR shrink bumps the leader epoch
+    cordoned_log_dirs: bool  # KIP-1066 (4.3-IV0)
+
+
+def record_versions(level: int) -> RecordVersions:
+    """What a controller writes at metadata.version ``level`` (7 = 3.3-IV3 and up)."""
+    def at_least(name: str) -> bool:
+        return level >= BY_NAME[name].level
+
+    dirs, elr, cordoned = at_least("3.7-IV2"), at_least("4.0-IV1"), at_least("4.3-IV0")
+    return RecordVersions(
+        level=level,
+        register_broker=4 if cordoned else 3 if dirs else 2 if at_least("3.4-IV0") else 1,
+        broker_registration_change=3 if cordoned else 2 if dirs else 1,
+        partition=2 if elr else 1 if dirs else 0,
+        partition_change=2 if elr else 1 if dirs else 0,
+        metadata_transactions=at_least("3.6-IV1"), directory_assignment=dirs, elr=elr,
+        scram=at_least("3.5-IV2"), delegation_tokens=at_least("3.6-IV2"),
+        controller_registration=at_least("3.7-IV0"), leader_epoch_bump_on_isr_shrink=not at_least("3.6-IV0"),
+        cordoned_log_dirs=cordoned)

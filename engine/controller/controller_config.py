@@ -1,0 +1,49 @@
+"""The controller's settings, by Kafka's config names and with Kafka's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from engine.common.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    node_id: int = 0
+    broker_session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    broker_heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
+    default_replication_factor: int = 1  # default.replication.factor
+    num_partitions: int = 1  # num.partitions
+    min_insync_replicas: int = 1  # min.insync.replicas (the static default)
+    unclean_leader_election_enable: bool = False  # unclean.leader.election.enable (the static default)
+    max_idle_interval_ms: int = 500  # metadata.max.idle.interval.ms
+    # how many broker sessions may expire per poll: Kafka fences one broker at a time
+    fence_per_poll: int = 1
+
+    @classmethod
+    def from_properties(cls, node_id: int, props: Mapping[str, str], where: str = "") -> "ControllerConfig":
+        def integer(key: str, default: int, minimum: int = 1) -> int:
+            text = props.get(key, "").strip()
+            if not text:
+                return default
+            if not text.lstrip("-").isdigit() or int(text) < minimum:
+                raise ConfigError(f"{key} must be a whole number of at least {minimum}, got {text!r}", path=where)
+            return int(text)
+
+        def boolean(key: str, default: bool) -> bool:
+            text = props.get(key, "").strip().lower()
+            if not text:
+                return default
+            if text not in ("true", "false"):
+                raise ConfigError(f"{key} must be true or false, got {text!r}", path=where)
+            return text == "true"
+
+        return cls(node_id=node_id,
+                   broker_session_timeout_ms=integer("broker.session.timeout.ms", 9000),
+                   broker_heartbeat_interval_ms=integer("broker.heartbeat.interval.ms", 2000),
+                   default_replication_factor=integer("default.replication.factor", 1),
+                   num_partitions=integer("num.partitions", 1),
+                   min_insync_replicas=integer("min.insync.replicas", 1),
+                   unclean_leader_election_enable=boolean("unclean.leader.election.enable", False),
+                   max_idle_interval_ms=integer("metadata.max.idle.interval.ms", 500))
