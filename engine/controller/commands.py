@@ -17,3 +17,29 @@ def all_commands() -> dict[int, Command]:
                 raise ValueError(f"api key {command.api_key} served twice")
             table[command.api_key] = command
     return table
+
+
+def all_periodic() -> list:
+    """Every manager's periodic tasks (``PERIODIC``), in the managers' order."""
+    return [task for manager in _MANAGERS for task in getattr(manager, "PERIODIC", ())]
+
+
+def activation_hooks() -> list:
+    """Every manager's ``on_activation(soft, image, now_ms)``: soft state reset when a controller
+    becomes active (each broker gets a full session from then on, as in Kafka)."""
+    return [manager.on_activation for manager in _MANAGERS if hasattr(manager, "on_activation")]
+
+
+def new_soft_state(config, rng=None):
+    """The controller's soft state (never in the log): broker heartbeats, and the random source
+    for new ids (seeded in the simulator)."""
+    import random
+    from types import SimpleNamespace
+
+    soft = SimpleNamespace(rng=rng or random.Random())
+    for manager in _MANAGERS:
+        factory = getattr(manager, "new_soft_state", None)
+        if factory is not None:
+            for name, value in vars(factory(config)).items():
+                setattr(soft, name, value)
+    return soft

@@ -11,6 +11,7 @@ from engine.common.errors import ConfigError
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
     node_id: int = 0
+    cluster_id: str = ""  # from meta.properties: a BrokerRegistration with another one is refused
     broker_session_timeout_ms: int = 9000  # broker.session.timeout.ms
     broker_heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
     default_replication_factor: int = 1  # default.replication.factor
@@ -22,7 +23,8 @@ class ControllerConfig:
     fence_per_poll: int = 1
 
     @classmethod
-    def from_properties(cls, node_id: int, props: Mapping[str, str], where: str = "") -> "ControllerConfig":
+    def from_properties(cls, node_id: int, props: Mapping[str, str], where: str = "",
+                        cluster_id: str = "") -> "ControllerConfig":
         def integer(key: str, default: int, minimum: int = 1) -> int:
             text = props.get(key, "").strip()
             if not text:
@@ -39,7 +41,7 @@ class ControllerConfig:
                 raise ConfigError(f"{key} must be true or false, got {text!r}", path=where)
             return text == "true"
 
-        return cls(node_id=node_id,
+        return cls(node_id=node_id, cluster_id=cluster_id,
                    broker_session_timeout_ms=integer("broker.session.timeout.ms", 9000),
                    broker_heartbeat_interval_ms=integer("broker.heartbeat.interval.ms", 2000),
                    default_replication_factor=integer("default.replication.factor", 1),

@@ -68,7 +68,8 @@ class _Pending:
 class QuorumController:
     def __init__(self, config: ControllerConfig, committed_image: Callable[[], MetadataImage],
                  bootstrap_records: Sequence[Any], commands: dict[int, Command],
-                 periodic: Sequence[PeriodicTask] = (), soft: Any = None):
+                 periodic: Sequence[PeriodicTask] = (), soft: Any = None,
+                 activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = ()):
         self.config = config
         self.node_id = config.node_id
         self.committed_image = committed_image
@@ -78,6 +79,7 @@ class QuorumController:
         self.commands = commands
         self.periodic = tuple(periodic)
         self.soft = soft
+        self.activation_hooks = tuple(activation_hooks)
         self.image = MetadataImage()  # speculative while active; the committed image otherwise
         self.active_epoch: int | None = None
         self.committed_offset = -1
@@ -151,7 +153,8 @@ class QuorumController:
         tasks, and release the responses whose records are committed."""
         out = ControllerOutput()
         if self._claimable and self.active_epoch is None:
-            self._claim(out, next_offset)
+            self._claim(out, now_ms, next_offset)
+            next_offset += sum(len(a.records) for a in out.appends)
         if self.active_epoch is not None:
             for task in self.periodic:
                 result = task(self.context(now_ms, next_offset))
@@ -181,9 +184,11 @@ class QuorumController:
 
     # -- inside ------------------------------------------------------------------------
 
-    def _claim(self, out: ControllerOutput, next_offset: int) -> None:
+    def _claim(self, out: ControllerOutput, now_ms: int, next_offset: int) -> None:
         self.active_epoch, self._leader_epoch, self._claimable = self._leader_epoch, None, False
         self.image = self.committed_image()
+        for hook in self.activation_hooks:
+            hook(self.soft, self.image, now_ms)
         if self.image.metadata_version is None and self.bootstrap_records:
             self._write(out, ControllerResult(bootstrap_transaction(self.bootstrap_records), None, atomic=True),
                         next_offset, None, None, None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from engine.records.kio_codec import (
-    API_NAMES, DECODE_ERRORS, EntityType, ErrorCode, encode_entity, protocol_module,
+    API_NAMES, DECODE_ERRORS, EntityType, ErrorCode, encode_entity, i16, i64, protocol_module,
 )
 from engine.records.bounds_check import decode_entity
 from engine.net.errors import ProtocolError, UnsupportedRequestError
@@ -239,7 +239,8 @@ def decode_response_frame(payload: bytes, api_key: int, api_version: int) -> tup
 
 def api_versions_response(apis: Mapping[int, ApiSpec], version: int = 4, *,
                           error_code: ErrorCode = ErrorCode.none,
-                          features: Mapping[str, tuple[int, int]] | None = None) -> Any:
+                          features: Mapping[str, tuple[int, int]] | None = None,
+                          finalized: tuple[int, Mapping[str, int]] | None = None) -> Any:
     """The ApiVersions response listing ``apis`` (throttle 0), at ``version``; from v3 with the
     supported ``features`` (name -> (min, max)). As Kafka does, v3 leaves out the features whose
     minimum is 0, which clients before v4 cannot read (Kafka 4.1's controller answers v3 with
@@ -255,6 +256,12 @@ def api_versions_response(apis: Mapping[int, ApiSpec], version: int = 4, *,
         fields["supported_features"] = tuple(
             module.SupportedFeatureKey(name=name, min_version=low, max_version=high)
             for name, (low, high) in sorted(features.items()) if version >= 4 or low > 0)
+    if version >= 3 and finalized is not None:
+        epoch, levels = finalized
+        fields["finalized_features_epoch"] = i64(epoch)
+        fields["finalized_features"] = tuple(
+            module.FinalizedFeatureKey(name=name, max_version_level=i16(level), min_version_level=i16(level))
+            for name, level in sorted(levels.items()))
     return cls(**fields)
 
 
@@ -266,13 +273,14 @@ def unsupported_api_versions_response(apis: Mapping[int, ApiSpec]) -> Any:
 
 
 def answer_api_versions(request: Any, apis: Mapping[int, ApiSpec],
-                        features: Mapping[str, tuple[int, int]] | None = None) -> Any:
+                        features: Mapping[str, tuple[int, int]] | None = None,
+                        finalized: tuple[int, Mapping[str, int]] | None = None) -> Any:
     """A server's answer to a supported ApiVersions request (v3+ names are validated as Kafka does)."""
     version = type(request).__version__
     if version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
                              and _SOFTWARE.fullmatch(request.client_software_version)):
         return api_versions_response({}, version, error_code=ErrorCode.invalid_request)
-    return api_versions_response(apis, version, features=features)
+    return api_versions_response(apis, version, features=features, finalized=finalized)
 
 
 def peer_ranges(response: Any) -> dict[int, tuple[int, int]]:

@@ -113,7 +113,8 @@ class _Connection:
             self._drop(str(err))
         if info.api_key == API_VERSIONS_KEY:
             done = asyncio.get_running_loop().create_future()
-            done.set_result(answer_api_versions(request, server.apis, server.features))
+            finalized = server.finalized_features() if server.finalized_features is not None else None
+            done.set_result(answer_api_versions(request, server.apis, server.features, finalized))
             await self.queue.put((info.correlation_id, info.api_key, info.api_version, done))
             return
         ctx = RequestContext(info.api_key, info.api_version, info.correlation_id, info.client_id, self.peer,
@@ -165,9 +166,12 @@ class KafkaServer:
     def __init__(self, handler: Handler, *, host: str = "127.0.0.1", port: int = 0,
                  apis: Mapping[int, ApiSpec] = RAFT_APIS, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  listener_name: str = "CONTROLLER", max_in_flight: int = 128,
-                 features: Mapping[str, tuple[int, int]] | None = None):
+                 features: Mapping[str, tuple[int, int]] | None = None,
+                 finalized_features: Callable[[], tuple[int, Mapping[str, int]]] | None = None):
         self.handler = handler
         self.features = dict(features or {})  # supported feature levels, told in ApiVersions
+        # (epoch, name -> level) of the finalized features, told in ApiVersions v3+ (a controller's)
+        self.finalized_features = finalized_features
         self.host = host
         self.port = port
         # ApiVersions is always served (by us): clients start every connection with it.

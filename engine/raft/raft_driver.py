@@ -103,6 +103,12 @@ class RaftDriver:
                  endpoints: tuple[tuple[str, Address], ...], log: RaftLog, store: ElectionStore,
                  bind: Address, rng: random.Random | None = None, clock: WallClock | None = None,
                  client_id: str | None = None):
+        # APIs served beside Raft's on the same listener (the controller's), and their handler:
+        # set with ``serve`` before ``start``.
+        self.extra_apis: dict[int, ApiSpec] = {}
+        self._extra_handler: Callable[[RequestContext, Any], Any] | None = None
+        self._finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None
+        self._after_pump: list[Callable[[], None]] = []
         self.config = config
         self.cluster_id = cluster_id
         self.local = local
@@ -148,6 +154,39 @@ class RaftDriver:
         """``hook(role, leader_and_epoch)`` after every poll that changed either."""
         self._state_hooks.append(hook)
 
+    def serve(self, apis: dict[int, ApiSpec], handler: Callable[[RequestContext, Any], Any],
+              finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None) -> None:
+        """Before ``start``: serve ``apis`` beside Raft's with ``handler`` (an async callable;
+        it wins for DescribeCluster), and tell the finalized features in ApiVersions."""
+        self.extra_apis = dict(apis)
+        self._extra_handler = handler
+        self._finalized_features = finalized_features
+
+    def after_pump(self, hook: Callable[[], None]) -> None:
+        """``hook()`` after every poll of the core, once its messages are dispatched (the controller
+        answers what got committed and appends what it must)."""
+        self._after_pump.append(hook)
+
+    def next_append_offset(self) -> int:
+        """The offset the next appended record will take (after what is scheduled)."""
+        client = self.client
+        return client.log.end_offset + len(client.pending_records)
+
+    def append_atomic(self, records: list) -> int | None:
+        """Append ``records`` as one batch now, as the leader; its last offset, or None when this
+        replica does not lead."""
+        client = self.client
+        if client is None or self._stopping or not client.quorum.is_leader():
+            return None
+        now = self.now_ms()
+        try:
+            offset = client.append_now(client.epoch, records, now)
+        except NotLeaderError:
+            return None
+        self.last_append_ms = now
+        self.request_poll()
+        return offset
+
     @property
     def is_leader(self) -> bool:
         return self.client is not None and self.client.quorum.is_leader()
@@ -160,8 +199,9 @@ class RaftDriver:
 
     async def start_listening(self) -> Address:
         """The first half of ``start``: bind the listener (requests wait for ``start_core``)."""
-        self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1], apis=served_apis(),
-                                  listener_name=self.config.listener_name, features=SUPPORTED_FEATURES)
+        self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1],
+                                  apis={**served_apis(), **self.extra_apis}, listener_name=self.config.listener_name,
+                                  features=SUPPORTED_FEATURES, finalized_features=self._finalized_features)
         self.address = await self.server.start()
         # A listener configured with port 0 advertises the port it got.
         self.endpoints = tuple((name, (host, self.address[1]) if name == self.config.listener_name and port == 0
@@ -272,6 +312,12 @@ class RaftDriver:
         if ready.next_poll_ms < previous:
             self._wake.set()  # the timer sleeps for longer than it now should
         self._note_state()
+        for hook in self._after_pump:
+            try:
+                hook()
+            except Exception as err:  # noqa: BLE001 - a broken state machine stops the node too
+                self._fail("after poll", err)
+                return
 
     def _receive(self, message: InboundRequest | InboundResponse) -> bool:
         if self.client is None or self._stopping:
@@ -348,6 +394,8 @@ class RaftDriver:
         self._receive(InboundResponse(message.correlation_id, response, error))
 
     async def _handle(self, ctx: RequestContext, request: Any) -> Any:
+        if ctx.api_key in self.extra_apis:
+            return await self._extra_handler(ctx, request)
         if ctx.api_key == DESCRIBE_CLUSTER_KEY:
             return self.describe_cluster_response(request, ctx.api_version)
         if self.client is None:

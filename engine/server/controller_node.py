@@ -28,7 +28,7 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Awaitable, Callable, Mapping, Sequence
 
@@ -36,11 +36,14 @@ from engine.common.errors import ConfigError, StorageError
 from engine.common.java_properties import load_properties
 from engine.storage.log_reader import METADATA_PARTITION_DIR
 from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties, read_meta_properties
+from engine.controller import commands as controller_commands
+from engine.controller.controller_config import ControllerConfig
 from engine.image.image_writer import image_records
 from engine.image.metadata_image import MetadataImage
 from engine.raft.raft_client import RaftListener
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
+from engine.server.controller_server import ControllerServer, read_bootstrap_records
 from engine.server.metadata_listener import MetadataListener
 from engine.server.snapshot_policy import (
     DEFAULT_MAX_BYTES, DEFAULT_MAX_INTERVAL_MS, MAX_BYTES_KEY, MAX_INTERVAL_KEY, SnapshotLimits, SnapshotPolicy,
@@ -73,6 +76,7 @@ class ControllerSettings:
     max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS
     snapshots: SnapshotLimits = field(default_factory=SnapshotLimits)
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
 
     @property
     def dynamic(self) -> bool:
@@ -141,7 +145,8 @@ def load_controller_settings(path: Path) -> ControllerSettings:
     return ControllerSettings(path=path, node_id=int(node_text), metadata_log_dir=Path(metadata_dir),
                               listener_name=names[0], bind=(bind_host or "0.0.0.0", bind_port),
                               endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=idle,
-                              snapshots=snapshots, segment_bytes=segment_bytes)
+                              snapshots=snapshots, segment_bytes=segment_bytes,
+                              controller=ControllerConfig.from_properties(int(node_text), props, where))
 
 
 def _int_setting(props: Mapping[str, str], key: str, default: int, minimum: int, maximum: int, where: str) -> int:
@@ -191,6 +196,7 @@ class ControllerNode:
         self.prefix = f"[kraftd node {settings.node_id}]"
         self.log = logger or logging.getLogger(f"kraftd.node{settings.node_id}")
         self.metadata: MetadataListener | None = None
+        self.controller: ControllerServer | None = None
         self.raft_log = None
         self.driver = None
         self.snapshots_taken = 0
@@ -225,6 +231,11 @@ class ControllerNode:
         self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
                                          driver.now_ms, self._snapshot_due)
         driver.register(self.metadata)
+        config = replace(s.controller, cluster_id=self.meta.cluster_id)
+        self.controller = ControllerServer(
+            driver, lambda: self.metadata.image, config, read_bootstrap_records(s.metadata_log_dir),
+            controller_commands.all_commands(), controller_commands.all_periodic(),
+            soft=controller_commands.new_soft_state(config), activation_hooks=controller_commands.activation_hooks())
         for attachment in self._attachments:
             driver.register(attachment.listener)
         driver.on_state_change(self._state_changed)

@@ -1,0 +1,161 @@
+"""The quorum controller on the wire: the edge between the pure core and a node's sockets.
+
+The controller's APIs are served on the controller listener, beside Raft's, through the Raft
+driver (``RaftDriver.serve``). A request is converted to the version its command reads, given
+to ``QuorumController.submit`` with the offset the next appended record will take, and its
+future is answered when the core releases the response (at once for reads and refusals; once
+committed for writes). After every poll of the Raft core the controller is polled too: it
+claims a leadership it caught up with, runs its periodic tasks and releases what got
+committed. What the core asks to append goes to the Raft leader under its epoch, in order;
+a refused append (the leadership went) makes the core step down.
+
+Envelope (KIP-590): a broker forwards its clients' admin requests wrapped in an Envelope with
+the client's principal. The inner request is served like any other, and its response goes
+back inside the EnvelopeResponse, as Kafka's ControllerApis does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from engine.controller.controller_config import ControllerConfig
+from engine.controller.controller_result import Command
+from engine.controller.quorum_controller import ControllerOutput, PeriodicTask, QuorumController
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_version import feature_levels_for, parse_release_version
+from engine.net.errors import ProtocolError, UnsupportedRequestError
+from engine.net.kafka_protocol import (
+    ApiSpec, decode_request_frame, encode_response, request_class, response_class,
+)
+from engine.net.kafka_server import RequestContext
+from engine.net.message_versions import convert_message
+from engine.raft.raft_driver import RaftDriver
+from engine.records.bounds_check import decode_entity
+from engine.records import metadata_records as m
+from engine.records.kio_codec import DECODE_ERRORS, ErrorCode, i16, protocol_module
+from engine.records.metadata_records import MetadataRecord
+from engine.storage.log_reader import read_file
+from engine.storage.snapshot_writer import BOOTSTRAP_FILE_NAME
+
+log = logging.getLogger("engine.server.controller")
+
+ENVELOPE_KEY = 58
+ENVELOPE_SPEC = ApiSpec(ENVELOPE_KEY, "envelope", 0, 0)
+ANSWER_WAIT_S = 30.0  # a safety net: a write is answered when committed or when the leadership goes
+ANONYMOUS = "User:ANONYMOUS"
+
+
+def read_bootstrap_records(metadata_log_dir: Path) -> list[Any]:
+    """The metadata records of ``bootstrap.checkpoint`` in the metadata log directory (what
+    ``kafka-storage format`` wrote); without one, a new cluster's records at the latest
+    production metadata.version, as Kafka's BootstrapDirectory falls back to."""
+    path = metadata_log_dir / BOOTSTRAP_FILE_NAME
+    if not path.is_file():
+        mv = parse_release_version(None)
+        return [m.FeatureLevelRecordV0(name=name, feature_level=i16(level)) for name, level in feature_levels_for(mv)]
+    return [entry.record for entry in read_file(path, snapshot=True) if isinstance(entry.record, MetadataRecord)]
+
+
+def read_principal(data: bytes | None) -> str:
+    """The client's principal of an Envelope: Kafka's DefaultPrincipalData, version-prefixed."""
+    if not data or len(data) < 2:
+        return ANONYMOUS
+    version = int.from_bytes(data[:2], "big")
+    module = protocol_module("default_principal_data", version, "data")
+    principal, _ = decode_entity(module.DefaultPrincipalData, data, 2)
+    return f"{principal.type}:{principal.name}"
+
+
+class ControllerServer:
+    """Serves a QuorumController's commands through one RaftDriver."""
+
+    def __init__(self, driver: RaftDriver, committed_image: Callable[[], MetadataImage], config: ControllerConfig,
+                 bootstrap_records: Sequence[Any], commands: Mapping[int, Command],
+                 periodic: Sequence[PeriodicTask] = (), soft: Any = None,
+                 supported_features: Mapping[str, tuple[int, int]] | None = None,
+                 activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = ()):
+        self.driver = driver
+        self.commands = dict(commands)
+        self.core = QuorumController(config, committed_image, bootstrap_records, self.commands, periodic, soft,
+                                     activation_hooks)
+        self.supported_features = dict(supported_features or {})
+        driver.register(self.core)  # after the node's metadata listener: the committed image is current
+        apis = {key: ApiSpec(key, c.name, c.min_version, c.max_version) for key, c in self.commands.items()}
+        apis[ENVELOPE_KEY] = ENVELOPE_SPEC
+        driver.serve(apis, self.handle, self.finalized_features)
+        driver.after_pump(self.pump)
+
+    # -- the edge's loop -------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Poll the core (after each Raft poll, and on the node's timer)."""
+        if self.driver.client is None:
+            return
+        self._apply(self.core.poll(self.driver.now_ms(), self.driver.next_append_offset()))
+
+    def _apply(self, out: ControllerOutput) -> None:
+        for append in out.appends:
+            records = list(append.records)
+            offset = self.driver.append_atomic(records) if append.atomic else self.driver.schedule_append(records)
+            if offset is None:
+                log.info("node %d: an append was refused (no longer the leader); stepping down",
+                         self.core.node_id)
+                out.responses.extend(self.core.append_failed().responses)
+                break
+        for token, response in out.responses:
+            if isinstance(token, asyncio.Future) and not token.done():
+                token.set_result(response)
+
+    def finalized_features(self) -> tuple[int, dict[str, int]]:
+        """What ApiVersions tells of the finalized features: the image's, at its offset."""
+        image = self.core.image
+        return image.provenance.last_offset, dict(image.features)
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def handle(self, ctx: RequestContext, request: Any) -> Any:
+        if ctx.api_key == ENVELOPE_KEY:
+            return await self._envelope(request)
+        return await self.serve_command(ctx.api_key, ctx.api_version, request, ANONYMOUS)
+
+    async def serve_command(self, api_key: int, version: int, request: Any, principal: str) -> Any:
+        command = self.commands[api_key]
+        if version != command.max_version:
+            request = convert_message(request, request_class(api_key, command.max_version))
+        future = asyncio.get_running_loop().create_future()
+        if self.driver.client is None:
+            response = command.error_response(request, ErrorCode.not_controller, "the controller is starting")
+        else:
+            self._apply(self.core.submit(self.driver.now_ms(), self.driver.next_append_offset(), api_key, request,
+                                         future, principal))
+            try:
+                async with asyncio.timeout(ANSWER_WAIT_S):
+                    response = await future
+            except TimeoutError:
+                response = command.error_response(request, ErrorCode.request_timed_out,
+                                                  "the records were not committed in time")
+        if version != command.max_version:
+            response = convert_message(response, response_class(api_key, version))
+        return response
+
+    async def _envelope(self, envelope: Any) -> Any:
+        module = protocol_module("envelope", 0, "response")
+        try:
+            apis = {key: ApiSpec(key, c.name, c.min_version, c.max_version) for key, c in self.commands.items()}
+            info, inner = decode_request_frame(bytes(envelope.request_data), apis)
+            principal = read_principal(envelope.request_principal)
+        except UnsupportedRequestError as err:
+            log.warning("an Envelope carried a request we do not serve: %s", err)
+            return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
+        except (ProtocolError, *DECODE_ERRORS) as err:
+            log.warning("an Envelope carried an unreadable request: %s", err)
+            return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
+        response = await self.serve_command(info.api_key, info.api_version, inner, principal)
+        frame = encode_response(response, info.correlation_id, info.api_key)
+        return module.EnvelopeResponse(response_data=frame[4:], error_code=ErrorCode.none)
+
+
+__all__ = ["ControllerServer", "ENVELOPE_KEY", "read_bootstrap_records", "read_principal"]
