@@ -175,17 +175,7 @@ class RaftDriver:
     def append_atomic(self, records: list) -> int | None:
         """Append ``records`` as one batch now, as the leader; its last offset, or None when this
         replica does not lead."""
-        client = self.client
-        if client is None or self._stopping or not client.quorum.is_leader():
-            return None
-        now = self.now_ms()
-        try:
-            offset = client.append_now(client.epoch, records, now)
-        except NotLeaderError:
-            return None
-        self.last_append_ms = now
-        self.request_poll()
-        return offset
+        return self._leader_append(records, atomic=True)
 
     @property
     def is_leader(self) -> bool:
@@ -222,12 +212,16 @@ class RaftDriver:
     def schedule_append(self, records: list) -> int | None:
         """Queue records as the leader (batched after append.linger.ms); the offset of the
         last, or None when this replica does not lead."""
+        return self._leader_append(records, atomic=False)
+
+    def _leader_append(self, records: list, *, atomic: bool) -> int | None:
         client = self.client
         if client is None or self._stopping or not client.quorum.is_leader():
             return None
         now = self.now_ms()
+        append = client.append_now if atomic else client.schedule_append
         try:
-            offset = client.schedule_append(client.epoch, records, now)
+            offset = append(client.epoch, records, now)
         except NotLeaderError:
             return None
         self.last_append_ms = now
