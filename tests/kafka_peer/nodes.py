@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from typing import Callable, Iterable
 from engine.net.ports import ADDRESS_IN_USE
 
 from .distribution import KafkaDistribution
+
+REPO = Path(__file__).resolve().parents[2]  # where `python -m engine.tools.cli` runs
 
 # Small heaps and a light JIT: six JVMs must share CI's two cores. Kafka's scripts use G1 and 1 GiB.
 SERVER_JVM_OPTS = ("-Xmx384m", "-Xms96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -63,6 +66,7 @@ class KafkaNode:
     config: dict[str, str] = field(default_factory=dict)
     directory_id: str | None = None
     process: subprocess.Popen | None = None
+    kraftd: bool = False  # ours (`kraftd start`) instead of Kafka's server: a controller only
 
     @property
     def is_voter(self) -> bool:
@@ -101,10 +105,11 @@ class KafkaNode:
     def start(self) -> "KafkaNode":
         assert not self.alive, f"node {self.node_id} is already running"
         out = open(self.output_path, "ab")
-        self.process = subprocess.Popen(
-            self.dist.command("kafka-server-start", str(self.config_path), jvm_opts=SERVER_JVM_OPTS),
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=_die_with_parent)
+        command = ([sys.executable, "-m", "engine.tools.cli", "start", "--config", str(self.config_path)]
+                   if self.kraftd else
+                   self.dist.command("kafka-server-start", str(self.config_path), jvm_opts=SERVER_JVM_OPTS))
+        self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True, preexec_fn=_die_with_parent, cwd=REPO)
         out.close()
         REGISTRY.append(self)
         return self
@@ -139,7 +144,8 @@ class KafkaNode:
     def check_running(self) -> None:
         if not self.alive:
             code = None if self.process is None else self.process.returncode
-            raise NodeFailed(f"Kafka {self.dist.version} node {self.node_id} exited ({code})\n{self.log_tail()}")
+            what = "kraftd controller" if self.kraftd else f"Kafka {self.dist.version} node"
+            raise NodeFailed(f"{what} {self.node_id} exited ({code})\n{self.log_tail()}")
 
     @property
     def bind_failed(self) -> bool:
