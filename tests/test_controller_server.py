@@ -4,7 +4,8 @@
 - The first active controller writes the bootstrap records of bootstrap.checkpoint, as one
   metadata transaction, metadata.version first; a new leader after a failover writes none.
 - ApiVersions tells the finalized features and serves Envelope.
-- An Envelope carries a request the controller serves; its answer comes back inside.
+- An Envelope carries a request the controller serves, with the client's principal; its answer
+  comes back inside, NOT_CONTROLLER from a standby.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import asyncio
 from pathlib import Path
 
 from engine.net.kafka_client import KafkaClient
-from engine.records.kio_codec import ErrorCode, protocol_module
+from engine.net.kafka_protocol import decode_response_frame, encode_request
+from engine.records.kio_codec import ErrorCode, encode_entity, i8, i32, protocol_module
 from engine.server.controller_server import ENVELOPE_KEY, read_bootstrap_records
 from engine.storage.log_reader import read_log_dir
 from tests.node_quorum import start_quorum, wait_until
@@ -77,3 +79,57 @@ def test_api_versions_tell_the_finalized_features_and_serve_envelope(tmp_path: P
     assert response.error_code == ErrorCode.none
     assert {f.name: int(f.max_version_level) for f in response.finalized_features} == features
     assert int(response.finalized_features_epoch) >= 0
+
+
+def _scram_request(user: str) -> object:
+    module = protocol_module("alter_user_scram_credentials", 0, "request")
+    return module.AlterUserScramCredentialsRequest(deletions=(), upsertions=(module.ScramCredentialUpsertion(
+        name=user, mechanism=i8(1), iterations=i32(4096), salt=b"salt", salted_password=b"\x01" * 32),))
+
+
+def _envelope(inner: object, principal: tuple[str, str] | None) -> object:
+    data = None
+    if principal is not None:
+        module = protocol_module("default_principal_data", 0, "data")
+        data = (0).to_bytes(2, "big") + encode_entity(module.DefaultPrincipalData(
+            type_=principal[0], name=principal[1], token_authenticated=False))
+    return protocol_module("envelope", 0, "request").EnvelopeRequest(
+        request_data=encode_request(inner, 77, "broker-forwarder")[4:], request_principal=data,
+        client_host_address=bytes([127, 0, 0, 1]))
+
+
+def test_an_envelope_carries_a_forwarded_request_and_its_answer(tmp_path: Path) -> None:
+    """A broker forwards a client's AlterUserScramCredentials in an Envelope: the active
+    controller serves it and answers inside; a standby answers NOT_CONTROLLER inside; an
+    Envelope whose inner bytes are not a request gets INVALID_REQUEST, and the connection
+    goes on serving."""
+    async def scenario():
+        _, nodes = await start_quorum(tmp_path, 3)
+        client = KafkaClient(client_id="test")
+        try:
+            active = await wait_until(lambda: _active(nodes), 30, "an active controller")
+            await wait_until(lambda: active.image.metadata_version, 30, "metadata.version")
+            standby = next(n for n in nodes if n is not active)
+            answered = await client.send(active.driver.address, _envelope(_scram_request("alice"), ("User", "admin")))
+            refused = await client.send(standby.driver.address, _envelope(_scram_request("bob"), None))
+            garbage = protocol_module("envelope", 0, "request").EnvelopeRequest(
+                request_data=b"\x00\x01", request_principal=None, client_host_address=b"")
+            broken = await client.send(active.driver.address, garbage)
+            after = await client.send(active.driver.address, _envelope(_scram_request("carol"), None))
+            await wait_until(lambda: all(len(n.image.scram) == 2 for n in nodes), 30, "the credentials everywhere")
+            return answered, refused, broken, after, [n.image for n in nodes]
+        finally:
+            await client.close()
+            for node in nodes:
+                await node.stop()
+
+    answered, refused, broken, after, images = asyncio.run(asyncio.wait_for(scenario(), 120))
+    for envelope, user, code in ((answered, "alice", ErrorCode.none), (refused, "bob", ErrorCode.not_controller),
+                                 (after, "carol", ErrorCode.none)):
+        assert envelope.error_code == ErrorCode.none
+        correlation_id, inner = decode_response_frame(envelope.response_data, 51, 0)
+        assert correlation_id == 77
+        assert [(r.user, r.error_code) for r in inner.results] == [(user, code)]
+    assert broken.error_code == ErrorCode.invalid_request
+    for image in images:
+        assert sorted(user for _, user in image.scram) == ["alice", "carol"]

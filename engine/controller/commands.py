@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from engine.controller import producer_id_control, scram_control
 from engine.controller.controller_result import Command
 
 # Each manager module lists its commands in COMMANDS; import it here and add it to _MANAGERS.
 _MANAGERS: tuple = (
+    producer_id_control,
+    scram_control,
 )
 
 

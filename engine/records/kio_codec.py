@@ -90,11 +90,12 @@ def encode_unsigned_varint(value: int) -> bytes:
 def protocol_module(api_name: str, version: int, kind: str) -> Any:
     """kio's module for one Kafka protocol message: e.g. ("vote", 2, "request").
 
-    ``kind`` is "request", "response", or "header" (for request_header /
-    response_header). Modules are imported on first use and cached by Python.
+    ``kind`` is "request", "response", "header" (for request_header / response_header) or
+    "data" (a plain structure, e.g. default_principal_data). Modules are imported on first use
+    and cached by Python.
     """
     import importlib
 
-    if kind not in ("request", "response", "header"):
+    if kind not in ("request", "response", "header", "data"):
         raise ValueError(f"unknown message kind {kind!r}")
     return importlib.import_module(f"kio.schema.{api_name}.v{version}.{kind}")

@@ -66,7 +66,7 @@ def read_principal(data: bytes | None) -> str:
     version = int.from_bytes(data[:2], "big")
     module = protocol_module("default_principal_data", version, "data")
     principal, _ = decode_entity(module.DefaultPrincipalData, data, 2)
-    return f"{principal.type}:{principal.name}"
+    return f"{principal.type_}:{principal.name}"
 
 
 class ControllerServer:
