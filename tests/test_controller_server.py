@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from engine.net.kafka_client import KafkaClient
@@ -19,6 +20,21 @@ from engine.records.kio_codec import ErrorCode, encode_entity, i8, i32, protocol
 from engine.server.controller_server import ENVELOPE_KEY, read_bootstrap_records
 from engine.storage.log_reader import read_log_dir
 from tests.node_quorum import start_quorum, wait_until
+
+
+@contextlib.asynccontextmanager
+async def _bootstrapped(tmp_path: Path, count: int):
+    """``count`` controllers started, one active with metadata.version; a client; all closed after."""
+    _, nodes = await start_quorum(tmp_path, count)
+    client = KafkaClient(client_id="test")
+    try:
+        active = await wait_until(lambda: _active(nodes), 30, "an active controller")
+        await wait_until(lambda: active.image.metadata_version, 30, "metadata.version")
+        yield nodes, active, client
+    finally:
+        await client.close()
+        for node in nodes:
+            await node.stop()
 
 
 def _active(nodes):
@@ -58,21 +74,13 @@ def test_the_first_active_controller_writes_the_bootstrap_records_once(tmp_path:
 
 def test_api_versions_tell_the_finalized_features_and_serve_envelope(tmp_path: Path) -> None:
     async def scenario():
-        _, nodes = await start_quorum(tmp_path, 1)
-        client = KafkaClient(client_id="test")
-        try:
-            node = await wait_until(lambda: _active(nodes), 30, "an active controller")
-            await wait_until(lambda: node.image.metadata_version, 30, "metadata.version")
+        async with _bootstrapped(tmp_path, 1) as (_, node, client):
             address = node.driver.address
             ranges = await client.api_versions(address)
             request = protocol_module("api_versions", 3, "request").ApiVersionsRequest(
                 client_software_name="test", client_software_version="1")
             response = await client.send(address, request)
             return ranges, response, dict(node.image.features)
-        finally:
-            await client.close()
-            for node in nodes:
-                await node.stop()
 
     ranges, response, features = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert ENVELOPE_KEY in ranges
@@ -104,11 +112,7 @@ def test_an_envelope_carries_a_forwarded_request_and_its_answer(tmp_path: Path) 
     Envelope whose inner bytes are not a request gets INVALID_REQUEST, and the connection
     goes on serving."""
     async def scenario():
-        _, nodes = await start_quorum(tmp_path, 3)
-        client = KafkaClient(client_id="test")
-        try:
-            active = await wait_until(lambda: _active(nodes), 30, "an active controller")
-            await wait_until(lambda: active.image.metadata_version, 30, "metadata.version")
+        async with _bootstrapped(tmp_path, 3) as (nodes, active, client):
             standby = next(n for n in nodes if n is not active)
             answered = await client.send(active.driver.address, _envelope(_scram_request("alice"), ("User", "admin")))
             refused = await client.send(standby.driver.address, _envelope(_scram_request("bob"), None))
@@ -118,10 +122,6 @@ def test_an_envelope_carries_a_forwarded_request_and_its_answer(tmp_path: Path) 
             after = await client.send(active.driver.address, _envelope(_scram_request("carol"), None))
             await wait_until(lambda: all(len(n.image.scram) == 2 for n in nodes), 30, "the credentials everywhere")
             return answered, refused, broken, after, [n.image for n in nodes]
-        finally:
-            await client.close()
-            for node in nodes:
-                await node.stop()
 
     answered, refused, broken, after, images = asyncio.run(asyncio.wait_for(scenario(), 120))
     for envelope, user, code in ((answered, "alice", ErrorCode.none), (refused, "bob", ErrorCode.not_controller),
