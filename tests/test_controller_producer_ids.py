@@ -13,6 +13,7 @@ from engine.controller.producer_id_control import COMMANDS, PRODUCER_ID_BLOCK_SI
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i16, i32, i64, u16
+from engine.records.metadata_record_serde import decode_metadata_value, encode_metadata_value
 from tests.controller_helpers import bootstrapped, context, replayed, request
 
 
@@ -39,6 +40,7 @@ def test_the_first_block_starts_at_zero_and_the_next_follows():
         (ErrorCode.none, 0, PRODUCER_ID_BLOCK_SIZE)
     assert result.records == [m.ProducerIdsRecordV0(broker_id=i32(1), broker_epoch=i64(100),
                                                     next_producer_id=i64(1000))]
+    assert decode_metadata_value(encode_metadata_value(result.records[0])) == result.records[0]
     image = replayed(image, result)
     assert image.next_producer_id == 1000
     second = allocate(image)

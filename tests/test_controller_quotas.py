@@ -14,6 +14,7 @@ from engine.controller.controller_result import ControllerResult
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, f64, protocol_module
+from engine.records.metadata_record_serde import decode_metadata_value, encode_metadata_value
 from tests.controller_helpers import bootstrapped, context, replayed, request
 
 _req = protocol_module("alter_client_quotas", 1, "request")
@@ -62,6 +63,8 @@ def test_set_replay_change_and_remove():
     assert [(r.key, r.remove) for r in removed.records] == [("producer_byte_rate", True), ("request_percentage", True)]
     image = replayed(image, removed)
     assert ALICE not in image.client_quotas
+    for record in (*result.records, *removed.records):
+        assert decode_metadata_value(encode_metadata_value(record)) == record
 
 
 def test_defaults_and_combined_entities():

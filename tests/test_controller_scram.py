@@ -10,6 +10,7 @@ from engine.controller.scram_control import COMMANDS, alter_user_scram_credentia
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
+from engine.records.metadata_record_serde import decode_metadata_value, encode_metadata_value
 from tests.controller_helpers import bootstrapped, context, replayed, request
 
 _req = protocol_module("alter_user_scram_credentials", 0, "request")
@@ -76,6 +77,8 @@ def test_upsert_replay_then_delete():
     assert removed.records == [m.RemoveUserScramCredentialRecordV0(name="alice", mechanism=i8(SHA256))]
     image = replayed(image, removed)
     assert set(image.scram) == {(SHA512, "bob")}
+    for record in (*result.records, *removed.records):
+        assert decode_metadata_value(encode_metadata_value(record)) == record
     # gone now: deleting it again is RESOURCE_NOT_FOUND
     assert results(alter(image, deletions=[delete("alice")]))["alice"][0] == ErrorCode.resource_not_found
 
