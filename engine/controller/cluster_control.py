@@ -33,7 +33,6 @@ from engine.records.kio_codec import ErrorCode, i8, i16, i32, i64, protocol_modu
 _ZERO_MS = timedelta(0)
 _RESERVED_DIRECTORY_IDS = 100  # Kafka's DirectoryId.reserved: every id below 100
 _MINIMUM_KRAFT_LEVEL = 7  # a broker that names no metadata.version range supports 3.3-IV3 only
-_ELR_FEATURE = "eligible.leader.replicas.version"
 _CONTROLLER_ENDPOINTS = 2  # DescribeCluster EndpointType.CONTROLLER
 
 _registration = protocol_module("broker_registration", 4, "response")
@@ -130,10 +129,10 @@ def _shutdown_cleanup(ctx: ControllerContext, broker_id: int, clean: bool) -> li
     old one did not shut down cleanly, every ELR too (Kafka's handleBrokerShutdown)."""
     if not _has_partitions(ctx.image):
         return []
-    elr_on = ctx.versions.elr and ctx.image.features.get(_ELR_FEATURE, 0) >= 1
-    if elr_on and not clean:
-        return list(_replication().unclean_shutdown_changes(ctx, broker_id))
-    return list(_replication().fence_broker_changes(ctx, broker_id))
+    replication = _replication()
+    if clean:
+        return list(replication.clean_shutdown_changes(ctx, broker_id))
+    return list(replication.unclean_shutdown_changes(ctx, broker_id))
 
 
 def register_broker(ctx: ControllerContext, request: Any) -> ControllerResult:
@@ -270,7 +269,7 @@ def unregister_broker(ctx: ControllerContext, request: Any) -> ControllerResult:
     registration = ctx.image.cluster.brokers.get(request.broker_id)
     if registration is None:
         raise ApiError(ErrorCode.broker_id_not_registered, f"Broker ID {request.broker_id} is not currently registered")
-    records = list(_replication().unclean_shutdown_changes(ctx, request.broker_id)) if _has_partitions(ctx.image) else []
+    records = list(_replication().unregister_broker_changes(ctx, request.broker_id)) if _has_partitions(ctx.image) else []
     records.append(m.UnregisterBrokerRecordV0(broker_id=i32(request.broker_id), broker_epoch=i64(registration.epoch)))
     _heartbeats(ctx).unregistered(request.broker_id)
     return ControllerResult(records, _unregister.UnregisterBrokerResponse(
