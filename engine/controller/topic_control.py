@@ -17,11 +17,13 @@ from typing import Any, Iterable
 
 from engine.common.kafka_uuid import RESERVED_UUIDS, uuid_to_kafka
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
-from engine.controller.partition_change import build_partition_change, default_directory, directory_online
+from engine.controller.partition_change import (
+    Election, directory_for_new_replica, directory_online, partition_change)
+from engine.controller.replication_control import _leader_and_isr_updates as leader_and_isr_updates
 from engine.controller.replica_placer import PlacementError, is_active, place, usable_brokers
+from engine.controller.config_control import SET, alter_resource, clear_elr_records
 from engine.controller.config_defs import (
-    DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, TOPIC_CONFIG, TOPIC_CONFIGS, TOPIC_SYNONYMS,
-    ConfigValueError, parse)
+    DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, TOPIC_CONFIG, TOPIC_CONFIGS, TOPIC_SYNONYMS)
 from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, i16, i32, protocol_module
@@ -96,9 +98,8 @@ def _new_partition_record(ctx: ControllerContext, topic_id: uuid.UUID, partition
         isr=tuple(i32(r) for r in isr), removing_replicas=(), adding_replicas=(), leader=i32(isr[0]),
         leader_recovery_state=i8(0), leader_epoch=i32(0), partition_epoch=i32(0))
     if version >= 1:
-        brokers = ctx.image.cluster.brokers
-        fields["directories"] = tuple(
-            default_directory(brokers[r].directories if r in brokers else None) for r in replicas)
+        default_dir = directory_for_new_replica(ctx.image)
+        fields["directories"] = tuple(default_dir(r) for r in replicas)
     return m.RECORD_CLASSES[(3, version)](**fields)
 
 
@@ -135,10 +136,6 @@ def _unable(replication_factor: int, reason: str) -> _Refused:
 
 
 _ALL_FENCED = "All brokers are currently fenced or in controlled shutdown."
-
-
-def _elr_enabled(ctx: ControllerContext) -> bool:
-    return ctx.versions.elr and ctx.image.features.get("eligible.leader.replicas.version", 0) >= 1
 
 
 # -- CreateTopics ---------------------------------------------------------------------------
@@ -205,13 +202,11 @@ def create_topics(ctx: ControllerContext, request: Any) -> ControllerResult:
 def _create_topic(ctx: ControllerContext, topic: Any, used_ids: set[uuid.UUID]) -> tuple[list[Any], Any]:
     image = ctx.image
     configs = {c.name: c.value for c in topic.configs}
-    for name, value in configs.items():  # LogConfig.validate's name and value checks
-        if name not in TOPIC_CONFIGS:
-            raise _Refused(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
-        try:
-            parse(TOPIC_CONFIGS[name], value)
-        except ConfigValueError as e:
-            raise _Refused(ErrorCode.invalid_config, str(e)) from None
+    # the configs as an incremental alter of a newly created topic, as Kafka checks them
+    config_records, error = alter_resource(ctx, 2, topic.name, {k: (SET, v) for k, v in configs.items()},
+                                           newly_created=True)
+    if error:
+        raise _Refused(*error)
     assignments: dict[int, tuple[list[int], list[int]]] = {}
     if topic.assignments:
         if topic.replication_factor != -1:
@@ -260,10 +255,7 @@ def _create_topic(ctx: ControllerContext, topic: Any, used_ids: set[uuid.UUID]) 
     used_ids.add(topic_id)
     records: list[Any] = [m.TopicRecordV0(name=topic.name, topic_id=topic_id)]
     # the configs go between the topic and its partitions, as Kafka writes them
-    records += [m.ConfigRecordV0(resource_type=i8(2), resource_name=topic.name, name=k, value=v)
-                for k, v in configs.items()]
-    if "min.insync.replicas" in configs and _elr_enabled(ctx):
-        records.append(m.ClearElrRecordV0(topic_name=topic.name))  # Kafka 4.1 adds it on any min ISR change
+    records += config_records + clear_elr_records(image, config_records)
     for partition_id in sorted(assignments):
         replicas, isr = assignments[partition_id]
         records.append(_new_partition_record(ctx, topic_id, partition_id, replicas, isr))
@@ -483,10 +475,8 @@ def assign_replicas_to_dirs(ctx: ControllerContext, request: Any) -> ControllerR
             topics.append(DIRS_RESP.TopicData(topic_id=t.topic_id, partitions=tuple(partitions)))
         directories.append(DIRS_RESP.DirectoryData(id_=d.id_, topics=tuple(topics)))
     # replicas placed in a directory the broker does not have online leave the ISR and leadership
-    for topic_id, partition_id in dict.fromkeys(offline):
-        record = _without_broker(ctx, topic_id, partition_id, broker_id)
-        if record is not None:
-            records.append(record)
+    by_id = ctx.image.topics.by_id
+    records += leader_and_isr_updates(ctx, ((by_id[t], p) for t, p in dict.fromkeys(offline)), removed=broker_id)
     response = DIRS_RESP.AssignReplicasToDirsResponse(throttle_time=_ZERO_MS, error_code=ErrorCode.none,
                                                       directories=tuple(directories))
     return ControllerResult(records, response)
@@ -501,47 +491,12 @@ def _assign_one(ctx: ControllerContext, topic: TopicImage | None, partition_id: 
         return ErrorCode.unknown_topic_or_partition
     if broker_id not in partition.replicas:
         return ErrorCode.not_leader_or_follower
-    record = build_partition_change(
-        partition, topic.id, partition_id, acceptable=lambda r: _acceptable(ctx, partition, r),
-        versions=ctx.versions, min_isr=_min_isr(ctx, topic), elr_enabled=_elr_enabled(ctx),
-        target_directories={broker_id: directory}, default_dir=lambda r: _default_dir(ctx, r))
+    # Kafka's builder with the default (online) election: in practice only the directory moves
+    record = partition_change(ctx, topic, partition_id, election=Election.ONLINE,
+                              target_directories={broker_id: directory})
     if record is not None:
         records.append(record)
     return ErrorCode.none
-
-
-def _without_broker(ctx: ControllerContext, topic_id: uuid.UUID, partition_id: int, broker_id: int) -> Any:
-    topic = ctx.image.topics.by_id[topic_id]
-    partition = topic.partitions[partition_id]
-    return build_partition_change(
-        partition, topic_id, partition_id,
-        acceptable=lambda r: r != broker_id and _acceptable(ctx, partition, r),
-        versions=ctx.versions, min_isr=_min_isr(ctx, topic), elr_enabled=_elr_enabled(ctx),
-        target_isr=[r for r in partition.isr if r != broker_id], default_dir=lambda r: _default_dir(ctx, r))
-
-
-def _acceptable(ctx: ControllerContext, partition: Any, replica: int) -> bool:
-    broker = ctx.image.cluster.brokers.get(replica)
-    if not is_active(broker):
-        return False
-    directory = dict(zip(partition.replicas, partition.directories)).get(replica)
-    return directory_online(directory, broker.directories)
-
-
-def _default_dir(ctx: ControllerContext, broker_id: int) -> uuid.UUID:
-    broker = ctx.image.cluster.brokers.get(broker_id)
-    return default_directory(None if broker is None else broker.directories)
-
-
-def _min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
-    """The topic's effective min ISR: its config, else the cluster's, else the controller's, at most
-    the replication factor (Kafka's getTopicEffectiveMinIsr)."""
-    value = None
-    for resource in ((2, topic.name), (4, "")):
-        value = value or ctx.image.configs.get(resource, {}).get("min.insync.replicas")
-    configured = int(value) if value and value.isdigit() else ctx.config.min_insync_replicas
-    factor = len(next(iter(topic.partitions.values())).replicas) if topic.partitions else configured
-    return min(configured, factor)
 
 
 def assign_replicas_to_dirs_error(request: Any, code: Any, message: str | None) -> Any:
