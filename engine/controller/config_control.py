@@ -372,7 +372,11 @@ def _broker_entry(ctx: ControllerContext, node: str | None, name: str, describe:
     key = defs.BROKER_DYNAMIC_CONFIGS.get(name)
     kind = key.type if key else defs.SERVER_TYPES.get(name)
     sensitive = kind is None or kind == "PASSWORD"  # KafkaConfig.maybeSensitive: untyped names are hidden
-    synonyms = [(name, layer[name], source) for source, layer in _broker_layers(ctx, node) if name in layer]
+    layers = _broker_layers(ctx, node)[:-1]  # Kafka's defaults: this config's own, below
+    synonyms = [(name, layer[name], source) for source, layer in layers if name in layer]
+    default = key.default if key else defs.SERVER_DEFAULTS.get(name)
+    if default is not None:
+        synonyms.append((name, default, defs.DEFAULT_CONFIG))
     return _entry(describe, name, synonyms[0][1], sensitive, synonyms, kind, read_only=key is None)
 
 
