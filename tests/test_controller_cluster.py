@@ -270,6 +270,29 @@ def test_describe_cluster_on_a_controller_answers_for_controllers_only(endpoint_
 def test_the_command_table_entries():
     by_key = {c.api_key: c for c in cc.COMMANDS}
     assert {k: (c.min_version, c.max_version) for k, c in by_key.items()} == {
-        62: (0, 4), 63: (0, 1), 64: (0, 0), 70: (0, 0), 60: (0, 2)}
+        62: (0, 4), 63: (0, 2), 64: (0, 0), 70: (0, 0), 60: (0, 2)}
     assert by_key[60].read_only and not by_key[62].read_only
     assert cc.PERIODIC == [cc.expire_sessions]
+
+
+@pytest.mark.parametrize("release, recorded", [("4.3-IV0", True), ("4.1-IV1", False)])
+def test_cordoned_log_dirs_in_a_heartbeat_are_recorded_from_4_3(release: str, recorded: bool) -> None:
+    """KIP-1066: a v2 heartbeat naming cordoned directories changes the registration (record v3),
+    once; before 4.3-IV0 there is nowhere to keep them."""
+    image, soft = bootstrapped(release), new_soft_state(CONFIG)
+    _, image = register(image, registration(1), soft)
+    epoch = image.cluster.brokers[1].epoch
+    directory = new_uuid(1001)
+    beat = request("broker_heartbeat", 2, broker_id=i32(1), broker_epoch=i64(epoch), current_metadata_offset=i64(epoch),
+                   want_fence=True, want_shut_down=False, offline_log_dirs=(), cordoned_log_dirs=(directory,))
+    result = cc.broker_heartbeat(context(image, config=CONFIG, soft=soft), beat)
+    assert result.response.error_code == ErrorCode.none
+    changes = [r for r in result.records if r.type_name == "BROKER_REGISTRATION_CHANGE_RECORD"]
+    if not recorded:
+        assert changes == []
+        return
+    assert [(r.__version__, r.cordoned_log_dirs) for r in changes] == [(3, (directory,))]
+    image = replayed(image, result)
+    assert image.cluster.brokers[1].cordoned_directories == (directory,)
+    again = cc.broker_heartbeat(context(image, config=CONFIG, soft=soft), beat)
+    assert not [r for r in again.records if r.type_name == "BROKER_REGISTRATION_CHANGE_RECORD"]

@@ -326,10 +326,8 @@ def test_delete_request_shape_errors():
 
 
 def test_delete_refused_when_deletion_is_disabled():
-    class NoDelete(ControllerConfig):
-        delete_topic_enable = False
     with pytest.raises(ApiError) as refused:
-        delete_topics(context(cluster(), config=NoDelete()), request("delete_topics", 6, topics=(by_name("a"),),
+        delete_topics(context(cluster(), config=ControllerConfig(delete_topic_enable=False)), request("delete_topics", 6, topics=(by_name("a"),),
                                                                      timeout=i32(1)))
     assert refused.value.code == ErrorCode.topic_deletion_disabled
 

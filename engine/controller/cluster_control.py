@@ -36,7 +36,7 @@ _MINIMUM_KRAFT_LEVEL = 7  # a broker that names no metadata.version range suppor
 _CONTROLLER_ENDPOINTS = 2  # DescribeCluster EndpointType.CONTROLLER
 
 _registration = protocol_module("broker_registration", 4, "response")
-_heartbeat = protocol_module("broker_heartbeat", 1, "response")
+_heartbeat = protocol_module("broker_heartbeat", 2, "response")
 _unregister = protocol_module("unregister_broker", 0, "response")
 _controller_registration = protocol_module("controller_registration", 0, "response")
 _describe = protocol_module("describe_cluster", 2, "response")
@@ -207,6 +207,18 @@ def _controlled_shutdown_records(ctx: ControllerContext, broker_id: int, epoch: 
     return records
 
 
+def _cordoned_dir_records(ctx: ControllerContext, registration: Any, cordoned: tuple | None) -> list:
+    """KIP-1066 (Kafka 4.3): a broker's heartbeat (v2) says which of its log directories are
+    cordoned; a change is recorded in its registration (BrokerRegistrationChangeRecord v3)."""
+    if cordoned is None or not ctx.versions.cordoned_log_dirs:
+        return []
+    cordoned = tuple(sorted(cordoned, key=str))
+    if tuple(sorted(registration.cordoned_directories or (), key=str)) == cordoned:
+        return []
+    return [m.BrokerRegistrationChangeRecordV3(broker_id=i32(registration.id), broker_epoch=i64(registration.epoch),
+                                                cordoned_log_dirs=cordoned)]
+
+
 def _offline_dir_records(ctx: ControllerContext, broker_id: int, epoch: int, offline: tuple) -> list:
     """A broker reporting offline directories it is registered with: its registration keeps the
     others (Kafka's handleDirectoriesOffline writes this at version 2)."""
@@ -248,6 +260,7 @@ def broker_heartbeat(ctx: ControllerContext, request: Any) -> ControllerResult:
     heartbeats.touch(broker_id, following.fenced, -1 if changed else request.current_metadata_offset)
     if ctx.versions.directory_assignment and request.offline_log_dirs:
         records.extend(_offline_dir_records(ctx, broker_id, epoch, tuple(request.offline_log_dirs)))
+    records.extend(_cordoned_dir_records(ctx, registration, getattr(request, "cordoned_log_dirs", None)))
     if following.in_controlled_shutdown:
         # the end of this result's batch (or the last offset written, if none): once every
         # active broker has it, the leaderships it moved are known everywhere
@@ -377,7 +390,7 @@ def _after(ctx: ControllerContext, records: list) -> ControllerContext:
 
 COMMANDS = [
     Command(62, "broker_registration", 0, 4, register_broker, registration_error),
-    Command(63, "broker_heartbeat", 0, 1, broker_heartbeat, heartbeat_error),
+    Command(63, "broker_heartbeat", 0, 2, broker_heartbeat, heartbeat_error),
     Command(64, "unregister_broker", 0, 0, unregister_broker, unregister_error),
     Command(70, "controller_registration", 0, 0, register_controller, controller_registration_error),
     Command(60, "describe_cluster", 0, 2, describe_cluster, describe_error, read_only=True),

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from engine.controller import producer_id_control, scram_control
+from engine.controller import (
+    acl_control, client_quota_control, cluster_control, config_control, feature_control, producer_id_control,
+    reassignment, replication_control, scram_control, topic_control,
+)
 from engine.controller.controller_result import Command
 
 # Each manager module lists its commands in COMMANDS; import it here and add it to _MANAGERS.
 _MANAGERS: tuple = (
+    cluster_control,
+    replication_control,
+    reassignment,
+    topic_control,
+    config_control,
+    feature_control,
     producer_id_control,
     scram_control,
+    client_quota_control,
+    acl_control,
 )
 
 

@@ -18,6 +18,7 @@ class ControllerConfig:
     num_partitions: int = 1  # num.partitions
     min_insync_replicas: int = 1  # min.insync.replicas (the static default)
     unclean_leader_election_enable: bool = False  # unclean.leader.election.enable (the static default)
+    delete_topic_enable: bool = True  # delete.topic.enable
     max_idle_interval_ms: int = 500  # metadata.max.idle.interval.ms
     # how many broker sessions may expire per poll: Kafka fences one broker at a time
     fence_per_poll: int = 1
@@ -48,4 +49,5 @@ class ControllerConfig:
                    num_partitions=integer("num.partitions", 1),
                    min_insync_replicas=integer("min.insync.replicas", 1),
                    unclean_leader_election_enable=boolean("unclean.leader.election.enable", False),
+                   delete_topic_enable=boolean("delete.topic.enable", True),
                    max_idle_interval_ms=integer("metadata.max.idle.interval.ms", 500))

@@ -71,3 +71,6 @@ class Command:
     handle: Handle
     error_response: ErrorResponse
     read_only: bool = False
+    # (request, response) -> fields an older response version needs that the newest lacks
+    # (UpdateFeatures v0/v1 carry per-feature results, v2 none): the edge fills them in
+    legacy_fields: Callable[[Any, Any], dict[str, Any]] | None = None

@@ -196,5 +196,6 @@ def legacy_results(request: Any, response: Any) -> tuple:
 
 
 COMMANDS: list[Command] = [
-    Command(57, "update_features", 0, 2, update_features, error_response),
+    Command(57, "update_features", 0, 2, update_features, error_response,
+            legacy_fields=lambda request, response: {"results": legacy_results(request, response)}),
 ]

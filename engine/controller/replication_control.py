@@ -33,19 +33,19 @@ def partitions_led_by(image: MetadataImage, broker_id: int) -> int:
 
 def fence_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
     """The broker is fenced: out of every ISR (into ELR under min ISR), new leaders where it led."""
-    return _leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), removed=broker_id)
+    return leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), removed=broker_id)
 
 
 def controlled_shutdown_changes(ctx: ControllerContext, broker_id: int) -> list:
     """The broker enters controlled shutdown: its leaderships move away and it leaves every ISR
     (Kafka's handleBrokerInControlledShutdown, without its BrokerRegistrationChangeRecord)."""
-    return _leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), removed=broker_id)
+    return leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), removed=broker_id)
 
 
 def clean_shutdown_changes(ctx: ControllerContext, broker_id: int) -> list:
     """A new incarnation registers after a clean shutdown (its PreviousBrokerEpoch is the
     registered epoch): the old one leaves every ISR, as when fenced."""
-    return _leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), removed=broker_id)
+    return leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), removed=broker_id)
 
 
 def unclean_shutdown_changes(ctx: ControllerContext, broker_id: int) -> list:
@@ -55,20 +55,20 @@ def unclean_shutdown_changes(ctx: ControllerContext, broker_id: int) -> list:
     if not elr_enabled(ctx):
         return clean_shutdown_changes(ctx, broker_id)
     partitions = _in_isr_or_elr(ctx.image, broker_id)
-    return _leader_and_isr_updates(ctx, partitions, unclean_shutdown=broker_id)
+    return leader_and_isr_updates(ctx, partitions, unclean_shutdown=broker_id)
 
 
 def unregister_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
     """UnregisterBroker: Kafka treats the broker as removed for the partitions whose ISR or ELR
     holds it: out of the ISRs; ELR keeps it (Kafka 4.1 does not take it out there)."""
-    return _leader_and_isr_updates(ctx, _in_isr_or_elr(ctx.image, broker_id), removed=broker_id)
+    return leader_and_isr_updates(ctx, _in_isr_or_elr(ctx.image, broker_id), removed=broker_id)
 
 
 def unfence_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
     """The broker is unfenced: leaders for the leaderless partitions it can lead."""
     leaderless = ((t, pid) for t in ctx.image.topics.by_id.values()
                   for pid, p in t.partitions.items() if p.leader == NO_LEADER)
-    return _leader_and_isr_updates(ctx, leaderless, added=broker_id)
+    return leader_and_isr_updates(ctx, leaderless, added=broker_id)
 
 
 def _in_isr(image: MetadataImage, broker_id: int) -> Iterator[tuple[TopicImage, int]]:
@@ -82,7 +82,7 @@ def _in_isr_or_elr(image: MetadataImage, broker_id: int) -> Iterator[tuple[Topic
             for pid, p in t.partitions.items() if broker_id in p.isr or broker_id in p.elr)
 
 
-def _leader_and_isr_updates(ctx: ControllerContext, partitions: Any, *, removed: int = NO_LEADER,
+def leader_and_isr_updates(ctx: ControllerContext, partitions: Any, *, removed: int = NO_LEADER,
                             added: int = NO_LEADER, unclean_shutdown: int = NO_LEADER) -> list:
     """Kafka's generateLeaderAndIsrUpdates: each partition without ``removed`` and
     ``unclean_shutdown`` in its ISR, re-elected with them unable to lead and ``added`` able."""

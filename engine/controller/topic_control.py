@@ -19,7 +19,7 @@ from engine.common.kafka_uuid import RESERVED_UUIDS, uuid_to_kafka
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
 from engine.controller.partition_change import (
     Election, directory_for_new_replica, directory_online, partition_change)
-from engine.controller.replication_control import _leader_and_isr_updates as leader_and_isr_updates
+from engine.controller.replication_control import leader_and_isr_updates
 from engine.controller.replica_placer import PlacementError, is_active, place, usable_brokers
 from engine.controller.config_control import SET, alter_resource, clear_elr_records
 from engine.controller.config_defs import (

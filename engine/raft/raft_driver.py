@@ -108,6 +108,7 @@ class RaftDriver:
         self.extra_apis: dict[int, ApiSpec] = {}
         self._extra_handler: Callable[[RequestContext, Any], Any] | None = None
         self._finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None
+        self._supported_features = SUPPORTED_FEATURES
         self._after_pump: list[Callable[[], None]] = []
         self.config = config
         self.cluster_id = cluster_id
@@ -155,12 +156,14 @@ class RaftDriver:
         self._state_hooks.append(hook)
 
     def serve(self, apis: dict[int, ApiSpec], handler: Callable[[RequestContext, Any], Any],
-              finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None) -> None:
+              finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None,
+              supported_features: dict[str, tuple[int, int]] | None = None) -> None:
         """Before ``start``: serve ``apis`` beside Raft's with ``handler`` (an async callable;
-        it wins for DescribeCluster), and tell the finalized features in ApiVersions."""
+        it wins for DescribeCluster), and tell the supported and finalized features in ApiVersions."""
         self.extra_apis = dict(apis)
         self._extra_handler = handler
         self._finalized_features = finalized_features
+        self._supported_features = {**SUPPORTED_FEATURES, **(supported_features or {})}
 
     def after_pump(self, hook: Callable[[], None]) -> None:
         """``hook()`` after every poll of the core, once its messages are dispatched (the controller
@@ -191,7 +194,7 @@ class RaftDriver:
         """The first half of ``start``: bind the listener (requests wait for ``start_core``)."""
         self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1],
                                   apis={**served_apis(), **self.extra_apis}, listener_name=self.config.listener_name,
-                                  features=SUPPORTED_FEATURES, finalized_features=self._finalized_features)
+                                  features=self._supported_features, finalized_features=self._finalized_features)
         self.address = await self.server.start()
         # A listener configured with port 0 advertises the port it got.
         self.endpoints = tuple((name, (host, self.address[1]) if name == self.config.listener_name and port == 0

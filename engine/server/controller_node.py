@@ -38,6 +38,7 @@ from engine.storage.log_reader import METADATA_PARTITION_DIR
 from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties, read_meta_properties
 from engine.controller import commands as controller_commands
 from engine.controller.controller_config import ControllerConfig
+from engine.controller.feature_control import supported_feature_ranges
 from engine.image.image_writer import image_records
 from engine.image.metadata_image import MetadataImage
 from engine.raft.raft_client import RaftListener
@@ -235,7 +236,8 @@ class ControllerNode:
         self.controller = ControllerServer(
             driver, lambda: self.metadata.image, config, read_bootstrap_records(s.metadata_log_dir),
             controller_commands.all_commands(), controller_commands.all_periodic(),
-            soft=controller_commands.new_soft_state(config), activation_hooks=controller_commands.activation_hooks())
+            soft=controller_commands.new_soft_state(config), activation_hooks=controller_commands.activation_hooks(),
+            supported_features=supported_feature_ranges())
         for attachment in self._attachments:
             driver.register(attachment.listener)
         driver.on_state_change(self._state_changed)

@@ -43,6 +43,7 @@ from engine.storage.snapshot_writer import BOOTSTRAP_FILE_NAME
 log = logging.getLogger("engine.server.controller")
 
 ENVELOPE_KEY = 58
+DESCRIBE_CLUSTER_KEY = 60
 ENVELOPE_SPEC = ApiSpec(ENVELOPE_KEY, "envelope", 0, 0)
 ANSWER_WAIT_S = 30.0  # a safety net: a write is answered when committed or when the leadership goes
 ANONYMOUS = "User:ANONYMOUS"
@@ -78,14 +79,15 @@ class ControllerServer:
                  supported_features: Mapping[str, tuple[int, int]] | None = None,
                  activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = ()):
         self.driver = driver
-        self.commands = dict(commands)
+        # DescribeCluster stays the Raft driver's (the voters' endpoints) until our controllers
+        # register themselves (ControllerRegistration): `kraftd quorum` finds the leader with it.
+        self.commands = {key: c for key, c in commands.items() if key != DESCRIBE_CLUSTER_KEY}
         self.core = QuorumController(config, committed_image, bootstrap_records, self.commands, periodic, soft,
                                      activation_hooks)
-        self.supported_features = dict(supported_features or {})
         driver.register(self.core)  # after the node's metadata listener: the committed image is current
         apis = {key: ApiSpec(key, c.name, c.min_version, c.max_version) for key, c in self.commands.items()}
         apis[ENVELOPE_KEY] = ENVELOPE_SPEC
-        driver.serve(apis, self.handle, self.finalized_features)
+        driver.serve(apis, self.handle, self.finalized_features, dict(supported_features or {}))
         driver.after_pump(self.pump)
 
     # -- the edge's loop -------------------------------------------------------------------
@@ -138,7 +140,8 @@ class ControllerServer:
                 response = command.error_response(request, ErrorCode.request_timed_out,
                                                   "the records were not committed in time")
         if version != command.max_version:
-            response = convert_message(response, response_class(api_key, version))
+            extra = command.legacy_fields(request, response) if command.legacy_fields is not None else None
+            response = convert_message(response, response_class(api_key, version), extra)
         return response
 
     async def _envelope(self, envelope: Any) -> Any:
