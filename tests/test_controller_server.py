@@ -5,7 +5,8 @@
   metadata transaction, metadata.version first; a new leader after a failover writes none.
 - ApiVersions tells the finalized features and serves Envelope.
 - An Envelope carries a request the controller serves, with the client's principal; its answer
-  comes back inside, NOT_CONTROLLER from a standby.
+  comes back inside; a standby's NOT_CONTROLLER is the Envelope's own error. DescribeQuorum
+  forwarded in an Envelope is answered by the Raft layer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import decode_response_frame, encode_request
+from engine.raft.raft_messages import describe_quorum_request
 from engine.records.kio_codec import ErrorCode, encode_entity, i8, i32, protocol_module
 from engine.server.controller_server import ENVELOPE_KEY, read_bootstrap_records
 from engine.storage.log_reader import read_log_dir
@@ -120,16 +122,24 @@ def test_an_envelope_carries_a_forwarded_request_and_its_answer(tmp_path: Path) 
                 request_data=b"\x00\x01", request_principal=None, client_host_address=b"")
             broken = await client.send(active.driver.address, garbage)
             after = await client.send(active.driver.address, _envelope(_scram_request("carol"), None))
+            quorum = await client.send(active.driver.address, _envelope(describe_quorum_request(), None))
+            quorum_at_standby = await client.send(standby.driver.address, _envelope(describe_quorum_request(), None))
             await wait_until(lambda: all(len(n.image.scram) == 2 for n in nodes), 30, "the credentials everywhere")
-            return answered, refused, broken, after, [n.image for n in nodes]
+            return answered, refused, broken, after, (quorum, quorum_at_standby, active), [n.image for n in nodes]
 
-    answered, refused, broken, after, images = asyncio.run(asyncio.wait_for(scenario(), 120))
-    for envelope, user, code in ((answered, "alice", ErrorCode.none), (refused, "bob", ErrorCode.not_controller),
-                                 (after, "carol", ErrorCode.none)):
+    answered, refused, broken, after, quorum, images = asyncio.run(asyncio.wait_for(scenario(), 120))
+    for envelope, user in ((answered, "alice"), (after, "carol")):
         assert envelope.error_code == ErrorCode.none
         correlation_id, inner = decode_response_frame(envelope.response_data, 51, 0)
         assert correlation_id == 77
-        assert [(r.user, r.error_code) for r in inner.results] == [(user, code)]
+        assert [(r.user, r.error_code) for r in inner.results] == [(user, ErrorCode.none)]
+    # as Kafka's RequestChannel: NOT_CONTROLLER inside becomes the Envelope's own error, so the broker
+    # reconnects to the active controller
+    assert (refused.error_code, refused.response_data) == (ErrorCode.not_controller, None)
     assert broken.error_code == ErrorCode.invalid_request
+    at_active, at_standby, active = quorum
+    _, described = decode_response_frame(at_active.response_data, 55, type(describe_quorum_request()).__version__)
+    assert int(described.topics[0].partitions[0].leader_id) == active.settings.node_id
+    assert at_standby.error_code == ErrorCode.not_controller
     for image in images:
         assert sorted(user for _, user in image.scram) == ["alice", "carol"]

@@ -390,6 +390,10 @@ class RaftDriver:
                 error = f"{type(err).__name__}: {one_line(err)}"
         self._receive(InboundResponse(message.correlation_id, response, error))
 
+    async def handle_request(self, ctx: RequestContext, request: Any) -> Any:
+        """Serve one Raft request (e.g. one a broker forwarded inside an Envelope)."""
+        return await self._handle(ctx, request)
+
     async def _handle(self, ctx: RequestContext, request: Any) -> Any:
         if ctx.api_key in self.extra_apis:
             return await self._extra_handler(ctx, request)

@@ -10,13 +10,16 @@ committed. What the core asks to append goes to the Raft leader under its epoch,
 a refused append (the leadership went) makes the core step down.
 
 Envelope (KIP-590): a broker forwards its clients' admin requests wrapped in an Envelope with
-the client's principal. The inner request is served like any other, and its response goes
-back inside the EnvelopeResponse, as Kafka's ControllerApis does.
+the client's principal. The inner request is served like any other (DescribeQuorum and the
+voter changes by the Raft layer), and its response goes back inside the EnvelopeResponse, as
+Kafka's ControllerApis does; an answer carrying NOT_CONTROLLER anywhere makes the Envelope's own
+error NOT_CONTROLLER, which is how a broker learns to go to the active controller.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -32,7 +35,7 @@ from engine.net.kafka_protocol import (
 )
 from engine.net.kafka_server import RequestContext
 from engine.net.message_versions import convert_message
-from engine.raft.raft_driver import RaftDriver
+from engine.raft.raft_driver import RaftDriver, served_apis
 from engine.records.bounds_check import decode_entity
 from engine.records import metadata_records as m
 from engine.records.kio_codec import DECODE_ERRORS, ErrorCode, i16, protocol_module
@@ -44,6 +47,9 @@ log = logging.getLogger("engine.server.controller")
 
 ENVELOPE_KEY = 58
 DESCRIBE_CLUSTER_KEY = 60
+DESCRIBE_QUORUM_KEY = 55
+# what a broker forwards to the controller besides the commands: the quorum's own admin RPCs
+FORWARDED_RAFT_KEYS = (DESCRIBE_QUORUM_KEY, 80, 81)
 ENVELOPE_SPEC = ApiSpec(ENVELOPE_KEY, "envelope", 0, 0)
 ANSWER_WAIT_S = 30.0  # a safety net: a write is answered when committed or when the leadership goes
 ANONYMOUS = "User:ANONYMOUS"
@@ -84,9 +90,12 @@ class ControllerServer:
         self.commands = {key: c for key, c in commands.items() if key != DESCRIBE_CLUSTER_KEY}
         self.core = QuorumController(config, committed_image, bootstrap_records, self.commands, periodic, soft,
                                      activation_hooks)
+        self._logged_active: int | None = None
         driver.register(self.core)  # after the node's metadata listener: the committed image is current
         apis = {key: ApiSpec(key, c.name, c.min_version, c.max_version) for key, c in self.commands.items()}
         apis[ENVELOPE_KEY] = ENVELOPE_SPEC
+        self._forwardable = {key: spec for key, spec in {**served_apis(), **apis}.items()
+                             if key in self.commands or key in FORWARDED_RAFT_KEYS}
         driver.serve(apis, self.handle, self.finalized_features, dict(supported_features or {}))
         driver.after_pump(self.pump)
 
@@ -97,6 +106,17 @@ class ControllerServer:
         if self.driver.client is None:
             return
         self._apply(self.core.poll(self.driver.now_ms(), self.driver.next_append_offset()))
+        self._note_activity()
+
+    def _note_activity(self) -> None:
+        active = self.core.active_epoch
+        if active != self._logged_active:
+            self._logged_active = active
+            if active is None:
+                log.info("node %d: no longer the active controller", self.core.node_id)
+            else:
+                log.info("node %d: the active controller in epoch %d (image at offset %d)", self.core.node_id,
+                         active, self.core.image.provenance.last_offset)
 
     def _apply(self, out: ControllerOutput) -> None:
         for append in out.appends:
@@ -106,6 +126,7 @@ class ControllerServer:
                 log.info("node %d: an append was refused (no longer the leader); stepping down",
                          self.core.node_id)
                 out.responses.extend(self.core.append_failed().responses)
+                self._note_activity()
                 break
         for token, response in out.responses:
             if isinstance(token, asyncio.Future) and not token.done():
@@ -120,7 +141,7 @@ class ControllerServer:
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         if ctx.api_key == ENVELOPE_KEY:
-            return await self._envelope(request)
+            return await self._envelope(ctx, request)
         return await self.serve_command(ctx.api_key, ctx.api_version, request, ANONYMOUS)
 
     async def serve_command(self, api_key: int, version: int, request: Any, principal: str) -> Any:
@@ -144,11 +165,10 @@ class ControllerServer:
             response = convert_message(response, response_class(api_key, version), extra)
         return response
 
-    async def _envelope(self, envelope: Any) -> Any:
+    async def _envelope(self, ctx: RequestContext, envelope: Any) -> Any:
         module = protocol_module("envelope", 0, "response")
         try:
-            apis = {key: ApiSpec(key, c.name, c.min_version, c.max_version) for key, c in self.commands.items()}
-            info, inner = decode_request_frame(bytes(envelope.request_data), apis)
+            info, inner = decode_request_frame(bytes(envelope.request_data), self._forwardable)
             principal = read_principal(envelope.request_principal)
         except UnsupportedRequestError as err:
             log.warning("an Envelope carried a request we do not serve: %s", err)
@@ -156,9 +176,31 @@ class ControllerServer:
         except (ProtocolError, *DECODE_ERRORS) as err:
             log.warning("an Envelope carried an unreadable request: %s", err)
             return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
-        response = await self.serve_command(info.api_key, info.api_version, inner, principal)
+        if info.api_key in self.commands:
+            response = await self.serve_command(info.api_key, info.api_version, inner, principal)
+        else:  # DescribeQuorum, AddRaftVoter, RemoveRaftVoter: the Raft layer's
+            response = await self.driver.handle_request(RequestContext(
+                info.api_key, info.api_version, info.correlation_id, info.client_id, ctx.peer, ctx.listener_name),
+                inner)
+        if _has_error(response, ErrorCode.not_leader_or_follower if info.api_key == DESCRIBE_QUORUM_KEY
+                      else ErrorCode.not_controller):
+            # As Kafka's RequestChannel: the broker learns at the Envelope level that it asked the
+            # wrong controller, so it reconnects to the active one and sends the request again.
+            return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.not_controller)
         frame = encode_response(response, info.correlation_id, info.api_key)
         return module.EnvelopeResponse(response_data=frame[4:], error_code=ErrorCode.none)
+
+
+def _has_error(message: Any, code: Any) -> bool:
+    """Whether ``code`` is any error code of the message, at the top or in any item (Kafka's errorCounts)."""
+    if getattr(message, "error_code", None) == code:
+        return True
+    for f in dataclasses.fields(message):
+        value = getattr(message, f.name)
+        items = value if isinstance(value, tuple) else (value,)
+        if any(dataclasses.is_dataclass(item) and _has_error(item, code) for item in items):
+            return True
+    return False
 
 
 __all__ = ["ControllerServer", "ENVELOPE_KEY", "read_bootstrap_records", "read_principal"]

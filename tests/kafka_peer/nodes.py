@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from engine.net.ports import ADDRESS_IN_USE
 
@@ -188,17 +188,18 @@ def kill_all() -> None:
             pass
 
 
-def wait_until(check: Callable[[], bool], what: str, nodes: Iterable[KafkaNode],
-               timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Poll ``check`` until it holds; fail early when a node dies, with the logs of ``nodes``."""
+def wait_until(check: Callable[[], Any], what: str, nodes: Iterable[KafkaNode],
+               timeout_s: float = READY_TIMEOUT_S) -> Any:
+    """Poll ``check`` until it holds (its value); fail early when a node dies, with the logs of ``nodes``."""
     nodes = list(nodes)
     deadline = time.monotonic() + timeout_s
     while True:
         for node in nodes:
             node.check_running()
         try:
-            if check():
-                return
+            value = check()
+            if value:
+                return value
         except Exception:  # noqa: BLE001 — not answering yet is what we are waiting through
             pass
         if time.monotonic() > deadline:

@@ -1,0 +1,276 @@
+"""Apache Kafka's own brokers, unmodified, on a quorum of three kraftd controllers.
+
+One cluster per Kafka version (4.1.2 and the newest): three `kraftd start` controllers on a
+dynamic quorum, formatted by `kraftd storage format` (at 4.1 for Kafka 4.1.2, whose brokers know
+no newer metadata.version), and three Kafka broker processes formatted by Kafka's own tool.
+Every check reads our controllers' own log (the image of the active controller's metadata
+directory) and asks Kafka's brokers and tools, never a mock. Each test makes its own topics
+and puts back any node it stops, so none depends on another having run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import load_log_dir
+from engine.storage.log_reader import read_file
+from tests.kafka_peer.cluster import KafkaCluster
+from tests.kafka_peer.nodes import metadata_brokers, wait_until
+
+pytestmark = pytest.mark.kafka
+
+CLIENT_TIMEOUT_S = 60
+SNAPSHOT_BYTES = 20_000  # small: our controllers snapshot often, for Kafka's shell to read
+_CLUSTERS: dict[str, KafkaCluster] = {}
+
+
+@pytest.fixture(scope="module")
+def _clusters():
+    yield _CLUSTERS
+    for cluster in _CLUSTERS.values():
+        cluster.close()
+    _CLUSTERS.clear()
+
+
+@pytest.fixture
+def cluster(kafka_dist, _clusters, tmp_path_factory) -> KafkaCluster:
+    """Three kraftd controllers and three Kafka brokers, all running (restarted if a test left one down)."""
+    made = _clusters.get(kafka_dist.version)
+    if made is not None and not all(n.alive for n in made.nodes):
+        for node in made.nodes:
+            if not node.alive:
+                made.restart(node)
+    if made is None:
+        made = _clusters[kafka_dist.version] = KafkaCluster(
+            kafka_dist, tmp_path_factory.mktemp(f"kraftd-brokers-{kafka_dist.version}"), voters=3, brokers=3,
+            controllers="kraftd", release_version="4.1" if kafka_dist.version.startswith("4.1.") else None,
+            config={"metadata.log.max.record.bytes.between.snapshots": str(SNAPSHOT_BYTES)}).start()
+    return made
+
+
+def our_image(cluster: KafkaCluster) -> MetadataImage:
+    """The image of what the active kraftd controller has in its log."""
+    leader = cluster.leader_id()
+    node = cluster.node(leader) if leader >= 0 else next(n for n in cluster.voters if n.alive)
+    return load_log_dir(node.metadata_dir)[0]
+
+
+def _admin(cluster: KafkaCluster):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+
+def _done(futures) -> None:
+    for future in futures.values():
+        future.result(timeout=CLIENT_TIMEOUT_S)
+
+
+def create_topic(cluster: KafkaCluster, name: str, partitions: int, replication_factor: int, **configs: str) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    admin = _admin(cluster)  # kept in a name until done: a collected client cancels its futures
+    _done(admin.create_topics([NewTopic(name, partitions, replication_factor, config=configs)], operation_timeout=60))
+
+
+def create_placed(cluster: KafkaCluster, name: str, assignment: dict[int, list[int]], **configs: str) -> None:
+    """A topic on chosen brokers (kafka-python: confluent-kafka refuses explicit assignments)."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=60_000)
+    try:
+        admin.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment, topic_configs=configs)])
+    finally:
+        admin.close()
+
+
+def partition(cluster: KafkaCluster, topic: str, partition_id: int = 0):
+    found = our_image(cluster).topics.topic(topic)
+    return None if found is None else found.partitions.get(partition_id)
+
+
+def test_kafka_brokers_register_and_are_unfenced(cluster: KafkaCluster) -> None:
+    image = our_image(cluster)
+    assert sorted(image.cluster.brokers) == [b.node_id for b in cluster.brokers]
+    assert not any(b.fenced for b in image.cluster.brokers.values())
+    for broker in cluster.brokers:
+        registration = image.cluster.brokers[broker.node_id]
+        assert [(e.host, e.port) for e in registration.endpoints] == [broker.broker_address]
+        assert registration.directories, "Kafka's broker registers its log directory"
+        # every broker sees all three, registered and unfenced, through our log
+        assert metadata_brokers(broker.broker_address) == {b.node_id for b in cluster.brokers}
+
+
+def test_kafka_topics_creates_through_a_broker(cluster: KafkaCluster) -> None:
+    """kafka-topics asks a broker, which forwards CreateTopics to us inside an Envelope."""
+    cluster.dist.run("kafka-topics", "--bootstrap-server", cluster.bootstrap_servers, "--create",
+                     "--topic", "made-by-kafka-topics", "--partitions", "3", "--replication-factor", "3",
+                     "--config", "retention.ms=3600000")
+    topic = our_image(cluster).topics.topic("made-by-kafka-topics")
+    assert topic is not None and sorted(topic.partitions) == [0, 1, 2]
+    brokers = {b.node_id for b in cluster.brokers}
+    for p in topic.partitions.values():
+        assert set(p.replicas) == brokers and set(p.isr) == brokers and p.leader in brokers
+    assert our_image(cluster).configs[(2, "made-by-kafka-topics")]["retention.ms"] == "3600000"
+    described = cluster.dist.run("kafka-topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
+                                 "--topic", "made-by-kafka-topics").stdout
+    assert described.count("Leader:") == 3
+
+
+def test_ten_thousand_messages_with_acks_all_come_back(cluster: KafkaCluster) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    create_topic(cluster, "acked", 3, 3, **{"min.insync.replicas": "2"})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5,
+                         "enable.idempotence": True})
+    failures: list = []
+    for i in range(10_000):
+        producer.produce("acked", key=str(i).encode(), value=f"m{i}".encode(),
+                         on_delivery=lambda err, msg: failures.append(err) if err else None)
+        producer.poll(0)
+    assert producer.flush(CLIENT_TIMEOUT_S) == 0 and not failures
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "acked-reader",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe(["acked"])
+    seen: set[bytes] = set()
+    try:
+        wait_until(lambda: _consume(consumer, seen) >= 10_000, "10,000 messages read back", cluster.live_nodes())
+    finally:
+        consumer.close()
+    assert seen == {f"m{i}".encode() for i in range(10_000)}
+    # the idempotent producer got its id from us (AllocateProducerIds), in a block of 1000
+    assert our_image(cluster).next_producer_id >= 1000
+
+
+def _consume(consumer, seen: set[bytes]) -> int:
+    for message in consumer.consume(1000, timeout=1):
+        if message.error() is None:
+            seen.add(message.value())
+    return len(seen)
+
+
+def test_a_killed_broker_is_fenced_leaves_the_isr_for_the_elr_and_comes_back(cluster: KafkaCluster) -> None:
+    """SIGKILL a follower of a two-replica partition with min.insync.replicas=2: our controller
+    fences it after its session, the ISR shrinks to the leader and the follower enters the ELR,
+    as Kafka's own controller does; restarted, it is unfenced and back in the ISR."""
+    leader, follower = (b.node_id for b in cluster.brokers[:2])
+    create_placed(cluster, "elr-kill", {0: [leader, follower]}, **{"min.insync.replicas": "2"})
+    wait_until(lambda: partition(cluster, "elr-kill") is not None, "elr-kill created", cluster.live_nodes())
+    victim = cluster.node(follower)
+    victim.kill()
+    wait_until(lambda: our_image(cluster).cluster.brokers[follower].fenced, f"broker {follower} fenced",
+               cluster.live_nodes())
+    wait_until(lambda: partition(cluster, "elr-kill").isr == (leader,), "the ISR shrunk", cluster.live_nodes())
+    shrunk = partition(cluster, "elr-kill")
+    assert shrunk.elr == (follower,) and shrunk.leader == leader
+    cluster.restart(victim)
+    wait_until(lambda: not our_image(cluster).cluster.brokers[follower].fenced, f"broker {follower} unfenced",
+               cluster.live_nodes())
+    wait_until(lambda: set(partition(cluster, "elr-kill").isr) == {leader, follower}, "the ISR expanded",
+               cluster.live_nodes())
+    assert partition(cluster, "elr-kill").elr == ()
+
+
+def test_a_terminated_broker_moves_its_leaders_before_it_is_fenced(cluster: KafkaCluster) -> None:
+    """SIGTERM: Kafka's controlled shutdown. Our controller marks it in controlled shutdown, moves
+    the leadership of what it leads, and only then lets it go (fenced)."""
+    first, second, third = (b.node_id for b in cluster.brokers)
+    create_placed(cluster, "led-by-first", {0: [first, second], 1: [first, third]})
+    wait_until(lambda: partition(cluster, "led-by-first", 1) is not None, "led-by-first created",
+               cluster.live_nodes())
+    node = cluster.node(first)
+    node.stop()
+    # every record of the segments (our one segment at this size), not the newest snapshot's summary
+    segments = sorted(cluster.node(cluster.leader_id()).metadata_dir.glob("*.log"))
+    entries = [e for segment in segments for e in read_file(segment)]
+    topic_id = our_image(cluster).topics.by_name["led-by-first"]
+    shutdown = fenced = None
+    moved = []
+    for e in entries:
+        r = e.record
+        name = getattr(r, "type_name", "")
+        if name == "BROKER_REGISTRATION_CHANGE_RECORD" and r.broker_id == first:
+            if getattr(r, "in_controlled_shutdown", 0) == 1 and shutdown is None:
+                shutdown = e.offset
+            if r.fenced == 1 and shutdown is not None and fenced is None:
+                fenced = e.offset
+        elif name == "PARTITION_CHANGE_RECORD" and r.topic_id == topic_id and r.leader not in (-2, first) \
+                and shutdown is not None and fenced is None:
+            moved.append(r.partition_id)
+    assert shutdown is not None and fenced is not None and shutdown < fenced
+    assert sorted(set(moved)) == [0, 1]
+    image = our_image(cluster)
+    assert image.topics.topic("led-by-first").partitions[0].leader == second
+    assert image.topics.topic("led-by-first").partitions[1].leader == third
+    cluster.restart(node)
+
+
+def test_the_brokers_carry_on_when_the_active_controller_is_killed(cluster: KafkaCluster) -> None:
+    from confluent_kafka import Producer
+
+    old = cluster.leader_id()
+    cluster.node(old).kill()
+    wait_until(lambda: cluster.leader_id() not in (-1, old), "a new active controller", cluster.live_nodes())
+    create_topic(cluster, "after-failover", 2, 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(1000):
+        producer.produce("after-failover", value=str(i).encode())
+    assert producer.flush(CLIENT_TIMEOUT_S) == 0
+    assert not any(b.fenced for b in our_image(cluster).cluster.brokers.values())
+    cluster.restart(cluster.node(old))
+
+
+def test_admin_tools_changes_land_in_our_image(cluster: KafkaCluster) -> None:
+    """Configs (topic and cluster default), client quotas, SCRAM users and ACLs, set with Kafka's
+    tools and clients through the brokers, are in our controllers' image."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+
+    admin = _admin(cluster)
+    create_topic(cluster, "configured", 1, 3)
+    configs = ("kafka-configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter")
+    cluster.dist.run(*configs, "--entity-type", "topics", "--entity-name", "configured",
+                     "--add-config", "retention.ms=7200000")
+    cluster.dist.run(*configs, "--entity-type", "brokers", "--entity-default",
+                     "--add-config", "log.retention.ms=259200000")
+    cluster.dist.run(*configs, "--entity-type", "users", "--entity-name", "alice",
+                     "--add-config", "producer_byte_rate=1048576")
+    _done(admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"alice-secret", b"salt-alice")]))
+    _done(admin.create_acls([AclBinding(ResourceType.TOPIC, "configured", ResourcePatternType.LITERAL, "User:alice",
+                                         "*", AclOperation.READ, AclPermissionType.ALLOW)]))
+    image = our_image(cluster)
+    assert image.configs[(2, "configured")]["retention.ms"] == "7200000"
+    assert image.configs[(4, "")]["log.retention.ms"] == "259200000"
+    assert image.client_quotas[(("user", "alice"),)]["producer_byte_rate"] == 1048576.0
+    assert [user for _, user in image.scram] == ["alice"]
+    assert [(a.resource_name, a.principal) for a in image.acls.values()] == [("configured", "User:alice")]
+
+
+def test_kafkas_metadata_shell_reads_our_snapshots(cluster: KafkaCluster, tmp_path: Path) -> None:
+    """Our controllers' newest snapshot, read by Kafka's own kafka-metadata-shell: the brokers,
+    a topic and its partitions we wrote are there, with the same leaders."""
+    from tests.kafka_shell_tree import kafka_tree
+
+    create_topic(cluster, "in-a-snapshot", 4, 3)
+    node = cluster.node(cluster.leader_id())
+    created = our_image(cluster).provenance.last_offset
+
+    def newest_snapshot() -> Path | None:
+        snapshots = sorted(node.metadata_dir.glob("*.checkpoint"))
+        newest = snapshots[-1] if snapshots else None
+        return newest if newest is not None and int(newest.name.split("-")[0]) > created else None
+
+    # the NoOps every 500 ms fill 20 kB soon; the policy's interval does the rest
+    snapshot = wait_until(newest_snapshot, "a snapshot after the topic", cluster.live_nodes())
+    tree = kafka_tree(cluster.dist, snapshot, tmp_path)
+    image, _ = load_log_dir(node.metadata_dir)
+    topic = image.topics.topic("in-a-snapshot")
+    for partition_id, p in topic.partitions.items():
+        text = tree.leaves[f"/image/topics/byName/in-a-snapshot/{partition_id}"]
+        assert f"leader={p.leader}" in text.replace(" ", "")
+    for broker in cluster.brokers:
+        assert f"/image/cluster/brokers/{broker.node_id}" in tree.paths
