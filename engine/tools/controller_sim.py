@@ -93,7 +93,8 @@ class ImageMarks:
     brokers: Any = None
 
 
-def check_image(where: str, image: MetadataImage, marks: ImageMarks) -> None:
+def check_image(where: str, image: MetadataImage, marks: ImageMarks,
+                ever_replicas: dict[tuple[uuid.UUID, int], set[int]]) -> None:
     brokers = image.cluster.brokers
     brokers_changed = brokers is not marks.brokers
     marks.brokers = brokers
@@ -110,8 +111,14 @@ def check_image(where: str, image: MetadataImage, marks: ImageMarks) -> None:
                 raise InvariantViolation(f"{name}: leader {p.leader} is not in ISR {list(p.isr)}")
             if set(p.elr) & set(p.isr):
                 raise InvariantViolation(f"{name}: ELR {list(p.elr)} overlaps ISR {list(p.isr)}")
-            if not set(p.elr) <= replicas:
-                raise InvariantViolation(f"{name}: ELR {list(p.elr)} is not within replicas {list(p.replicas)}")
+            # Kafka 4.1.2's builder keeps ELR members a reassignment removed from the replicas
+            # (it filters the ELR by the target ISR and unclean shutdowns only), so the check is
+            # against every replica the partition has had, anywhere
+            ever = ever_replicas.setdefault((topic_id, pid), set())
+            ever.update(replicas)
+            if not set(p.elr) <= ever:
+                raise InvariantViolation(f"{name}: ELR {list(p.elr)} is not within replicas {list(p.replicas)} "
+                                         f"(nor any it had)")
             if p.leader != -1:
                 leader = brokers.get(p.leader)
                 if leader is None or leader.fenced:
@@ -125,13 +132,20 @@ def check_image(where: str, image: MetadataImage, marks: ImageMarks) -> None:
 
 
 class AckModel:
-    """Who holds every acknowledged write, per partition: (broker id, broker epoch) pairs."""
+    """Who holds every acknowledged write, per partition: (broker id, broker epoch) pairs.
+
+    Holders are the ISR at each acknowledgement (intersected over the writes), joined by the
+    replicas a leader's AlterPartition added to the ISR (caught up) and by a broker's next
+    incarnation after a clean shutdown; a newly elected leader must be one, or the election
+    must be marked unclean (RECOVERING)."""
 
     def __init__(self) -> None:
         self.holders: dict[tuple[uuid.UUID, int], frozenset | None] = {}  # None: nothing acknowledged yet
         self.clean_restarts: dict[uuid.UUID, int] = {}  # incarnation -> the epoch it shut down cleanly
         self.acked = 0
         self.unclean = 0  # elections into RECOVERING (Kafka's last-known-leader recovery)
+        # (topic id, partition, replica, its broker epoch): ISR expansions partition leaders asked
+        self.expansions: set[tuple[uuid.UUID, int, int, int]] = set()
 
     def ack(self, key: tuple[uuid.UUID, int], isr_members: frozenset) -> None:
         held = self.holders.get(key)
@@ -162,6 +176,12 @@ class AckModel:
                     self.holders.setdefault(key, None)
                     continue
                 epochs = {b: r.epoch for b, r in after.cluster.brokers.items()}
+                # replicas a leader asked to add (caught up, so holding every write) hold them now,
+                # even when the same change elects one of them (a reassignment completing)
+                joined = {(r, epochs.get(r)) for r in p.isr if r not in q.isr}
+                caught_up = {(r, e) for r, e in joined if (topic_id, pid, r, e) in self.expansions}
+                if caught_up:
+                    held = self.holders[key] = held | caught_up
                 leader = (p.leader, epochs.get(p.leader))
                 if p.leader >= 0 and p.leader != q.leader and leader not in held:
                     if p.leader_recovery_state == LEADER_RECOVERY_RECOVERING:
@@ -174,9 +194,6 @@ class AckModel:
                         f"{topic.name}-{pid}: broker {p.leader} (epoch {epochs.get(p.leader)}) was elected leader "
                         f"in leader epoch {p.leader_epoch} without the acknowledged writes, held by "
                         f"{sorted(held)}")
-                joined = {(r, epochs.get(r)) for r in p.isr if r not in q.isr}
-                if joined:
-                    self.holders[key] = held | joined
         for key in [k for k in self.holders if k[0] not in after.topics.by_id]:
             del self.holders[key]
 
@@ -226,6 +243,7 @@ class ControllerSimulation(Simulation):
         self.listeners: dict[int, _NodeListener] = {}
         self.controllers: dict[int, QuorumController] = {}
         self.marks: dict[Any, ImageMarks] = {}
+        self.ever_replicas: dict[tuple[uuid.UUID, int], set[int]] = {}  # every replica a partition had
         self.last_append_ms: dict[int, int] = {}
         self.truth = MetadataImage()  # the most advanced committed image anywhere
         self.history: deque[MetadataImage] = deque(maxlen=24)  # what brokers' views are drawn from
@@ -406,7 +424,7 @@ class ControllerSimulation(Simulation):
     def committed(self, node_id: int, image: MetadataImage) -> None:
         node = self.nodes[node_id]
         marks = self.marks.setdefault(node_id, ImageMarks())
-        check_image(f"node {node_id} (incarnation {node.incarnation}) committed", image, marks)
+        check_image(f"node {node_id} (incarnation {node.incarnation}) committed", image, marks, self.ever_replicas)
         if image.provenance.last_offset > self.truth.provenance.last_offset:
             self.model.advance(self.truth, image)
             self.truth = image
@@ -419,7 +437,7 @@ class ControllerSimulation(Simulation):
             if controller.is_active:
                 key = (node.node_id, node.incarnation, controller.active_epoch)
                 check_image(f"node {node.node_id}'s active controller (epoch {controller.active_epoch})",
-                            controller.image, self.marks.setdefault(key, ImageMarks()))
+                            controller.image, self.marks.setdefault(key, ImageMarks()), self.ever_replicas)
 
     def _check_fresh_replay(self, node: SimNode) -> None:
         """The committed image a new active controller acts on equals its log replayed afresh."""

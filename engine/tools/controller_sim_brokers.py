@@ -220,7 +220,9 @@ class SimBroker(Peer):
         followers = [r for r in p.isr if r != self.id]
         outside = [r for r in p.replicas if r not in p.isr and self._fetching(view, r)]
         if outside and (not followers or self.rng.random() < 0.5):
-            isr = tuple(p.isr) + (self.rng.choice(outside),)
+            joining = self.rng.choice(outside)
+            isr = tuple(p.isr) + (joining,)
+            self.sim.model.expansions.add((topic.id, pid, joining, view.cluster.brokers[joining].epoch))
         elif followers:
             isr = tuple(r for r in p.isr if r != self.rng.choice(followers))
         else:
