@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from engine.raft.sim_runner import _Chaos as QuorumChaos
+from engine.raft.sim_runner import SeedResult as QuorumSeedResult, _Chaos as QuorumChaos
 from engine.raft.sim_state_machine import InvariantViolation
 from engine.raft.simulation import SimConfig
 from engine.tools.controller_sim import ControllerSimulation, RecordEdit
@@ -27,15 +27,13 @@ LIVENESS_BOUND_MS = 30_000
 
 
 @dataclass
-class SeedResult:
-    seed: int
-    events: int
-    virtual_ms: int
-    committed: int
-    failovers: int
-    topics: int
-    acked_writes: int
-    violation: str | None = None
+class SeedResult(QuorumSeedResult):
+    """A seed's run: the Raft simulator's figures (``epochs``: elections) and the controllers'."""
+
+    failovers: int = 0
+    topics: int = 0
+    acked_writes: int = 0
+    unclean_recoveries: int = 0
 
 
 # -- the negative controls: a controller with a seeded bug the checks must catch -------------
@@ -187,8 +185,9 @@ def run_seed(seed: int, events: int, bug: str | None = None,
 
 
 def _result(sim: ControllerSimulation, violation: str | None) -> SeedResult:
-    return SeedResult(sim.seed, sim.events, sim.now_ms, sim.commits.highest, sim.failovers,
-                      len(sim.truth.topics.by_id), sim.model.acked, violation)
+    return SeedResult(sim.seed, sim.events, sim.now_ms, sim.commits.highest, len(sim.leaders), violation,
+                      failovers=sim.failovers, topics=len(sim.truth.topics.by_id), acked_writes=sim.model.acked,
+                      unclean_recoveries=sim.model.unclean)
 
 
 def _check_liveness(sim: ControllerSimulation) -> None:
@@ -233,6 +232,7 @@ def run_controller_seeds(first_seed: int, seeds: int, events: int, out: Callable
     out(f"events {sum(r.events for r in results)}, virtual time {sum(r.virtual_ms for r in results) / 1000:.0f} s, "
         f"records committed {sum(r.committed for r in results)}, failovers {sum(r.failovers for r in results)}, "
         f"topics {sum(r.topics for r in results)}, acknowledged writes {sum(r.acked_writes for r in results)}, "
+        f"unclean recoveries {sum(r.unclean_recoveries for r in results)}, "
         f"wall time {elapsed:.1f} s")
     if failed:
         flags = f" --bug {bug}" if bug else ""
