@@ -201,6 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
     quorum_sim.add_argument("--kraft-version", type=int, choices=(0, 1), default=1)
     quorum_sim.add_argument("--trace", action="store_true", help="print every role change of a seed")
     quorum_sim.set_defaults(run=cmd_sim_quorum)
+    controller_sim = sim_sub.add_parser("controller", help="random fault schedules over 3 simulated controllers "
+                                                            "with brokers and clients, seed by seed")
+    controller_sim.add_argument("--seeds", type=_positive, default=100)
+    controller_sim.add_argument("--first-seed", type=int, default=1)
+    controller_sim.add_argument("--events", type=_positive, default=2000)
+    controller_sim.add_argument("--bug", choices=("fenced-leader", "elr-overlap", "hidden-unclean"),
+                                help="seed a controller bug the invariants must catch (a negative control)")
+    controller_sim.add_argument("--trace", action="store_true", help="print everything that happens in a seed")
+    controller_sim.set_defaults(run=cmd_sim_controller)
     return parser
 
 
@@ -227,6 +236,12 @@ def cmd_sim_quorum(args: argparse.Namespace) -> int:
     config = SimConfig(voters=args.voters, observers=args.observers, kraft_version=args.kraft_version)
     results = run_seeds(args.first_seed, args.seeds, args.events, out=_out, config=config, trace=args.trace)
     return 1 if any(r.violation for r in results) else 0
+
+
+def cmd_sim_controller(args: argparse.Namespace) -> int:
+    from engine.tools.controller_sim_runner import run_controller_seeds
+
+    return run_controller_seeds(args.first_seed, args.seeds, args.events, out=_out, bug=args.bug, trace=args.trace)
 
 
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:

@@ -29,17 +29,19 @@ class KafkaCluster:
     def __init__(self, dist: KafkaDistribution, root: Path, *, voters: int = 1, brokers: int = 0,
                  combined: bool = False, quorum: str = "dynamic", config: Mapping[str, str] | None = None,
                  broker_config: Mapping[str, str] | None = None, formatter: str = "kafka-storage",
-                 release_version: str | None = None, controllers: str = "kafka") -> None:
+                 release_version: str | None = None, controllers: str | tuple[str, ...] = "kafka") -> None:
         if quorum not in ("static", "dynamic"):
             raise ValueError(f"quorum must be static or dynamic, not {quorum!r}")
         if formatter not in ("kafka-storage", "kraftd"):
             raise ValueError(f"formatter must be kafka-storage or kraftd, not {formatter!r}")
-        if controllers not in ("kafka", "kraftd"):
-            raise ValueError(f"controllers must be kafka or kraftd, not {controllers!r}")
-        if controllers == "kraftd" and combined:
+        kinds = (controllers,) * voters if isinstance(controllers, str) else tuple(controllers)
+        if len(kinds) != voters or not set(kinds) <= {"kafka", "kraftd"}:
+            raise ValueError(f"controllers must be kafka or kraftd, one or one per voter, not {controllers!r}")
+        if "kraftd" in kinds and combined:
             raise ValueError("a kraftd controller is controller-only: combined nodes need Kafka's")
         self.dist, self.root, self.quorum, self.formatter = dist, root, quorum, formatter
-        self.controllers = controllers  # whose controller processes: Kafka's, or ours (`kraftd start`)
+        # whose controller process each voter is: Kafka's, or ours (`kraftd start`); mixed is allowed
+        self.controller_kinds = kinds
         self.release_version = release_version  # format's --release-version (default: the tool's latest)
         self.voter_count, self.broker_count, self.combined = voters, brokers, combined
         self.overrides = dict(config or {})
@@ -79,7 +81,7 @@ class KafkaCluster:
             self.nodes.append(KafkaNode(self.dist, node_id, roles, self.root / f"node-{node_id}",
                                         next(ports) if self.combined else None, next(ports),
                                         directory_id=uuid_to_kafka(random_kafka_uuid()),
-                                        kraftd=self.controllers == "kraftd"))
+                                        kraftd=self.controller_kinds[node_id - 1] == "kraftd"))
         for i in range(self.broker_count):
             node_id = self.voter_count + 1 + i
             self.nodes.append(KafkaNode(self.dist, node_id, ("broker",), self.root / f"node-{node_id}",
