@@ -118,3 +118,16 @@ def test_a_simulation_builds_with_kafkas_defaults_scaled() -> None:
     assert isinstance(sim.controller_config, ControllerConfig)
     assert sim.controller_config.broker_session_timeout_ms < ControllerConfig().broker_session_timeout_ms
     assert sorted(sim.controllers) == [1, 2, 3] and len(sim.brokers) == 5
+
+
+def test_kraftd_sim_controller_on_the_command_line(monkeypatch) -> None:
+    """`kraftd sim controller`: the last line counts seeds and violations; exit 1 when a seeded bug is caught."""
+    import engine.tools.cli as cli
+
+    lines: list[str] = []
+    monkeypatch.setattr(cli, "_out", lines.append)
+    assert cli.run(["sim", "controller", "--seeds", "2", "--first-seed", "3", "--events", "300"]) == 0
+    assert lines[-1] == "ran 2 seeds, 0 violated an invariant"
+    lines.clear()
+    assert cli.run(["sim", "controller", "--seeds", "3", "--events", "800", "--bug", "elr-overlap"]) == 1
+    assert lines[-1].startswith("ran 3 seeds, ") and not lines[-1].endswith(" 0 violated an invariant")
