@@ -143,3 +143,32 @@ def test_an_envelope_carries_a_forwarded_request_and_its_answer(tmp_path: Path) 
     assert at_standby.error_code == ErrorCode.not_controller
     for image in images:
         assert sorted(user for _, user in image.scram) == ["alice", "carol"]
+
+
+def test_every_controller_registers_itself_and_again_after_a_restart(tmp_path: Path) -> None:
+    """KIP-919: each controller's RegisterControllerRecord (its incarnation and listener) reaches
+    the log, the active one's through its own core, the standbys' by ControllerRegistration; a
+    restarted controller registers its new incarnation."""
+    async def scenario():
+        async with _bootstrapped(tmp_path, 3) as (nodes, active, _):
+            def registered() -> bool:
+                controllers = active.image.cluster.controllers
+                return all(n.controller.registrar.registered(active.image) for n in nodes) and len(controllers) == 3
+            await wait_until(registered, 30, "three controllers registered")
+            first = {i: c.incarnation_id for i, c in active.image.cluster.controllers.items()}
+            standby = next(n for n in nodes if n is not active)
+            await standby.stop()
+            restarted = type(standby)(standby.settings)
+            nodes.append(restarted)
+            await restarted.start()
+            await wait_until(lambda: restarted.controller.registrar.registered(active.image), 30, "a new incarnation")
+            return first, dict(active.image.cluster.controllers), standby.settings.node_id, nodes
+
+    first, after, restarted_id, nodes = asyncio.run(asyncio.wait_for(scenario(), 120))
+    assert len(set(first.values())) == 3
+    assert after[restarted_id].incarnation_id != first[restarted_id]
+    for node in nodes[:3]:
+        registration = after[node.settings.node_id]
+        assert [(e.name, e.host, e.port) for e in registration.endpoints] == [
+            (name, host, port) for name, (host, port) in node.driver.endpoints]
+        assert dict((f.name, (f.min_version, f.max_version)) for f in registration.supported_features)["metadata.version"]

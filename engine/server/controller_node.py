@@ -44,6 +44,7 @@ from engine.image.metadata_image import MetadataImage
 from engine.raft.raft_client import RaftListener
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
+from engine.server.controller_registration import ControllerRegistrar
 from engine.server.controller_server import ControllerServer, read_bootstrap_records
 from engine.server.metadata_listener import MetadataListener
 from engine.server.snapshot_policy import (
@@ -237,7 +238,8 @@ class ControllerNode:
             driver, lambda: self.metadata.image, config, read_bootstrap_records(s.metadata_log_dir),
             controller_commands.all_commands(), controller_commands.all_periodic(),
             soft=controller_commands.new_soft_state(config), activation_hooks=controller_commands.activation_hooks(),
-            supported_features=supported_feature_ranges())
+            supported_features=supported_feature_ranges(),
+            registrar=ControllerRegistrar(s.node_id, lambda: driver.endpoints, supported_feature_ranges()))
         for attachment in self._attachments:
             driver.register(attachment.listener)
         driver.on_state_change(self._state_changed)
@@ -312,6 +314,8 @@ class ControllerNode:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.controller is not None:
+            await self.controller.close()
         if self.driver is not None:
             if self.driver.is_leader:
                 self.log.info("%s resigning the leadership", self.prefix)

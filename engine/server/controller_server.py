@@ -34,6 +34,7 @@ from engine.net.kafka_protocol import (
     ApiSpec, decode_request_frame, encode_response, request_class, response_class,
 )
 from engine.net.kafka_server import RequestContext
+from engine.server.controller_registration import CONTROLLER_REGISTRATION_KEY, ControllerRegistrar, spawn
 from engine.net.message_versions import convert_message
 from engine.raft.raft_driver import RaftDriver, served_apis
 from engine.records.bounds_check import decode_entity
@@ -83,7 +84,8 @@ class ControllerServer:
                  bootstrap_records: Sequence[Any], commands: Mapping[int, Command],
                  periodic: Sequence[PeriodicTask] = (), soft: Any = None,
                  supported_features: Mapping[str, tuple[int, int]] | None = None,
-                 activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = ()):
+                 activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = (),
+                 registrar: ControllerRegistrar | None = None):
         self.driver = driver
         # DescribeCluster stays the Raft driver's (the voters' endpoints) until our controllers
         # register themselves (ControllerRegistration): `kraftd quorum` finds the leader with it.
@@ -91,6 +93,8 @@ class ControllerServer:
         self.core = QuorumController(config, committed_image, bootstrap_records, self.commands, periodic, soft,
                                      activation_hooks)
         self._logged_active: int | None = None
+        self.registrar = registrar
+        self._tasks: set[asyncio.Task] = set()
         driver.register(self.core)  # after the node's metadata listener: the committed image is current
         apis = {key: ApiSpec(key, c.name, c.min_version, c.max_version) for key, c in self.commands.items()}
         apis[ENVELOPE_KEY] = ENVELOPE_SPEC
@@ -107,7 +111,21 @@ class ControllerServer:
             return
         self._apply(self.core.poll(self.driver.now_ms(), self.driver.next_append_offset()))
         self._note_activity()
+        registrar = self.registrar
+        if registrar is not None and registrar.due(self.core.committed_image(), self.driver.now_ms()):
+            spawn(registrar.register(self._register, self.driver.now_ms), self._tasks)
 
+    async def _register(self, request: Any) -> Any:
+        """A ControllerRegistration: through our own core when active, else to the active controller."""
+        if self.core.is_active:
+            return await self.serve_command(CONTROLLER_REGISTRATION_KEY, 0, request, ANONYMOUS)
+        client = self.driver.client
+        leader = client.quorum.leader_id if client is not None else -1
+        voter = client.control.latest_voters().voters if client is not None else ()
+        address = next((v.endpoint(self.driver.config.listener_name) for v in voter if v.key.node_id == leader), None)
+        if leader < 0 or address is None or leader == self.core.node_id:
+            return None
+        return await self.driver.net.send(address, request, timeout_ms=self.driver.config.request_timeout_ms)
     def _note_activity(self) -> None:
         active = self.core.active_epoch
         if active != self._logged_active:
@@ -131,6 +149,12 @@ class ControllerServer:
         for token, response in out.responses:
             if isinstance(token, asyncio.Future) and not token.done():
                 token.set_result(response)
+
+    async def close(self) -> None:
+        """Cancel what is in flight (a controller registration)."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def finalized_features(self) -> tuple[int, dict[str, int]]:
         """What ApiVersions tells of the finalized features: the image's, at its offset."""
