@@ -152,6 +152,7 @@ def test_kafka_and_kraftd_controllers_replay_each_other(mixed: KafkaCluster, tmp
     image = images[0]
     for topic in ("written-by-kraftd", "written-by-kafka", "written-by-kraftd-again"):
         assert image.topics.topic(topic) is not None
-    # Kafka's controller registered itself with whichever controller was active (KIP-919)
-    assert kafka_voter.node_id in image.cluster.controllers
+    # every controller registered itself with whichever was active (KIP-919): Kafka's with ours, ours
+    # with Kafka's or our own
+    assert set(image.cluster.controllers) == {n.node_id for n in mixed.voters}
     assert not any(b.fenced for b in image.cluster.brokers.values())
