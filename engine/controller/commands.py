@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.controller import (
     acl_control, client_quota_control, cluster_control, config_control, feature_control, producer_id_control,
-    reassignment, replication_control, scram_control, topic_control,
+    reassignment, replication_control, scram_control, topic_control, unclean_recovery,
 )
 from engine.controller.controller_result import Command
 
@@ -20,6 +20,7 @@ _MANAGERS: tuple = (
     scram_control,
     client_quota_control,
     acl_control,
+    unclean_recovery,  # KIP-966's unclean recovery: a periodic task, no commands
 )
 
 

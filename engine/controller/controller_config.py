@@ -22,6 +22,10 @@ class ControllerConfig:
     max_idle_interval_ms: int = 500  # metadata.max.idle.interval.ms
     # how many broker sessions may expire per poll: Kafka fences one broker at a time
     fence_per_poll: int = 1
+    # KIP-966 unclean recovery (engine/controller/unclean_recovery.py): off by default, as Kafka has none
+    unclean_recovery_manager_enabled: bool = False  # unclean.recovery.manager.enabled
+    unclean_recovery_strategy: str = ""  # unclean.recovery.strategy: Proactive|Balanced|Manual ("" derives it)
+    unclean_recovery_timeout_ms: int = 300000  # unclean.recovery.timeout.ms
 
     @classmethod
     def from_properties(cls, node_id: int, props: Mapping[str, str], where: str = "",
@@ -50,4 +54,16 @@ class ControllerConfig:
                    min_insync_replicas=integer("min.insync.replicas", 1),
                    unclean_leader_election_enable=boolean("unclean.leader.election.enable", False),
                    delete_topic_enable=boolean("delete.topic.enable", True),
-                   max_idle_interval_ms=integer("metadata.max.idle.interval.ms", 500))
+                   max_idle_interval_ms=integer("metadata.max.idle.interval.ms", 500),
+                   unclean_recovery_manager_enabled=boolean("unclean.recovery.manager.enabled", False),
+                   unclean_recovery_strategy=strategy(props.get("unclean.recovery.strategy", ""), where),
+                   unclean_recovery_timeout_ms=integer("unclean.recovery.timeout.ms", 300000))
+
+
+def strategy(text: str, where: str = "") -> str:
+    """unclean.recovery.strategy as written (any case): Proactive, Balanced, Manual, or "" (unset)."""
+    names = {"proactive": "Proactive", "balanced": "Balanced", "manual": "Manual"}
+    key = text.strip().lower()
+    if key and key not in names:
+        raise ConfigError(f"unclean.recovery.strategy must be Proactive, Balanced or Manual, got {text!r}", path=where)
+    return names.get(key, "")
