@@ -29,6 +29,7 @@ from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
 from metashell.dashboard.widgets import (BrokersPanel, Charts, EventsFeed, HeaderBar, NodeBrowser, PartitionsPanel,
                                          QuorumPanel, RowTable)
+from metashell.dashboard.widgets.controller_panel import ControllerPanel
 
 if TYPE_CHECKING:
     from metashell.dashboard.history import History
@@ -97,6 +98,7 @@ class MainScreen(Screen):
                 yield PartitionsPanel(id="partitions-panel")
             with Vertical(id="right"):
                 yield Charts(id="charts")
+                yield ControllerPanel(id="controller")
                 yield EventsFeed(self.source.events, id="events-panel")
                 yield NodeBrowser(id="nodes")
         yield Footer()
@@ -127,6 +129,7 @@ class MainScreen(Screen):
         changed_from = frame.changed[0].offset - 1 if frame.changed else frame.offset - 1
         self.query_one(EventsFeed).show(frame.offset, changed_from)
         self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
+        self.query_one(ControllerPanel).show(image)
         if old is None or image is not old:
             self.query_one(NodeBrowser).show(image, info)
 

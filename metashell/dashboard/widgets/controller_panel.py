@@ -1,0 +1,80 @@
+"""The controller's metrics for the frame on screen (Kafka's kafka.controller:type=KafkaController).
+
+Five fixed lines — who is the active controller, broker states, partition health, the KIP-966
+counts, the last record applied — computed by engine.controller.controller_metrics from the
+frame's image, so they follow time travel. Kafka's own metric names and values are in the
+tooltip. The panel keeps per-topic counts between frames (a step recounts only the topics it
+changed) and repaints only when a number changes; its height is fixed, so never a relayout.
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widget import Widget
+
+from engine.controller.controller_metrics import ControllerMetrics, TopicCounts, controller_metrics, kafka_metrics
+from engine.image.metadata_image import MetadataImage
+from metashell.dashboard.panels import iso_utc
+
+LINES = 5
+
+
+def _count(value: int, label: str, style: str | None = None) -> str:
+    """``3 fenced``, in ``style`` only when not zero (zero is the healthy state)."""
+    return f"[{style}]{value} {label}[/]" if style and value else f"{value} {label}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def metrics_markup(metrics: ControllerMetrics) -> str:
+    """The panel's lines, as Textual markup (numbers and fixed words only: nothing to escape)."""
+    mx = metrics
+    leader = (f"[b $accent]{mx.active_controller_id}[/] · epoch {mx.active_controller_epoch}"
+              if mx.active_controller_id >= 0 else "[$error]none[/]")
+    label = "[$text-muted]{:<11}[/]".format
+    return "\n".join([
+        f"{label('controller')}{leader} · {_plural(mx.new_active_controllers_count, 'leader change')}",
+        f"{label('brokers')}{_count(mx.active_broker_count, 'active', '$success')} · "
+        f"{_count(mx.fenced_broker_count, 'fenced', 'b $error')} · "
+        f"{_count(mx.controlled_shutdown_broker_count, 'in shutdown', '$warning')}",
+        f"{label('partitions')}{mx.global_partition_count} in {_plural(mx.global_topic_count, 'topic')} · "
+        f"{_count(mx.offline_partitions_count, 'offline', 'b $error')} · "
+        f"{_count(mx.preferred_replica_imbalance_count, 'imbalanced', '$warning')}",
+        f"{label('KIP-966')}{_count(mx.partitions_with_elr_count, 'with ELR', '$secondary')} · "
+        f"{_count(mx.partitions_with_empty_isr_count, 'with empty ISR', '$error')}",
+        f"{label('applied')}offset {mx.last_applied_record_offset} · {iso_utc(mx.last_applied_record_timestamp)}",
+    ])
+
+
+class ControllerPanel(Widget):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="panel")
+        self.border_title = "Controller"
+        self.metrics: ControllerMetrics | None = None
+        self._image: MetadataImage | None = None
+        self._counts = TopicCounts()
+        self._content = Content("")
+
+    def render(self) -> Content:
+        return self._content
+
+    def show(self, image: MetadataImage) -> bool:
+        """The metrics of ``image``; False when nothing shown changed."""
+        if image is self._image:
+            return False
+        self._image = image
+        metrics = controller_metrics(image, cache=self._counts)
+        if metrics == self.metrics:
+            return False
+        self.metrics = metrics
+        self._content = Content.from_markup(metrics_markup(metrics))
+        self.tooltip = "\n".join(f"{name.partition('name=')[2]} = {value}"
+                                 for name, value in kafka_metrics(metrics).items())
+        self.refresh()
+        return True
+
+    def text(self) -> str:
+        """The panel as plain text (tests)."""
+        return self._content.plain
