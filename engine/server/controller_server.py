@@ -41,6 +41,7 @@ from engine.records.bounds_check import decode_entity
 from engine.records import metadata_records as m
 from engine.records.kio_codec import DECODE_ERRORS, ErrorCode, i16, protocol_module
 from engine.records.metadata_records import MetadataRecord
+from engine.server.unclean_recovery_queries import UncleanRecoveryQueries
 from engine.storage.log_reader import read_file
 from engine.storage.snapshot_writer import BOOTSTRAP_FILE_NAME
 
@@ -101,6 +102,8 @@ class ControllerServer:
         self._forwardable = {key: spec for key, spec in {**served_apis(), **apis}.items()
                              if key in self.commands or key in FORWARDED_RAFT_KEYS}
         driver.serve(apis, self.handle, self.finalized_features, dict(supported_features or {}))
+        # KIP-966 unclean recovery: the core's questions to brokers, their answers back to the core
+        self.recovery_queries = UncleanRecoveryQueries(lambda: self.core, self.pump)
         driver.after_pump(self.pump)
 
     # -- the edge's loop -------------------------------------------------------------------
@@ -110,6 +113,7 @@ class ControllerServer:
         if self.driver.client is None:
             return
         self._apply(self.core.poll(self.driver.now_ms(), self.driver.next_append_offset()))
+        self.recovery_queries.send_pending()
         self._note_activity()
         registrar = self.registrar
         if registrar is not None and registrar.due(self.core.committed_image(), self.driver.now_ms()):
