@@ -1,0 +1,152 @@
+"""The quorum controller's core on its own: requests, commits and leader changes in, appends
+and answers out, with a log kept by the test (what Raft would commit) and the committed image
+replayed from it through MetadataDelta, as the node's metadata listener does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.controller.commands import all_commands
+from engine.controller.controller_config import ControllerConfig
+from engine.controller.quorum_controller import ControllerOutput, QuorumController
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
+from engine.raft.raft_io import LeaderAndEpoch
+from engine.raft.raft_log import LogBatch
+from engine.records import metadata_records as m
+from engine.records.kio_codec import ErrorCode, i8, i16, i32, protocol_module
+from engine.server.controller_server import read_bootstrap_records
+from tests.controller_helpers import request
+
+NODE = 1
+SCRAM = 51
+
+
+class Harness:
+    """One controller and the log Raft would keep for it: ``append`` what it asks, ``commit`` up to an offset."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[int, int, Any]] = []  # (offset, epoch, record)
+        self.committed_to = -1
+        self.image = MetadataImage()
+        self.core = QuorumController(ControllerConfig(node_id=NODE), lambda: self.image,
+                                     read_bootstrap_records(Path("/nonexistent")),  # the default records
+                                     all_commands())
+        self.epoch = 0
+        self.answers: list[tuple[Any, Any]] = []
+
+    @property
+    def next_offset(self) -> int:
+        return len(self.log)
+
+    def take(self, out: ControllerOutput) -> None:
+        for append in out.appends:
+            for record in append.records:
+                self.log.append((len(self.log), self.epoch, record))
+        self.answers.extend(out.responses)
+
+    def lead(self, epoch: int) -> None:
+        """Raft: we lead ``epoch``, and its LeaderChange is the next entry."""
+        self.epoch = epoch
+        self.core.handle_leader_change(LeaderAndEpoch(NODE, epoch))
+        self.log.append((len(self.log), epoch, m.NoOpRecordV0()))  # stands for the epoch's first batch
+
+    def follow(self, leader: int, epoch: int) -> None:
+        self.epoch = epoch
+        self.core.handle_leader_change(LeaderAndEpoch(leader, epoch))
+
+    def commit(self, up_to: int | None = None) -> None:
+        up_to = len(self.log) - 1 if up_to is None else up_to
+        batches = []
+        delta = MetadataDelta(self.image)
+        for offset, epoch, record in self.log[self.committed_to + 1:up_to + 1]:
+            delta.replay(record, offset, epoch, 0)
+            batches.append(LogBatch(offset, offset, epoch, 0, False, (record,), 10))
+        if batches:
+            self.image = delta.apply()
+            self.committed_to = up_to
+            self.core.handle_commit(batches)
+
+    def poll(self, now_ms: int = 1000) -> None:
+        self.take(self.core.poll(now_ms, self.next_offset))
+
+    def submit(self, api_key: int, req: Any, token: Any) -> None:
+        self.take(self.core.submit(1000, self.next_offset, api_key, req, token))
+
+
+def scram(user: str) -> Any:
+    module = protocol_module("alter_user_scram_credentials", 0, "request")
+    return request("alter_user_scram_credentials", 0, deletions=(), upsertions=(module.ScramCredentialUpsertion(
+        name=user, mechanism=i8(1), iterations=i32(4096), salt=b"s",
+        salted_password=b"p" * 32),))
+
+
+def test_a_leader_claims_only_once_its_epoch_is_committed_and_bootstraps_an_empty_log() -> None:
+    h = Harness()
+    h.lead(1)
+    h.poll()
+    assert not h.core.is_active and h.log[-1][2].type_name == "NO_OP_RECORD"  # nothing appended yet
+    h.submit(SCRAM, scram("early"), "early")
+    assert h.answers == [("early", h.answers[0][1])] and h.answers[0][1].results[0].error_code == \
+        ErrorCode.not_controller
+    h.commit()
+    h.poll()
+    assert h.core.is_active
+    names = [r.type_name for _, _, r in h.log[1:]]
+    assert names[0] == "BEGIN_TRANSACTION_RECORD" and names[-1] == "END_TRANSACTION_RECORD"
+    assert names[1] == "FEATURE_LEVEL_RECORD" and h.log[2][2].name == "metadata.version"
+    h.commit()
+    assert h.image.metadata_version == h.log[2][2].feature_level
+
+
+def test_a_write_is_answered_once_committed_and_the_next_command_sees_it_before() -> None:
+    h = Harness()
+    h.lead(1)
+    h.commit()
+    h.poll()
+    h.commit()
+    h.answers.clear()
+    h.submit(SCRAM, scram("alice"), "first")
+    assert h.answers == []  # appended, not committed
+    assert [u for _, u in h.core.image.scram] == ["alice"]  # the speculative image has it already
+    assert h.image.scram == {}  # the committed one not yet
+    h.submit(SCRAM, scram("alice"), "second")  # sees the first: same credential again, still a write
+    h.commit(h.next_offset - 2)
+    h.poll()
+    assert [token for token, _ in h.answers] == ["first"]
+    h.commit()
+    h.poll()
+    assert [token for token, _ in h.answers] == ["first", "second"]
+
+
+def test_losing_the_leadership_answers_pending_writes_not_controller_and_drops_the_speculation() -> None:
+    h = Harness()
+    h.lead(1)
+    h.commit()
+    h.poll()
+    h.commit()
+    h.answers.clear()
+    h.submit(SCRAM, scram("bob"), "pending")
+    assert [u for _, u in h.core.image.scram] == ["bob"]
+    h.follow(2, 2)
+    assert not h.core.is_active
+    h.poll()
+    assert [(token, r.results[0].error_code) for token, r in h.answers] == [("pending", ErrorCode.not_controller)]
+    assert h.core.image == h.image and h.core.image.scram == {}
+
+
+def test_a_new_leader_on_a_bootstrapped_log_writes_no_second_bootstrap() -> None:
+    h = Harness()
+    h.lead(1)
+    h.commit()
+    h.poll()
+    h.commit()
+    h.follow(2, 2)
+    before = len(h.log)
+    h.lead(3)
+    h.commit()
+    h.poll()
+    assert h.core.is_active and len(h.log) == before + 1  # only the stand-in for epoch 3's first batch
+    assert h.core.image.features == h.image.features
+    assert i16(h.image.metadata_version) == h.log[2][2].feature_level
