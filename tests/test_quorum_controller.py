@@ -75,6 +75,17 @@ class Harness:
         self.take(self.core.submit(1000, self.next_offset, api_key, req, token))
 
 
+def active() -> Harness:
+    """A controller that leads epoch 1 and has its bootstrap committed."""
+    h = Harness()
+    h.lead(1)
+    h.commit()
+    h.poll()
+    h.commit()
+    h.answers.clear()
+    return h
+
+
 def scram(user: str) -> Any:
     module = protocol_module("alter_user_scram_credentials", 0, "request")
     return request("alter_user_scram_credentials", 0, deletions=(), upsertions=(module.ScramCredentialUpsertion(
@@ -101,12 +112,7 @@ def test_a_leader_claims_only_once_its_epoch_is_committed_and_bootstraps_an_empt
 
 
 def test_a_write_is_answered_once_committed_and_the_next_command_sees_it_before() -> None:
-    h = Harness()
-    h.lead(1)
-    h.commit()
-    h.poll()
-    h.commit()
-    h.answers.clear()
+    h = active()
     h.submit(SCRAM, scram("alice"), "first")
     assert h.answers == []  # appended, not committed
     assert [u for _, u in h.core.image.scram] == ["alice"]  # the speculative image has it already
@@ -121,12 +127,7 @@ def test_a_write_is_answered_once_committed_and_the_next_command_sees_it_before(
 
 
 def test_losing_the_leadership_answers_pending_writes_not_controller_and_drops_the_speculation() -> None:
-    h = Harness()
-    h.lead(1)
-    h.commit()
-    h.poll()
-    h.commit()
-    h.answers.clear()
+    h = active()
     h.submit(SCRAM, scram("bob"), "pending")
     assert [u for _, u in h.core.image.scram] == ["bob"]
     h.follow(2, 2)
@@ -137,11 +138,7 @@ def test_losing_the_leadership_answers_pending_writes_not_controller_and_drops_t
 
 
 def test_a_new_leader_on_a_bootstrapped_log_writes_no_second_bootstrap() -> None:
-    h = Harness()
-    h.lead(1)
-    h.commit()
-    h.poll()
-    h.commit()
+    h = active()
     h.follow(2, 2)
     before = len(h.log)
     h.lead(3)
