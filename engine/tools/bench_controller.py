@@ -196,18 +196,21 @@ def _summary(results: list[SideResult], out: Out) -> None:
 def bench_controller(*, topics: int = 10_000, partitions: int = 100, brokers: int = 12, heartbeat_brokers: int = 1000,
                      heartbeat_seconds: float = 20.0, interval_ms: int = 2000, in_flight: int = 4, failovers: int = 3,
                      kafka_libs: Path | None = None, kafka_heap: str = "1G", skip_ours: bool = False,
-                     out: Out = print) -> list[SideResult]:
-    """Run our side (unless ``skip_ours``) and, with ``kafka_libs``, Kafka's; the figures."""
+                     settings: dict[str, object] | None = None, out: Out = print) -> list[SideResult]:
+    """Run our side (unless ``skip_ours``) and, with ``kafka_libs``, Kafka's; the figures.
+    ``settings`` (Kafka's names) go into every controller's config, both sides."""
+    settings = {**SETTINGS, **(settings or {})}
     if heartbeat_brokers < brokers:
         raise ConfigError(f"--heartbeat-brokers ({heartbeat_brokers}) must be at least --brokers ({brokers})")
+    out("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     out(f"machine: {os.cpu_count()} cpus, load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     sides: list[tuple[str, Callable[[Path], ProcessCluster]]] = []
     if not skip_ours:
-        sides.append(("kraftd", lambda root: ProcessCluster(root, SETTINGS)))
+        sides.append(("kraftd", lambda root: ProcessCluster(root, settings)))
     if kafka_libs is not None:
         version = next(kafka_libs.glob("kafka-clients-*.jar"), Path("kafka-clients-?.jar")).stem
         name = "Kafka " + version.removeprefix("kafka-clients-")
-        sides.append((name, lambda root: KafkaControllers(root, kafka_libs, kafka_heap, SETTINGS)))
+        sides.append((name, lambda root: KafkaControllers(root, kafka_libs, kafka_heap, settings)))
     results = []
     for name, make in sides:
         root = Path(tempfile.mkdtemp(prefix="kraftd-bench-controller-"))

@@ -257,24 +257,27 @@ def topic_specs(topics: int, partitions_per_topic: int, prefix: str = "bench") -
     return [(f"{prefix}-{i:06d}", partitions_per_topic, 1 + i % 3) for i in range(topics)]
 
 
-def batches(specs: list[tuple[str, int, int]], max_partitions: int) -> list[list[tuple[str, int, int]]]:
-    """Requests of at most ``max_partitions`` partitions (Kafka refuses more than 10,000 in one)."""
+def batches(specs: list[tuple[str, int, int]], max_records: int = 10_000) -> list[list[tuple[str, int, int]]]:
+    """Requests that each write at most ``max_records`` records (a TopicRecord and one
+    PartitionRecord per partition, per topic): Kafka's controller refuses a request whose records
+    exceed its 10,000-record batch bound (POLICY_VIOLATION, "excessively large batch operation")."""
     out: list[list[tuple[str, int, int]]] = [[]]
     count = 0
     for spec in specs:
-        if out[-1] and count + spec[1] > max_partitions:
+        records = 1 + spec[1]
+        if out[-1] and count + records > max_records:
             out.append([])
             count = 0
         out[-1].append(spec)
-        count += spec[1]
+        count += records
     return [b for b in out if b]
 
 
-async def create_all(load: ControllerLoad, specs: list[tuple[str, int, int]], *, max_partitions: int = 10_000,
+async def create_all(load: ControllerLoad, specs: list[tuple[str, int, int]], *, max_records: int = 10_000,
                      in_flight: int = 4, progress: Callable[[int, float], None] | None = None) -> float:
     """Create every topic, ``in_flight`` requests at a time; the seconds it took."""
     start = time.monotonic()
-    queue = batches(specs, max_partitions)
+    queue = batches(specs, max_records)
     made = 0
     semaphore = asyncio.Semaphore(in_flight)
 
