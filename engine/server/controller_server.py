@@ -161,9 +161,14 @@ class ControllerServer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def finalized_features(self) -> tuple[int, dict[str, int]]:
-        """What ApiVersions tells of the finalized features: the image's, at its offset."""
+        """What ApiVersions tells of the finalized features: the image's, at its offset, and
+        kraft.version as the quorum has it (it is no FeatureLevelRecord, KAFKA-18979)."""
         image = self.core.image
-        return image.provenance.last_offset, dict(image.features)
+        features = dict(image.features)
+        client = self.driver.client
+        if client is not None:
+            features["kraft.version"] = client.control.kraft_version
+        return image.provenance.last_offset, features
 
     # -- requests ------------------------------------------------------------------------
 

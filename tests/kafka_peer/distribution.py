@@ -46,6 +46,7 @@ MAINS = {
     "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand",),
     "kafka-acls": ("org.apache.kafka.tools.AclCommand",),
     "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
+    "kafka-features": ("org.apache.kafka.tools.FeatureCommand",),
 }
 
 # Short-lived tools: a small heap, one GC thread, no C2 (a tool's run is over before C2 pays off).
