@@ -221,3 +221,19 @@ def test_cached_counts_equal_a_full_count_after_any_leader_changes(changes: list
         leaders = [q.leader for topic in image.topics.by_id.values() for q in topic.partitions.values()]
         assert full.offline_partitions_count == sum(1 for x in leaders if x == -1)
         assert full.preferred_replica_imbalance_count == sum(1 for x in leaders if x != 1)
+
+
+def test_the_shell_tree_shows_the_metrics_under_their_kafka_names() -> None:
+    from metashell.tree.nodes import resolve
+    from metashell.tree.root import build_tree
+
+    root = build_tree(cluster())
+    names = resolve(root, "/metrics").child_names()
+    assert {"FencedBrokerCount", "OfflinePartitionsCount", "ActiveControllerCount", "BrokerRegistrationState",
+            "PartitionsWithElrCount"} <= set(names)
+    assert resolve(root, "/metrics/FencedBrokerCount").value() == 1
+    assert resolve(root, "/metrics/OfflinePartitionsCount").value() == 1
+    assert resolve(root, "/metrics/PreferredReplicaImbalanceCount").value() == 2
+    assert resolve(root, "/metrics/ActiveControllerCount").value() == 1
+    assert resolve(root, "/metrics/BrokerRegistrationState").child_names() == ["1", "2", "3"]
+    assert resolve(root, "/metrics/BrokerRegistrationState/3").value() == BROKER_STATE_FENCED

@@ -9,6 +9,7 @@
     /configs/<TYPE>/<name>/<key>
     /client-quotas/<entity>/<key>, /acls/<uuid>, /scram/<mechanism>/<user>,
     /delegation-tokens/<id>, /producer-ids, /local/ (where the image came from)
+    /metrics/<Name>       Kafka's controller metrics of the image (engine.controller.controller_metrics)
     /image/...            the layout of Kafka's kafka-metadata-shell (metashell/tree/image_layout.py)
 
 Names from the image (topics, users, config keys, groups, quota entities) are encoded as
@@ -25,6 +26,7 @@ import base64
 from typing import Any, Callable
 
 from engine.common.kafka_uuid import kafka_to_uuid, uuid_to_kafka
+from engine.controller.controller_metrics import EXTRA_METRIC_NAMES, KAFKA_METRIC_NAMES, controller_metrics
 from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from engine.image.partition_registration import PartitionRegistration
@@ -35,6 +37,7 @@ from metashell.tree.nodes import (DEFAULT_NAME, DirNode, FileNode, Node, encode_
                                   static_dir)
 
 REDACTED = "[redacted]"
+BROKER_STATES = "BrokerRegistrationState"
 _SECRET_MARKERS = ("password", "secret", "jaas", "keystore.key", "private.key", "credentials")
 
 
@@ -228,6 +231,25 @@ class TreeBuilder:
             "leader-changes": lambda: DirNode("leader-changes", lambda: changes.keys(), lambda n: FileNode(
                 n, lambda: changes[n]._asdict()) if n in changes else None),
         })
+
+    def metrics(self) -> DirNode:
+        """One file per metric, named as Kafka names it, and BrokerRegistrationState/<broker id>;
+        counted (one pass over the partitions) when first read, not when listed."""
+        files = {name: field for field, name in {**KAFKA_METRIC_NAMES, **EXTRA_METRIC_NAMES}.items()}
+        computed: list = []
+
+        def metrics() -> Any:
+            if not computed:
+                computed.append(controller_metrics(self.image))
+            return computed[0]
+
+        def child(n: str) -> Node | None:
+            if n == BROKER_STATES:
+                return DirNode(n, lambda: (str(b) for b, _ in metrics().broker_registration_states),
+                               lambda b: FileNode(b, lambda: dict(metrics().broker_registration_states)[int(b)])
+                               if name_to_int(b) in dict(metrics().broker_registration_states) else None)
+            return FileNode(n, lambda: getattr(metrics(), files[n])) if n in files else None
+        return DirNode("metrics", lambda: sorted([*files, BROKER_STATES]), child)
 
     def local(self) -> DirNode:
         info = self.info
