@@ -312,3 +312,31 @@ def test_a_result_is_only_returned_with_records():
     r.answer(3, log_end_offset=2)
     result = recover(r.c.ctx(now_ms=T0 + PROACTIVE_WINDOW_MS, config=r.config, soft=r.soft))
     assert isinstance(result, ControllerResult) and result.response is None and len(result.records) == 1
+
+
+def test_switching_unclean_leader_election_on_turns_balanced_into_proactive():
+    """KIP-966's intent-based setting: the waiting Balanced round becomes a Proactive one."""
+    c = lagging_first_cluster()
+    r = Recovery(c, config())
+    assert r.poll(T0) == ([], [])  # Balanced: the last known leader is gone, wait
+    c.replay([m.ConfigRecordV0(resource_type=i8(2), resource_name="foo", name="unclean.leader.election.enable",
+                               value="true")])
+    now = T0 + SCAN_INTERVAL_MS
+    _, queries = r.poll(now)
+    assert sorted(q.broker_id for q in queries) == [1, 3]
+    r.answer(1, log_end_offset=10)
+    r.answer(3, log_end_offset=30)
+    records, _ = r.poll(now + PROACTIVE_WINDOW_MS)
+    assert records[0].leader == 3
+
+
+def test_a_partition_change_during_the_round_starts_a_new_round():
+    c, r = proactive_round()
+    r.answer(3, log_end_offset=30)
+    c.replay([change(c, elr=())])  # the unusable ELR member leaves: a new partition epoch
+    assert r.poll(T0 + 1) == ([], [])
+    assert r.state.tasks == {}
+    now = T0 + SCAN_INTERVAL_MS
+    _, queries = r.poll(now)  # a new round, its answers asked afresh
+    assert sorted(q.broker_id for q in queries) == [1, 3]
+    assert r.poll(now + PROACTIVE_WINDOW_MS)[0] == []  # the old answer does not count

@@ -22,7 +22,8 @@ When a partition needs recovery
 
 The round
     Each live replica is asked (a ``LogQuery``) for its log end offset and the epoch of its
-    last record, fenced by its broker epoch and by the partition's current leader epoch. An
+    last record (on Kafka 4.x brokers, the epoch of its newest record by timestamp: see the
+    edge), fenced by its broker epoch and by the partition's current leader epoch. An
     answer (``LogInfo``) is rejected when the broker's epoch changed (it restarted after
     answering) or the replica saw another partition leader epoch (stale metadata); a rejected
     or unanswered replica is asked again after ``REQUERY_INTERVAL_MS``. A replica that comes
@@ -51,7 +52,7 @@ from typing import Any, Iterator
 
 from engine.controller.controller_result import ControllerContext, ControllerResult
 from engine.controller.partition_change import (
-    Election, leader_acceptor, partition_change, topic_config, unclean_election_enabled)
+    Election, leader_acceptor, partition_change, topic_config)
 from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.image.partition_registration import NO_LEADER, PartitionRegistration
 
@@ -137,7 +138,11 @@ def recovery_strategy(ctx: ControllerContext, topic_name: str) -> str:
         return named
     if ctx.config.unclean_recovery_strategy:
         return ctx.config.unclean_recovery_strategy
-    return PROACTIVE if unclean_election_enabled(ctx, topic_name) else BALANCED
+    # KIP-966's conversion of the intent-based setting; read here, not through partition_change's
+    # unclean_election_enabled, which stops meaning "elect at random" once recovery replaces it
+    value = topic_config(ctx, topic_name, "unclean.leader.election.enable")
+    unclean = ctx.config.unclean_leader_election_enable if value is None else value.strip().lower() == "true"
+    return PROACTIVE if unclean else BALANCED
 
 
 def needs_recovery(image: MetadataImage, partition: PartitionRegistration, strategy: str) -> bool:
@@ -220,13 +225,16 @@ def recover(ctx: ControllerContext) -> ControllerResult | None:
             state.reset()
         return None
     _take_answers(ctx, state)
-    if ctx.now_ms >= state.next_scan_ms or state.tasks:
+    if ctx.now_ms >= state.next_scan_ms:
         _scan(ctx, state)
         state.next_scan_ms = ctx.now_ms + SCAN_INTERVAL_MS
     records = []
     for key, task in list(state.tasks.items()):
-        topic = ctx.image.topics.by_id[task.topic_id]
-        partition = topic.partitions[task.partition_id]
+        topic = ctx.image.topics.by_id.get(task.topic_id)
+        partition = None if topic is None else topic.partitions.get(task.partition_id)
+        if partition is None or partition.partition_epoch != task.partition_epoch:
+            del state.tasks[key]  # the partition changed: the next scan starts a new round if still needed
+            continue
         answers = {b: a for b, a in task.answers.items() if valid_answer(ctx.image, partition, a)}
         if ready_to_elect(task, partition, answers, ctx.now_ms, ctx.config.unclean_recovery_timeout_ms):
             record = election_record(ctx, topic, task.partition_id, choose_leader(partition, answers))
