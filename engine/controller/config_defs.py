@@ -198,7 +198,7 @@ def _dynamic_broker_configs() -> dict[str, ConfigKey]:
         server_name = synonyms[0][0]
         if server_name not in ("log.retention.ms", "log.roll.jitter.ms", "log.roll.ms", "log.flush.interval.ms"):
             topic = TOPIC_CONFIGS[topic_name]
-            rows.append(topic._replace(name=server_name))
+            rows.append(ConfigKey(server_name, *topic[1:]))  # the topic config under its broker name
     return _keys(*sorted(rows))
 
 
