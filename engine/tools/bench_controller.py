@@ -68,6 +68,11 @@ class KafkaControllers(ProcessCluster):
         if not self.java or not any(libs.glob("kafka_2.13-*.jar")):
             raise ConfigError(f"{libs}: need java and Kafka's server jars (kafka_2.13-*.jar)")
         self.log4j = root / "log4j2.properties"
+        clients = next(libs.glob("kafka-clients-*.jar")).stem.removeprefix("kafka-clients-")
+        self.release_version = ".".join(clients.split(".")[:2])  # Kafka 4.1.2 knows no metadata.version past 4.1
+
+    def _format(self, node_id: int, **how: object) -> None:
+        super()._format(node_id, release_version=self.release_version, **how)
 
     def command(self, node_id: int, config: Path) -> list[str]:
         return [self.java, f"-Xmx{self.heap}", f"-Xms{self.heap}", *KAFKA_TOOL_JVM_OPTS,
