@@ -340,3 +340,20 @@ def test_a_partition_change_during_the_round_starts_a_new_round():
     _, queries = r.poll(now)  # a new round, its answers asked afresh
     assert sorted(q.broker_id for q in queries) == [1, 3]
     assert r.poll(now + PROACTIVE_WINDOW_MS)[0] == []  # the old answer does not count
+
+
+def test_kafkas_random_unclean_election_is_off_while_the_recovery_manager_is_on() -> None:
+    """KIP-966: the recovery manager replaces Kafka's unclean election (it elects the replica with
+    the most data); without it the topic's unclean.leader.election.enable decides as in Kafka."""
+    from engine.controller.controller_config import ControllerConfig
+    from engine.controller.partition_change import unclean_election_enabled
+    from engine.records import metadata_records as records
+    from engine.records.kio_codec import i8
+    from tests.controller_helpers import bootstrapped, context, replayed as replay_records
+    from engine.controller.controller_result import ControllerResult
+
+    image = replay_records(bootstrapped(), ControllerResult([records.ConfigRecordV0(
+        resource_type=i8(2), resource_name="t", name="unclean.leader.election.enable", value="true")], None))
+    assert unclean_election_enabled(context(image), "t")
+    on = ControllerConfig(unclean_recovery_manager_enabled=True)
+    assert not unclean_election_enabled(context(image, config=on), "t")

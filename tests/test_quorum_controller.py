@@ -7,17 +7,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.controller.commands import all_commands
+from engine.controller.commands import activation_hooks, all_commands, all_periodic, new_soft_state
 from engine.controller.controller_config import ControllerConfig
+from engine.controller.feature_control import supported_feature_ranges
 from engine.controller.quorum_controller import ControllerOutput, QuorumController
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.raft.raft_io import LeaderAndEpoch
 from engine.raft.raft_log import LogBatch
 from engine.records import metadata_records as m
-from engine.records.kio_codec import ErrorCode, i8, i16, i32, protocol_module
+from engine.records.kio_codec import ErrorCode, i8, i16, i32, i64, protocol_module, u16
 from engine.server.controller_server import read_bootstrap_records
-from tests.controller_helpers import request
+from tests.controller_helpers import new_uuid, request
 
 NODE = 1
 SCRAM = 51
@@ -30,9 +31,10 @@ class Harness:
         self.log: list[tuple[int, int, Any]] = []  # (offset, epoch, record)
         self.committed_to = -1
         self.image = MetadataImage()
-        self.core = QuorumController(ControllerConfig(node_id=NODE), lambda: self.image,
+        config = ControllerConfig(node_id=NODE)
+        self.core = QuorumController(config, lambda: self.image,
                                      read_bootstrap_records(Path("/nonexistent")),  # the default records
-                                     all_commands())
+                                     all_commands(), all_periodic(), new_soft_state(config), activation_hooks())
         self.epoch = 0
         self.answers: list[tuple[Any, Any]] = []
 
@@ -147,3 +149,43 @@ def test_a_new_leader_on_a_bootstrapped_log_writes_no_second_bootstrap() -> None
     assert h.core.is_active and len(h.log) == before + 1  # only the stand-in for epoch 3's first batch
     assert h.core.image.features == h.image.features
     assert i16(h.image.metadata_version) == h.log[2][2].feature_level
+
+
+def test_an_admin_operation_of_more_than_ten_thousand_records_fails_whole() -> None:
+    """Kafka's MAX_RECORDS_PER_USER_OP: 100 topics of 100 partitions are 10,100 records, refused
+    with POLICY_VIOLATION and nothing appended; 99 topics of 100 pass."""
+    h = active()
+    h.take(h.core.submit(1000, h.next_offset, 62, _broker_registration(), "register"))
+    h.commit()
+    h.poll()
+    epoch = h.core.image.cluster.brokers[1].epoch
+    h.submit(63, request("broker_heartbeat", 2, broker_id=i32(1), broker_epoch=i64(epoch),
+                         current_metadata_offset=i64(h.next_offset), want_fence=False, want_shut_down=False,
+                         offline_log_dirs=(), cordoned_log_dirs=None), "beat")
+    h.commit()
+    h.poll()
+    assert not h.core.image.cluster.brokers[1].fenced
+
+    def create(count: int, token: str) -> Any:
+        module = protocol_module("create_topics", 7, "request")
+        topics = tuple(module.CreatableTopic(name=f"{token}-{i}", num_partitions=i32(100), replication_factor=i16(1),
+                                             assignments=(), configs=()) for i in range(count))
+        before = len(h.log)
+        h.submit(19, request("create_topics", 7, topics=topics, timeout=i32(60000), validate_only=False), token)
+        return len(h.log) - before
+
+    assert create(100, "big") == 0
+    token, refused = h.answers[-1]
+    assert token == "big" and {t.error_code for t in refused.topics} == {ErrorCode.policy_violation}
+    assert create(99, "fits") == 99 * 101
+
+
+def _broker_registration() -> Any:
+    module = protocol_module("broker_registration", 4, "request")
+    return request("broker_registration", 4, broker_id=i32(1), cluster_id="", incarnation_id=None,
+                   listeners=(module.Listener(name="PLAINTEXT", host="b1", port=u16(9092),
+                                              security_protocol=i16(0)),),
+                   features=tuple(module.Feature(name=name, min_supported_version=i16(low),
+                                                 max_supported_version=i16(high))
+                                  for name, (low, high) in supported_feature_ranges().items()),
+                   rack=None, log_dirs=(new_uuid(7),), previous_broker_epoch=i64(-1))

@@ -316,6 +316,10 @@ def topic_config(ctx: ControllerContext, topic_name: str, key: str) -> str | Non
 
 
 def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
+    """Kafka's random unclean election: off while the KIP-966 unclean recovery manager is on
+    (engine/controller/unclean_recovery.py elects the replica with the most data instead)."""
+    if ctx.config.unclean_recovery_manager_enabled:
+        return False
     value = topic_config(ctx, topic_name, "unclean.leader.election.enable")
     if value is None:
         return ctx.config.unclean_leader_election_enable

@@ -35,6 +35,11 @@ from engine.image.metadata_version import record_versions
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode
 
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP, and the operations it bounds (admin requests:
+# topics, partitions, elections, reassignments, configs, quotas, SCRAM, ACLs, features)
+MAX_RECORDS_PER_USER_OP = 10_000
+USER_OPERATIONS = frozenset({19, 20, 30, 31, 33, 37, 43, 44, 45, 49, 51, 57})
+
 # a periodic task: (context) -> result or None; run by poll while active (session expiry, ...)
 PeriodicTask = Callable[[ControllerContext], "ControllerResult | None"]
 
@@ -195,9 +200,14 @@ class QuorumController:
 
     def _run(self, command: Command, ctx: ControllerContext, request: Any) -> ControllerResult:
         try:
-            return command.handle(ctx, request)
+            result = command.handle(ctx, request)
         except ApiError as err:
             return ControllerResult((), command.error_response(request, err.code, err.message))
+        if command.api_key in USER_OPERATIONS and len(result.records) > MAX_RECORDS_PER_USER_OP:
+            # Kafka's bounded record lists: an admin operation that would write more fails whole
+            return ControllerResult((), command.error_response(request, ErrorCode.policy_violation,
+                                                               "Unable to perform excessively large batch operation."))
+        return result
 
     def _write(self, out: ControllerOutput, result: ControllerResult, next_offset: int, token: Any,
                command: Command | None, request: Any) -> None:
