@@ -189,6 +189,27 @@ def build_parser() -> argparse.ArgumentParser:
     failover.add_argument("--election-timeout-ms", type=_positive, default=1000,
                           help="controller.quorum.election.timeout.ms")
     failover.set_defaults(run=cmd_bench_failover)
+    controller = bench_sub.add_parser(
+        "controller", help="3 controller processes: CreateTopics of N partitions, heartbeat latency, memory, failover",
+        description="Three `kraftd start` controllers (and, with --kafka-libs, three of Kafka's) on 127.0.0.1, "
+                    "driven by one load client over real sockets: time to create the partitions through "
+                    "CreateTopics, BrokerHeartbeat latency of simulated brokers, peak RSS per controller, and "
+                    "the time from SIGKILL of the active controller to a CreateTopics answered by the next.")
+    controller.add_argument("--topics", type=_positive, default=10_000)
+    controller.add_argument("--partitions-per-topic", type=_positive, default=100)
+    controller.add_argument("--brokers", type=_positive, default=12, help="brokers holding the partitions")
+    controller.add_argument("--heartbeat-brokers", type=_positive, default=1000,
+                            help="brokers heartbeating in the latency phase (the --brokers among them)")
+    controller.add_argument("--heartbeat-seconds", type=float, default=20.0)
+    controller.add_argument("--heartbeat-interval-ms", type=_positive, default=2000,
+                            help="broker.heartbeat.interval.ms of the simulated brokers")
+    controller.add_argument("--in-flight", type=_positive, default=4, help="CreateTopics requests in flight")
+    controller.add_argument("--failovers", type=int, default=3, help="SIGKILLs of the active controller")
+    controller.add_argument("--kafka-libs", metavar="DIR", help="Kafka's jars (its libs/): run its controllers too")
+    controller.add_argument("--kafka-heap", default="1G", help="-Xmx/-Xms of Kafka's controllers "
+                            "(kafka-server-start's default is 1G)")
+    controller.add_argument("--kafka-only", action="store_true", help="skip our controllers")
+    controller.set_defaults(run=cmd_bench_controller)
 
     sim = sub.add_parser("sim", help="deterministic simulations")
     sim_sub = sim.add_subparsers(dest="sim_command", required=True, parser_class=OneLineParser)
@@ -218,6 +239,17 @@ def cmd_bench_quorum(args: argparse.Namespace) -> int:
 
     bench_quorum(seconds=args.seconds, latency_rate=args.latency_rate, throughput_rate=args.throughput_rate,
                  batch=args.batch, linger_ms=args.linger_ms, out=_out)
+    return 0
+
+
+def cmd_bench_controller(args: argparse.Namespace) -> int:
+    from engine.tools.bench_controller import bench_controller
+
+    bench_controller(topics=args.topics, partitions=args.partitions_per_topic, brokers=args.brokers,
+                     heartbeat_brokers=args.heartbeat_brokers, heartbeat_seconds=args.heartbeat_seconds,
+                     interval_ms=args.heartbeat_interval_ms, in_flight=args.in_flight, failovers=args.failovers,
+                     kafka_libs=Path(args.kafka_libs) if args.kafka_libs else None, kafka_heap=args.kafka_heap,
+                     skip_ours=args.kafka_only, out=_out)
     return 0
 
 
