@@ -374,6 +374,9 @@ def test_create_partitions_with_assignments():
      "partition with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s)."),
     (grow_topic("t", 3, [[0, 8]]), ErrorCode.invalid_replica_assignment,
      "The manual partition assignment includes broker 8, but no such broker is registered."),
+    # refused before placing anything: two billion partitions must not build two billion replica lists
+    (grow_topic("t", 2**31 - 1), ErrorCode.unknown_server_error,
+     "The server experienced an unexpected error when processing the request."),
 ])
 def test_create_partitions_refusals(change, code, message):
     image = cluster()
@@ -458,5 +461,5 @@ def test_assignment_to_an_offline_directory_takes_the_replica_out_of_the_isr():
 
 def test_commands_table():
     assert [(c.api_key, c.name, c.min_version, c.max_version) for c in COMMANDS] == [
-        (19, "create_topics", 2, 7), (20, "delete_topics", 0, 6), (37, "create_partitions", 0, 3),
+        (19, "create_topics", 2, 7), (20, "delete_topics", 1, 6), (37, "create_partitions", 0, 3),
         (73, "assign_replicas_to_dirs", 0, 0)]

@@ -189,3 +189,41 @@ def _broker_registration() -> Any:
                                                  max_supported_version=i16(high))
                                   for name, (low, high) in supported_feature_ranges().items()),
                    rack=None, log_dirs=(new_uuid(7),), previous_broker_epoch=i64(-1))
+
+
+def test_a_failing_command_answers_unknown_server_error_and_a_failing_task_renounces() -> None:
+    """A bug of ours never takes the node down: a command that raises is answered
+    UNKNOWN_SERVER_ERROR with nothing appended; a periodic task that raises makes the
+    controller renounce, as Kafka's does after a failed event."""
+    from dataclasses import replace
+
+    h = active()
+    broken = replace(h.core.commands[SCRAM], handle=lambda ctx, req: 1 / 0)
+    h.core.commands = {**h.core.commands, SCRAM: broken}
+    before = len(h.log)
+    h.submit(SCRAM, scram("x"), "broken")
+    token, answer = h.answers[-1]
+    assert token == "broken" and answer.results[0].error_code == ErrorCode.unknown_server_error
+    assert len(h.log) == before and h.core.is_active
+    h.core.periodic = (lambda ctx: 1 / 0,)
+    h.poll()
+    assert not h.core.is_active
+
+
+def test_reads_answer_from_the_committed_image_even_while_active() -> None:
+    """DescribeAcls sees a created ACL only once it is committed (a failover could lose it before)."""
+    h = active()
+    create = protocol_module("create_acls", 3, "request")
+    h.submit(30, request("create_acls", 3, creations=(create.AclCreation(
+        resource_type=i8(2), resource_name="t", resource_pattern_type=i8(3), principal="User:a", host="*",
+        operation=i8(3), permission_type=i8(3)),)), "create")
+
+    def described() -> int:
+        h.submit(29, request("describe_acls", 3, resource_type_filter=i8(1), resource_name_filter=None,
+                             pattern_type_filter=i8(1), principal_filter=None, host_filter=None, operation=i8(1),
+                             permission_type=i8(1)), "describe")
+        return len(h.answers[-1][1].resources)
+
+    assert described() == 0
+    h.commit()
+    assert described() == 1

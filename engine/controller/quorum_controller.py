@@ -18,11 +18,12 @@ Its edge (``engine.server.controller_server``, or the simulator) calls ``submit`
 request and ``poll`` after every Raft event and on the timer, appends what they return
 under the leader's epoch and sends the responses they release. ``next_offset`` (the offset
 the next appended record will take) comes from the edge: a broker's epoch is the offset of
-its registration record.
+the first record its registration writes (Kafka's next write offset).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -34,6 +35,8 @@ from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_version import record_versions
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode
+
+log = logging.getLogger("engine.controller")
 
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP, and the operations it bounds (admin requests:
 # topics, partitions, elections, reassignments, configs, quotas, SCRAM, ACLs, features)
@@ -141,7 +144,8 @@ class QuorumController:
         out = ControllerOutput()
         command = self.commands[api_key]
         if command.read_only:
-            image = self.image if self.active_epoch is not None else self.committed_image()
+            # reads answer from what is committed, as Kafka's read events: never state a failover may lose
+            image = self.committed_image()
             out.responses.append((token, self._run(command, self.context(now_ms, next_offset, principal, image),
                                                    request).response))
             return out
@@ -162,7 +166,13 @@ class QuorumController:
             next_offset += sum(len(a.records) for a in out.appends)
         if self.active_epoch is not None:
             for task in self.periodic:
-                result = task(self.context(now_ms, next_offset))
+                try:
+                    result = task(self.context(now_ms, next_offset))
+                except Exception:  # noqa: BLE001 - as Kafka's controller: a failed event renounces, the node lives
+                    log.exception("node %d: a periodic task (%s) failed; renouncing the leadership", self.node_id,
+                                  getattr(task, "__name__", task))
+                    self.renounce()
+                    break
                 if result is not None and result.records:
                     self._write(out, result, next_offset, None, None, None)
                     next_offset += len(result.records)
@@ -203,6 +213,10 @@ class QuorumController:
             result = command.handle(ctx, request)
         except ApiError as err:
             return ControllerResult((), command.error_response(request, err.code, err.message))
+        except Exception as err:  # noqa: BLE001 - a bug of ours answers UNKNOWN_SERVER_ERROR, as Kafka's
+            log.exception("node %d: %s failed", self.node_id, command.name)
+            return ControllerResult((), command.error_response(request, ErrorCode.unknown_server_error,
+                                                               f"{type(err).__name__}: {err}"))
         if command.api_key in USER_OPERATIONS and len(result.records) > MAX_RECORDS_PER_USER_OP:
             # Kafka's bounded record lists: an admin operation that would write more fails whole
             return ControllerResult((), command.error_response(request, ErrorCode.policy_violation,

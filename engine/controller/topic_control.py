@@ -416,6 +416,9 @@ def _add_partitions(ctx: ControllerContext, t: Any) -> list[Any]:
                        f"partition(s), but only {len(t.assignments)} assignment(s) were specified.")
     if not topic.partitions:
         raise _Refused(ErrorCode.unknown_server_error, f"Invalid state: topic {t.name} appears to have no partitions.")
+    if additional > MAX_RECORDS_PER_REQUEST:  # before placing: a count of 2**31 must not build 2**31 lists
+        raise _Refused(ErrorCode.unknown_server_error,
+                       "The server experienced an unexpected error when processing the request.")
     factor = len(topic.partitions[min(topic.partitions)].replicas)
     placed: list[tuple[list[int], list[int]]] = []
     if t.assignments is not None:
@@ -505,7 +508,7 @@ def assign_replicas_to_dirs_error(request: Any, code: Any, message: str | None) 
 
 COMMANDS = [
     Command(19, "create_topics", 2, 7, create_topics, create_topics_error),
-    Command(20, "delete_topics", 0, 6, delete_topics, delete_topics_error),
+    Command(20, "delete_topics", 1, 6, delete_topics, delete_topics_error),  # kio and Kafka 4: no v0
     Command(37, "create_partitions", 0, 3, create_partitions, create_partitions_error),
     Command(73, "assign_replicas_to_dirs", 0, 0, assign_replicas_to_dirs, assign_replicas_to_dirs_error),
 ]

@@ -18,16 +18,17 @@ from engine.net.kafka_protocol import request_class
 
 def convert_message(message: Any, target: type, extra: dict[str, Any] | None = None) -> Any:
     """The same kio message as another version of it (see the module's rule); ``extra`` gives
-    fields the source lacks and the target has no default for (converted the same way)."""
+    fields that do not carry over by name (a renamed or reshaped field), converted the same way
+    and taken before the source's."""
     if type(message) is target:
         return message
     hints = typing.get_type_hints(target)
     values = {}
     for f in dataclasses.fields(target):
-        if hasattr(message, f.name):
-            values[f.name] = _convert_value(getattr(message, f.name), hints[f.name])
-        elif extra and f.name in extra:
+        if extra and f.name in extra:
             values[f.name] = _convert_value(extra[f.name], hints[f.name])
+        elif hasattr(message, f.name):
+            values[f.name] = _convert_value(getattr(message, f.name), hints[f.name])
     return target(**values)
 
 

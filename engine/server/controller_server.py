@@ -35,6 +35,7 @@ from engine.net.kafka_protocol import (
 )
 from engine.net.kafka_server import RequestContext
 from engine.server.controller_registration import CONTROLLER_REGISTRATION_KEY, ControllerRegistrar, spawn
+from engine.server.request_upgrades import upgrade_fields
 from engine.net.message_versions import convert_message
 from engine.raft.raft_driver import RaftDriver, served_apis
 from engine.records.bounds_check import decode_entity
@@ -69,10 +70,13 @@ def read_bootstrap_records(metadata_log_dir: Path) -> list[Any]:
 
 
 def read_principal(data: bytes | None) -> str:
-    """The client's principal of an Envelope: Kafka's DefaultPrincipalData, version-prefixed."""
+    """The client's principal of an Envelope: Kafka's DefaultPrincipalData, version-prefixed
+    (ProtocolError for a version other than 0, the only one there is)."""
     if not data or len(data) < 2:
         return ANONYMOUS
     version = int.from_bytes(data[:2], "big")
+    if version != 0:
+        raise ProtocolError(f"a principal of version {version} (DefaultPrincipalData has version 0 only)")
     module = protocol_module("default_principal_data", version, "data")
     principal, _ = decode_entity(module.DefaultPrincipalData, data, 2)
     return f"{principal.type_}:{principal.name}"
@@ -88,8 +92,10 @@ class ControllerServer:
                  activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = (),
                  registrar: ControllerRegistrar | None = None):
         self.driver = driver
-        # DescribeCluster stays the Raft driver's (the voters' endpoints) until our controllers
-        # register themselves (ControllerRegistration): `kraftd quorum` finds the leader with it.
+        # DescribeCluster stays the Raft driver's answer (the voters' endpoints, the Raft leader as
+        # controller id), which holds before a metadata.version with registrations and while a
+        # controller is still unregistered; `kraftd quorum` and Kafka's admin clients find the
+        # leader with it.
         self.commands = {key: c for key, c in commands.items() if key != DESCRIBE_CLUSTER_KEY}
         self.core = QuorumController(config, committed_image, bootstrap_records, self.commands, periodic, soft,
                                      activation_hooks)
@@ -155,15 +161,16 @@ class ControllerServer:
                 token.set_result(response)
 
     async def close(self) -> None:
-        """Cancel what is in flight (a controller registration)."""
+        """Cancel what is in flight (a controller registration, unclean recovery's questions)."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.recovery_queries.close()
 
     def finalized_features(self) -> tuple[int, dict[str, int]]:
-        """What ApiVersions tells of the finalized features: the image's, at its offset, and
-        kraft.version as the quorum has it (it is no FeatureLevelRecord, KAFKA-18979)."""
-        image = self.core.image
+        """What ApiVersions tells of the finalized features: the committed image's, at its offset,
+        and kraft.version as the quorum has it (it is no FeatureLevelRecord, KAFKA-18979)."""
+        image = self.core.committed_image()
         features = dict(image.features)
         client = self.driver.client
         if client is not None:
@@ -180,7 +187,8 @@ class ControllerServer:
     async def serve_command(self, api_key: int, version: int, request: Any, principal: str) -> Any:
         command = self.commands[api_key]
         if version != command.max_version:
-            request = convert_message(request, request_class(api_key, command.max_version))
+            request = convert_message(request, request_class(api_key, command.max_version),
+                                      upgrade_fields(api_key, version, request))
         future = asyncio.get_running_loop().create_future()
         if self.driver.client is None:
             response = command.error_response(request, ErrorCode.not_controller, "the controller is starting")

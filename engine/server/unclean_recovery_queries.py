@@ -89,6 +89,9 @@ class UncleanRecoveryQueries:
         except (NetError, OSError) as err:
             log.info("unclean recovery: %s:%d did not answer: %s", *address, err)
             return
+        except Exception:  # noqa: BLE001 - an unreadable answer is no answer; the round asks again
+            log.exception("unclean recovery: the answer of %s:%d could not be read", *address)
+            return
         core = self.core()
         if answers and core.is_active and getattr(core.soft, "unclean_recovery", None) is state:
             state.add_answers(answers)
@@ -97,6 +100,7 @@ class UncleanRecoveryQueries:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.client is not None:
             await self.client.close()
 
