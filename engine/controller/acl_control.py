@@ -17,7 +17,9 @@ from datetime import timedelta
 from typing import Any, Iterable
 
 from engine.common.kafka_uuid import random_kafka_uuid
-from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
+from engine.controller.controller_result import (
+    MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
+)
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, protocol_module
@@ -34,7 +36,6 @@ ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
 CLUSTER = 4
 CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"
-MAX_RECORDS_PER_USER_OP = 10000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
 
 _create = protocol_module("create_acls", 3, "response")
 _delete = protocol_module("delete_acls", 3, "response")

@@ -17,6 +17,9 @@ from engine.image.metadata_version import RecordVersions, record_versions
 
 T = TypeVar("T")
 
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: the most records one admin operation may write
+MAX_RECORDS_PER_USER_OP = 10_000
+
 # the level a log without a metadata.version record reads as, and the oldest a KRaft controller serves
 MINIMUM_KRAFT_LEVEL = 7  # 3.3-IV3
 

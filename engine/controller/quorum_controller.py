@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from engine.controller.controller_config import ControllerConfig
-from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
+from engine.controller.controller_result import (
+    MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
+)
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_version import record_versions
@@ -38,9 +40,8 @@ from engine.records.kio_codec import ErrorCode
 
 log = logging.getLogger("engine.controller")
 
-# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP, and the operations it bounds (admin requests:
-# topics, partitions, elections, reassignments, configs, quotas, SCRAM, ACLs, features)
-MAX_RECORDS_PER_USER_OP = 10_000
+# the operations MAX_RECORDS_PER_USER_OP bounds (admin requests: topics, partitions, elections,
+# reassignments, configs, quotas, SCRAM, ACLs, features)
 USER_OPERATIONS = frozenset({19, 20, 30, 31, 33, 37, 43, 44, 45, 49, 51, 57})
 
 # a periodic task: (context) -> result or None; run by poll while active (session expiry, ...)

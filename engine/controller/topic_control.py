@@ -16,7 +16,9 @@ import uuid
 from typing import Any, Iterable
 
 from engine.common.kafka_uuid import RESERVED_UUIDS, uuid_to_kafka
-from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
+from engine.controller.controller_result import (
+    MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
+)
 from engine.controller.partition_change import (
     Election, directory_for_new_replica, directory_online, partition_change)
 from engine.controller.replication_control import leader_and_isr_updates
@@ -36,7 +38,6 @@ DIRS_RESP = protocol_module("assign_replicas_to_dirs", 0, "response")
 METADATA_TOPIC = "__cluster_metadata"
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_PARTITIONS_PER_REQUEST = 10_000  # Kafka refuses a CreateTopics that would make more
-MAX_RECORDS_PER_REQUEST = 10_000  # Kafka's bound on one user operation's records
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 _ZERO_MS = datetime.timedelta(0)
 _UNKNOWN_TOPIC_ID = "This server does not host this topic ID."
@@ -387,7 +388,7 @@ def create_partitions(ctx: ControllerContext, request: Any) -> ControllerResult:
         code, message = ErrorCode.none, None
         try:
             added = _add_partitions(ctx, t)
-            if len(records) + len(added) > MAX_RECORDS_PER_REQUEST:
+            if len(records) + len(added) > MAX_RECORDS_PER_USER_OP:
                 raise _Refused(ErrorCode.unknown_server_error,
                                "The server experienced an unexpected error when processing the request.")
             records += added
@@ -416,7 +417,7 @@ def _add_partitions(ctx: ControllerContext, t: Any) -> list[Any]:
                        f"partition(s), but only {len(t.assignments)} assignment(s) were specified.")
     if not topic.partitions:
         raise _Refused(ErrorCode.unknown_server_error, f"Invalid state: topic {t.name} appears to have no partitions.")
-    if additional > MAX_RECORDS_PER_REQUEST:  # before placing: a count of 2**31 must not build 2**31 lists
+    if additional > MAX_RECORDS_PER_USER_OP:  # before placing: a count of 2**31 must not build 2**31 lists
         raise _Refused(ErrorCode.unknown_server_error,
                        "The server experienced an unexpected error when processing the request.")
     factor = len(topic.partitions[min(topic.partitions)].replicas)
