@@ -128,7 +128,7 @@ class Simulation:
     def start(self, node_id: int) -> None:
         node = self.nodes[node_id]
         node.incarnation += 1
-        node.machine = SimStateMachine(node_id, self.commits)
+        node.machine = self.make_machine(node_id)
         config = self.node_configs.get(node_id, self.raft_config)
         node.client = RaftClient(config=config, cluster_id=CLUSTER_ID, local=node.key,
                                  endpoints=((LISTENER, address_of(node_id)),), log=node.log, store=node.store,
@@ -136,6 +136,11 @@ class Simulation:
         node.client.register(node.machine)
         node.last_hw = -1
         self._schedule_wake(node, self.now_ms)
+
+    def make_machine(self, node_id: int) -> SimStateMachine:
+        """A node's state machine, the first listener of its RaftClient (a subclass may give one
+        whose snapshots hold other records, as the controller simulation's do)."""
+        return SimStateMachine(node_id, self.commits)
 
     def crash(self, node_id: int) -> None:
         node = self.nodes[node_id]

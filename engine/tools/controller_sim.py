@@ -268,9 +268,6 @@ class ControllerSimulation(Simulation):
     def start(self, node_id: int) -> None:
         super().start(node_id)
         node = self.nodes[node_id]
-        # the base's state machine expects its own snapshots: ours hold metadata records
-        node.machine = _CommitCheck(node_id, self.commits)
-        node.client.listeners[0].listener = node.machine
         listener = _NodeListener(self, node_id)
         self.marks.pop(node_id, None)
         self.listeners[node_id] = listener
@@ -281,6 +278,10 @@ class ControllerSimulation(Simulation):
             controller_commands.activation_hooks())
         node.client.register(listener)  # before the controller: its committed image is current
         node.client.register(self.controllers[node_id])
+
+    def make_machine(self, node_id: int) -> "_CommitCheck":
+        # the base's state machine expects its own snapshots: ours hold metadata records
+        return _CommitCheck(node_id, self.commits)
 
     def _poll(self, node: SimNode) -> None:
         super()._poll(node)
