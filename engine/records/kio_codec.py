@@ -35,6 +35,18 @@ from kio.schema.voters_record.v0.data import (
     VotersRecord,
 )
 from kio.serial import entity_reader, entity_writer
+# kio's schema introspection, for engine.records.fast_encode (it compiles its own writers from
+# the same field facts kio's writer reads, so the two agree on every field's wire shape)
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveField,
+    PrimitiveTupleField,
+    classify_field,
+    get_field_tag,
+    get_schema_field_type,
+    is_optional,
+)
 from kio.serial.errors import BufferUnderflow, SerialError
 from kio.serial.readers import read_signed_varint, read_signed_varlong, read_unsigned_varint
 from kio.serial.writers import write_signed_varint, write_signed_varlong, write_unsigned_varint
@@ -51,6 +63,8 @@ __all__ = [
     "encode_entity", "encode_unsigned_varint", "entity_reader", "is_unknown_tag_error", "f64", "i8", "i16", "i32", "i64", "u16",
     "read_signed_varint", "read_signed_varlong", "read_unsigned_varint",
     "write_signed_varint", "write_signed_varlong", "write_unsigned_varint",
+    "EntityField", "EntityTupleField", "PrimitiveField", "PrimitiveTupleField",
+    "classify_field", "get_field_tag", "get_schema_field_type", "is_optional",
 ]
 
 # Everything kio's readers raise on bad bytes (KeyError: an unknown tagged field, which

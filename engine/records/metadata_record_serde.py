@@ -36,6 +36,7 @@ from engine.records.kio_codec import (
     read_unsigned_varint,
 )
 from engine.records.bounds_check import checked_reader
+from engine.records.fast_encode import compiled_encoder
 from engine.records.tagged_fields import UnknownTaggedField, decode_message, encode_with_unknown
 
 FRAME_VERSION = 1
@@ -146,7 +147,15 @@ def encode_metadata_value(message: Any) -> bytes:
     unknown = getattr(message, "_unknown_tagged_fields", None)
     if unknown:
         return _HEADERS[(message.api_key, message.__version__)] + encode_with_unknown(message, unknown)
-    return _HEADERS[(message.api_key, message.__version__)] + encode_entity(message)
+    # kio's bytes, by an encoder compiled once per class with the record header built in
+    encoder = _VALUE_ENCODERS.get(type(message))
+    if encoder is None:
+        header = _HEADERS[(message.api_key, message.__version__)]
+        encoder = _VALUE_ENCODERS[type(message)] = compiled_encoder(type(message), header)
+    return encoder(message)
+
+
+_VALUE_ENCODERS: dict[type, Any] = {}
 
 
 def decode_control(key: bytes | None, value: bytes | None) -> ControlRecord | UnknownRecord:
