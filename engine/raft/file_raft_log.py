@@ -14,6 +14,7 @@ repeats that reset if a crash came in between (Kafka's truncateToLatestSnapshot)
 from __future__ import annotations
 
 import os
+import secrets
 from bisect import bisect_left
 from pathlib import Path
 from typing import BinaryIO, Iterator, Sequence
@@ -26,7 +27,7 @@ from engine.raft.memory_raft_log import (answer_end_offset_for_epoch, answer_las
                                          check_new_snapshot_id, check_snapshot_bytes, decode_all, leader_batch_bytes,
                                          snapshot_is_ahead)
 from engine.raft.raft_log import LogBatch, OffsetAndEpoch
-from engine.storage.snapshot_writer import PARTIAL_SUFFIX, SnapshotId
+from engine.storage.snapshot_writer import PARTIAL_SUFFIX, SnapshotId, snapshot_bytes
 
 _READ_CHUNK = 1 << 20  # batches() reads the files this much at a time
 
@@ -242,13 +243,55 @@ class FileRaftLog:
     def create_snapshot(self, snapshot_id: SnapshotId, records: Sequence[AnyRecord], *,
                         kraft_control: Sequence[ControlRecord], last_contained_log_timestamp_ms: int,
                         now_ms: int) -> None:
+        self._check_new_snapshot(snapshot_id)  # before the work of encoding
+        data = snapshot_bytes(records, epoch=snapshot_id.epoch, kraft_control=kraft_control, now_ms=now_ms,
+                              last_contained_log_timestamp_ms=last_contained_log_timestamp_ms)
+        self.install_snapshot(snapshot_id, self.stage_snapshot(snapshot_id, data))
+
+    def _check_new_snapshot(self, snapshot_id: SnapshotId) -> None:
         try:
             check_new_snapshot_id(snapshot_id, end_offset=self.end_offset, latest=self.latest_snapshot_id(),
                                   epochs=self._log.epochs)
         except StorageError as exc:
             raise exc.at(path=str(self.directory)) from None
-        self._log.write_snapshot(snapshot_id, records, kraft_control=kraft_control,
-                                 last_contained_log_timestamp_ms=last_contained_log_timestamp_ms, now_ms=now_ms)
+
+    def stage_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> Path:
+        """Write ``data`` to a uniquely named ``.checkpoint.part`` file beside the log (fsynced
+        unless the policy is "never"). Reads and changes nothing of the log's own state, so
+        it may run on another thread while the log goes on: the fsync of 100 MB must not
+        stop the event loop. A crash leaves only a ``.part``, which opening deletes."""
+        stem = snapshot_id.file_name[: -len(".checkpoint")]
+        part = self.directory / f"{stem}.{secrets.token_hex(4)}.checkpoint{PARTIAL_SUFFIX}"
+        try:
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if self._log.fsync_policy != "never":
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as err:
+            part.unlink(missing_ok=True)
+            raise StorageError(f"cannot write snapshot: {err.strerror or err}", path=str(part)) from None
+        return part
+
+    def install_snapshot(self, snapshot_id: SnapshotId, staged: Path) -> None:
+        """Make a staged snapshot complete (rename, directory fsync). StorageError, the staged
+        file deleted and the log unchanged, if it is not past the latest snapshot or not
+        within the log."""
+        try:
+            self._check_new_snapshot(snapshot_id)
+            self._log.install_snapshot_file(snapshot_id, staged)
+        except (StorageError, OSError) as err:
+            staged.unlink(missing_ok=True)
+            if isinstance(err, StorageError):
+                raise
+            raise StorageError(f"cannot install snapshot: {err.strerror or err}", path=str(staged)) from None
+
+    def discard_snapshot(self, staged: Path) -> None:
+        staged.unlink(missing_ok=True)
 
     def _snapshot_path(self, snapshot_id: SnapshotId) -> Path:
         if snapshot_id not in self._log.snapshots:

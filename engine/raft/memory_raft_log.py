@@ -344,12 +344,25 @@ class MemoryRaftLog:
     def create_snapshot(self, snapshot_id: SnapshotId, records: Sequence[AnyRecord], *,
                         kraft_control: Sequence[ControlRecord], last_contained_log_timestamp_ms: int,
                         now_ms: int) -> None:
+        self._check_new_snapshot(snapshot_id)  # before the work of encoding
+        self.install_snapshot(snapshot_id, snapshot_bytes(
+            records, epoch=snapshot_id.epoch, last_contained_log_timestamp_ms=last_contained_log_timestamp_ms,
+            now_ms=now_ms, kraft_control=kraft_control))
+
+    def _check_new_snapshot(self, snapshot_id: SnapshotId) -> None:
         check_new_snapshot_id(snapshot_id, end_offset=self._end, latest=self.latest_snapshot_id(),
                               epochs=self._epochs)
-        self._snapshots[snapshot_id] = snapshot_bytes(
-            records, epoch=snapshot_id.epoch, last_contained_log_timestamp_ms=last_contained_log_timestamp_ms,
-            now_ms=now_ms, kraft_control=kraft_control)
+
+    def stage_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> bytes:
+        return data  # nothing to write: the bytes are the snapshot
+
+    def install_snapshot(self, snapshot_id: SnapshotId, staged: bytes) -> None:
+        self._check_new_snapshot(snapshot_id)
+        self._snapshots[snapshot_id] = staged
         self._snapshot_ids.append(snapshot_id)
+
+    def discard_snapshot(self, staged: bytes) -> None:
+        pass
 
     def _snapshot(self, snapshot_id: SnapshotId) -> bytes:
         data = self._snapshots.get(snapshot_id)

@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
-from engine.records.metadata_record_serde import AnyRecord
+from engine.records.metadata_record_serde import AnyRecord, ControlRecord
 from engine.raft import raft_polls, raft_requests, raft_responses, voter_changes
 from engine.raft.election_store import ElectionStore
 from engine.raft.leader_state import LeaderState
@@ -33,7 +33,15 @@ from engine.raft.raft_io import (  # noqa: F401 - the public names, importable f
 from engine.raft.raft_log import RaftLog
 from engine.raft.replica_context import ReplicaContext
 from engine.raft.voter_set import Address, ReplicaKey
-from engine.storage.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotId, snapshot_bytes
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """A snapshot to build: its id, and the KRaft control records that open it."""
+
+    snapshot_id: SnapshotId
+    kraft_control: list[ControlRecord]
 
 
 @dataclass
@@ -104,21 +112,41 @@ class RaftClient(ReplicaContext):
     def create_snapshot(self, end_offset: int, records: Sequence[AnyRecord], *,
                         last_contained_log_timestamp_ms: int, now_ms: int) -> SnapshotId:
         """Snapshot the state machine as of ``end_offset`` (committed, delivered, on a batch
-        boundary), then trim the log before it."""
+        boundary), then trim the log before it. All at once: the simulator's way; a node
+        builds the bytes in slices between prepare_snapshot and install_snapshot."""
+        plan = self.prepare_snapshot(end_offset)
+        if plan is None:
+            return self.log.latest_snapshot_id()
+        data = snapshot_bytes(records, epoch=plan.snapshot_id.epoch, kraft_control=plan.kraft_control,
+                              last_contained_log_timestamp_ms=last_contained_log_timestamp_ms, now_ms=now_ms)
+        self.install_snapshot(plan.snapshot_id, self.log.stage_snapshot(plan.snapshot_id, data))
+        return plan.snapshot_id
+
+    def prepare_snapshot(self, end_offset: int) -> SnapshotPlan | None:
+        """What a snapshot at ``end_offset`` is called and which KRaft control records
+        (kraft.version, voters) open it; None if the latest snapshot already covers it.
+        ValueError if ``end_offset`` is not committed, delivered and on a batch boundary."""
         delivered = min((c.next_offset for c in self.listeners), default=self.high_watermark or 0)
         if self.high_watermark is None or end_offset > self.high_watermark or end_offset > delivered:
             raise ValueError(f"snapshot at {end_offset} is past what is committed and applied")
         latest = self.log.latest_snapshot_id()
         if latest is not None and end_offset <= latest.end_offset:
-            return latest
+            return None
         batch = next(iter(self.log.batches(end_offset - 1, end_offset)), None)
         if batch is None or batch.last_offset != end_offset - 1:
             raise ValueError(f"snapshot end offset {end_offset} is not on a batch boundary")
-        snapshot_id = SnapshotId(end_offset, batch.epoch)
-        self.log.create_snapshot(snapshot_id, records, kraft_control=self.control.control_records_at(end_offset - 1),
-                                 last_contained_log_timestamp_ms=last_contained_log_timestamp_ms, now_ms=now_ms)
+        return SnapshotPlan(SnapshotId(end_offset, batch.epoch), self.control.control_records_at(end_offset - 1))
+
+    def install_snapshot(self, snapshot_id: SnapshotId, staged: object) -> bool:
+        """Complete a snapshot staged by the log, then trim the log before it. False (the staged
+        copy dropped) when a newer snapshot came meanwhile, e.g. one downloaded from the leader."""
+        latest = self.log.latest_snapshot_id()
+        if latest is not None and snapshot_id.end_offset <= latest.end_offset:
+            self.log.discard_snapshot(staged)
+            return False
+        self.log.install_snapshot(snapshot_id, staged)
         self.log.delete_before_snapshot()
-        return snapshot_id
+        return True
 
     # -- the hooks ReplicaContext declares ---------------------------------------------
 

@@ -13,8 +13,9 @@ happens on the event loop thread, so nothing needs a lock.
 - Fetches go through their own KafkaClient: the leader parks a Fetch up to 500 ms, and
   responses on one connection come back in order, so a parked Fetch must not sit in
   front of a Vote or an AddRaftVoter on the same connection.
-- A snapshot a listener asks for from ``handle_commit`` (``request_snapshot``) is taken
-  once that poll is over, on the event loop like everything else.
+- A snapshot a listener asks for from ``handle_commit`` (``request_snapshot``) is encoded
+  after that poll, in short slices between the loop's other work (the image it reads is
+  immutable), written on a worker thread, and installed on the loop.
 - DescribeCluster (endpoint type 2, controllers) is answered here: cluster id, the
   current leader and the voters' endpoints, which is how ``kraftd quorum`` finds the leader.
 
@@ -30,7 +31,7 @@ import datetime
 import logging
 import random
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
@@ -49,7 +50,7 @@ from engine.raft.raft_client import (
 from engine.raft.raft_config import RaftConfig
 from engine.raft.raft_log import RaftLog
 from engine.raft.voter_set import Address, ReplicaKey
-from engine.storage.snapshot_writer import SnapshotId
+from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 
 log = logging.getLogger("engine.raft.driver")
 
@@ -64,6 +65,11 @@ ANSWER_WAIT_MS = 30_000  # a safety net: the core answers every other request fa
 # What ApiVersions tells of us: a leader adding us as a voter (AddRaftVoter) reads our kraft.version
 # range there and refuses a node that cannot take the finalized level (Kafka's reads 0-0 if absent).
 SUPPORTED_FEATURES = {"kraft.version": (0, 1)}
+# A snapshot is encoded in slices of about this much time, the loop serving requests between
+# them: a million partitions take tens of seconds, and a loop stopped for longer than the
+# fetch timeout loses the leadership. Within a slice the clock is read every so many records.
+SNAPSHOT_SLICE_MS = 20
+SNAPSHOT_SLICE_RECORDS = 256
 
 
 def served_apis() -> dict[int, ApiSpec]:
@@ -137,6 +143,7 @@ class RaftDriver:
         self._core_ready = asyncio.Event()
         self._timer: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._snapshot_task: asyncio.Task | None = None
         self._stopping = False  # no more calls into the core
         self._stopped = False
 
@@ -233,27 +240,58 @@ class RaftDriver:
 
     def request_snapshot(self, end_offset: int, records: Iterable[AnyRecord], *,
                          last_contained_log_timestamp_ms: int,
-                         on_done: Callable[[SnapshotId], None] | None = None) -> None:
+                         on_done: Callable[[SnapshotId], None] | None = None) -> bool:
         """Snapshot the state machine as of ``end_offset`` (committed and applied, on a batch
-        boundary) once the current poll is over: a listener may ask from ``handle_commit``,
-        where the core cannot be re-entered. The core then deletes the log before it. A
-        snapshot that cannot be written is logged and the log kept whole: nothing is lost."""
-        asyncio.get_running_loop().call_soon(self._create_snapshot, end_offset, records,
-                                             last_contained_log_timestamp_ms, on_done)
+        boundary); ``records`` is an iterator over an immutable state, so it may be consumed
+        later. Returns at once: the bytes are built in slices of SNAPSHOT_SLICE_MS between the
+        loop's other work, written and fsynced on a worker thread, then installed, and the
+        core deletes the log before it. A snapshot that cannot be written is logged and the
+        log kept whole: nothing is lost. False if one is still being written (it is skipped,
+        as Kafka's SnapshotGenerator skips)."""
+        if self._snapshot_task is not None and not self._snapshot_task.done():
+            log.info("node %d: snapshot at offset %d skipped: the previous one is still being written",
+                     self.local.node_id, end_offset)
+            return False
+        task = asyncio.get_running_loop().create_task(
+            self._write_snapshot(end_offset, iter(records), last_contained_log_timestamp_ms, on_done),
+            name=f"snapshot at {end_offset}")
+        self._snapshot_task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
 
-    def _create_snapshot(self, end_offset: int, records: Iterable[AnyRecord], timestamp_ms: int,
-                         on_done: Callable[[SnapshotId], None] | None) -> None:
+    async def _write_snapshot(self, end_offset: int, records: Iterator[AnyRecord], timestamp_ms: int,
+                              on_done: Callable[[SnapshotId], None] | None) -> None:
+        await asyncio.sleep(0)  # past the poll that asked: the core cannot be re-entered from a listener
         client = self.client
         if client is None or self._stopping:
             return
+        staged: Any = None
         try:
-            snapshot_id = client.create_snapshot(end_offset, list(records), last_contained_log_timestamp_ms=timestamp_ms,
-                                                 now_ms=self.now_ms())
+            plan = client.prepare_snapshot(end_offset)
+            if plan is None:
+                return
+            builder = SnapshotBuilder(epoch=plan.snapshot_id.epoch, kraft_control=plan.kraft_control,
+                                      last_contained_log_timestamp_ms=timestamp_ms, now_ms=self.now_ms())
+            more = True
+            while more:
+                deadline = time.perf_counter() + SNAPSHOT_SLICE_MS / 1000
+                while more and time.perf_counter() < deadline:
+                    more = builder.add(records, SNAPSHOT_SLICE_RECORDS)
+                await asyncio.sleep(0)
+                if self._stopping:
+                    return
+            data = builder.finish()
+            staged = await asyncio.to_thread(self.raft_log.stage_snapshot, plan.snapshot_id, data)
+            if self._stopping:
+                self.raft_log.discard_snapshot(staged)
+                return
+            installed = client.install_snapshot(plan.snapshot_id, staged)
         except (MetadataError, OSError, ValueError) as err:
             log.error("node %d: no snapshot at offset %d: %s", self.local.node_id, end_offset, one_line(err))
             return
-        if on_done is not None:
-            on_done(snapshot_id)
+        if installed and on_done is not None:
+            on_done(plan.snapshot_id)
 
     def request_poll(self) -> None:
         """Have the timer task poll the core soon (safe from inside a listener callback)."""

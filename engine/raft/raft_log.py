@@ -17,7 +17,7 @@ offset below its end offset, and the log may start at or after it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from engine.records.metadata_record_serde import AnyRecord, ControlRecord
 from engine.storage.snapshot_writer import SnapshotId
@@ -121,6 +121,18 @@ class RaftLog(Protocol):
         """Write a snapshot (header, ``kraft_control`` records — KRaftVersionRecord and
         VotersRecord for kraft.version 1 — the records, footer) in Kafka's format.
         ``snapshot_id.end_offset`` must be <= end_offset and > the latest snapshot's."""
+
+    def stage_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> Any:
+        """Make ``data`` (a whole snapshot file, built elsewhere) ready to install: written and
+        made durable beside the log, or just kept. Touches none of the log's state, so it may
+        run on another thread. The result goes to install_snapshot or discard_snapshot."""
+
+    def install_snapshot(self, snapshot_id: SnapshotId, staged: Any) -> None:
+        """Complete a staged snapshot, on create_snapshot's conditions (StorageError, nothing
+        changed and the staged copy gone, if they do not hold)."""
+
+    def discard_snapshot(self, staged: Any) -> None:
+        """Drop a staged snapshot that will not be installed."""
 
     def snapshot_size(self, snapshot_id: SnapshotId) -> int:
         """Size in bytes of a complete snapshot; StorageError if there is none with that id."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from engine.common.file_io import write_bytes_atomically
 from engine.records.kio_codec import SnapshotFooterRecord, SnapshotHeaderRecord, i16, i64
@@ -45,6 +45,65 @@ def parse_snapshot_name(name: str) -> SnapshotId | None:
     return None
 
 
+class SnapshotBuilder:
+    """A snapshot file's bytes, built a few records at a time.
+
+    A controller snapshots an image of a million partitions (over 100 MB); encoding it in one
+    call would stop its event loop for tens of seconds, long enough to lose the leadership.
+    The image is immutable, so the records can be fed in slices between other work (``add``
+    returns after ``max_records``) and the result is the same as one ``snapshot_bytes`` call.
+    """
+
+    def __init__(self, *, epoch: int, last_contained_log_timestamp_ms: int, now_ms: int,
+                 kraft_control: Sequence[ControlRecord] = (), max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES):
+        self._epoch = epoch
+        self._now_ms = now_ms
+        self._max_batch_bytes = max_batch_bytes
+        self._out = bytearray()
+        self._offset = 0
+        self._pending: list[tuple[bytes | None, bytes | None]] = []
+        self._pending_bytes = 0
+        header = SnapshotHeaderRecord(version=i16(0), last_contained_log_timestamp=i64(last_contained_log_timestamp_ms))
+        # Kafka puts the header and the kraft.version/voters records in one control batch.
+        self._emit([encode_record(control_record(header))] + [encode_record(r) for r in kraft_control], control=True)
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self._out) + self._pending_bytes
+
+    def _emit(self, entries: list[tuple[bytes | None, bytes | None]], control: bool) -> None:
+        batch = build_batch(self._offset, entries, timestamp_ms=self._now_ms, leader_epoch=self._epoch,
+                            control=control)
+        self._out.extend(encode_batch(batch))
+        self._offset += len(entries)
+
+    def add(self, records: Iterator[AnyRecord], max_records: int | None = None) -> bool:
+        """Encode records from ``records`` (at most ``max_records``); False once it is exhausted."""
+        pending, limit = self._pending, self._max_batch_bytes
+        taken = 0
+        for record in records:
+            entry = encode_record(record)
+            size = len(entry[1] or b"") + 8
+            if pending and self._pending_bytes + size > limit:
+                self._emit(pending, control=False)
+                pending = self._pending = []
+                self._pending_bytes = 0
+            pending.append(entry)
+            self._pending_bytes += size
+            taken += 1
+            if max_records is not None and taken >= max_records:
+                return True
+        return False
+
+    def finish(self) -> bytes:
+        """The whole file: the last data batch and the footer appended."""
+        if self._pending:
+            self._emit(self._pending, control=False)
+            self._pending, self._pending_bytes = [], 0
+        self._emit([encode_record(control_record(SnapshotFooterRecord(version=i16(0))))], control=True)
+        return bytes(self._out)
+
+
 def snapshot_bytes(
     records: Iterable[AnyRecord],
     *,
@@ -55,32 +114,10 @@ def snapshot_bytes(
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> bytes:
     """The bytes of a whole snapshot file."""
-    out = bytearray()
-    offset = 0
-
-    def emit(entries: list[tuple[bytes | None, bytes | None]], control: bool) -> None:
-        nonlocal offset
-        batch = build_batch(offset, entries, timestamp_ms=now_ms, leader_epoch=epoch, control=control)
-        out.extend(encode_batch(batch))
-        offset += len(entries)
-
-    header = SnapshotHeaderRecord(version=i16(0), last_contained_log_timestamp=i64(last_contained_log_timestamp_ms))
-    # Kafka puts the header and the kraft.version/voters records in one control batch.
-    emit([encode_record(control_record(header))] + [encode_record(r) for r in kraft_control], control=True)
-    pending: list[tuple[bytes | None, bytes | None]] = []
-    pending_bytes = 0
-    for record in records:
-        entry = encode_record(record)
-        size = len(entry[1] or b"") + 8
-        if pending and pending_bytes + size > max_batch_bytes:
-            emit(pending, control=False)
-            pending, pending_bytes = [], 0
-        pending.append(entry)
-        pending_bytes += size
-    if pending:
-        emit(pending, control=False)
-    emit([encode_record(control_record(SnapshotFooterRecord(version=i16(0))))], control=True)
-    return bytes(out)
+    builder = SnapshotBuilder(epoch=epoch, last_contained_log_timestamp_ms=last_contained_log_timestamp_ms,
+                              now_ms=now_ms, kraft_control=kraft_control, max_batch_bytes=max_batch_bytes)
+    builder.add(iter(records))
+    return builder.finish()
 
 
 def write_snapshot(
