@@ -92,10 +92,13 @@ def _controller_record(controller: Any) -> Any:
 
 
 def _partition_record(topic_id: Any, partition_id: int, p: PartitionRegistration, level: int, elr: bool) -> Any:
-    fields = dict(partition_id=i32(partition_id), topic_id=topic_id, replicas=p.replicas, isr=p.isr,
-                  removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=i32(p.leader),
-                  leader_recovery_state=i8(p.leader_recovery_state), leader_epoch=i32(p.leader_epoch),
-                  partition_epoch=i32(p.partition_epoch))
+    # The ints are the image's own, each read from a record: kio's per-value type wrappers would
+    # check them again (a third of a million-partition snapshot's time), and the encoder's
+    # struct packing refuses one out of range all the same.
+    fields = dict(partition_id=partition_id, topic_id=topic_id, replicas=p.replicas, isr=p.isr,
+                  removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=p.leader,
+                  leader_recovery_state=p.leader_recovery_state, leader_epoch=p.leader_epoch,
+                  partition_epoch=p.partition_epoch)
     # Kafka writes the directories, MIGRATING ones too, from 3.7-IV2 on, and none before: no
     # directories reads back as one MIGRATING per replica. Others are kept whatever the version.
     with_dirs = level >= _MV_3_7_IV2 or p.directories != migrating_array(len(p.replicas))

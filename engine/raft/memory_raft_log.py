@@ -13,19 +13,16 @@ so the two cannot drift apart.
 
 from __future__ import annotations
 
-import struct
 from bisect import bisect_left, bisect_right
 from typing import Iterator, Sequence
 
 from engine.common.errors import MetadataError, StorageError
-from engine.records.kio_codec import crc32c
 from engine.storage.leader_epoch_cache import LeaderEpochCache
 from engine.records.metadata_record_serde import (SNAPSHOT_FOOTER, SNAPSHOT_HEADER, AnyRecord, ControlRecord, UnknownRecord,
                                           decode_record, encode_record)
 from engine.records.metadata_records import MetadataRecord
 from engine.raft.raft_log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LogBatch, OffsetAndEpoch
-from engine.records.record_batch import (ATTR_CONTROL, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
-                                 NO_SEQUENCE, decode_batch)
+from engine.records.record_batch import decode_batch, encode_entries
 from engine.storage.snapshot_writer import SnapshotId, snapshot_bytes
 
 # -- checks shared with FileRaftLog ------------------------------------------------------
@@ -46,42 +43,6 @@ def leader_batch_bytes(records: Sequence[AnyRecord], *, base_offset: int, epoch:
             raise ValueError(f"a {kind} batch cannot hold {type(record).__name__}")
     return encode_entries(base_offset, [encode_record(r) for r in records], epoch=epoch,
                           timestamp_ms=timestamp_ms, control=control)
-
-
-_BYTE = [bytes([i]) for i in range(128)]
-_TAIL = struct.Struct(">hiqqqhii")
-_HEAD = struct.Struct(">qiibI")
-
-
-def _varint(n: int) -> bytes:
-    """Kafka's zigzag varint."""
-    v = (n << 1) ^ (n >> 63)
-    if v < 0x80:
-        return _BYTE[v]
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def encode_entries(base_offset: int, entries: Sequence[tuple[bytes | None, bytes | None]], *, epoch: int,
-                   timestamp_ms: int, control: bool) -> bytes:
-    """``encode_batch(build_batch(...))`` byte for byte, without the intermediate objects:
-    the simulator appends millions of batches, and this is most of an append's cost."""
-    parts = []
-    for delta, (key, value) in enumerate(entries):
-        # attributes 0, timestamp delta 0, offset delta, key, value, no headers
-        body = b"\x00\x00" + _varint(delta) + (b"\x01" if key is None else _varint(len(key)) + key) \
-            + (b"\x01" if value is None else _varint(len(value)) + value) + b"\x00"
-        parts.append(_varint(len(body)))
-        parts.append(body)
-    records = b"".join(parts)
-    count = len(entries)
-    tail = _TAIL.pack(ATTR_CONTROL if control else 0, count - 1, timestamp_ms, timestamp_ms, NO_PRODUCER_ID,
-                      NO_PRODUCER_EPOCH, NO_SEQUENCE, count) + records
-    return _HEAD.pack(base_offset, HEADER_SIZE - LOG_OVERHEAD + len(records), epoch, MAGIC_V2, crc32c(tail)) + tail
 
 
 def check_fetched_batch(data: bytes | memoryview, pos: int, *, end_offset: int,

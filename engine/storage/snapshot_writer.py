@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, Sequence
 from engine.common.file_io import write_bytes_atomically
 from engine.records.kio_codec import SnapshotFooterRecord, SnapshotHeaderRecord, i16, i64
 from engine.records.metadata_record_serde import AnyRecord, ControlRecord, control_record, encode_record
-from engine.records.record_batch import build_batch, encode_batch
+from engine.records.record_batch import encode_entries
 
 CHECKPOINT_SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = ".part"
@@ -72,9 +72,8 @@ class SnapshotBuilder:
         return len(self._out) + self._pending_bytes
 
     def _emit(self, entries: list[tuple[bytes | None, bytes | None]], control: bool) -> None:
-        batch = build_batch(self._offset, entries, timestamp_ms=self._now_ms, leader_epoch=self._epoch,
-                            control=control)
-        self._out.extend(encode_batch(batch))
+        self._out += encode_entries(self._offset, entries, epoch=self._epoch, timestamp_ms=self._now_ms,
+                                    control=control)
         self._offset += len(entries)
 
     def add(self, records: Iterator[AnyRecord], max_records: int | None = None) -> bool:
