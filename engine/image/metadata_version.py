@@ -6,6 +6,8 @@ not yet production in Kafka 4.4.0), read off Kafka's own MetadataVersion and Fea
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -132,6 +134,7 @@ class RecordVersions(NamedTuple):
     cordoned_log_dirs: bool  # KIP-1066 (4.3-IV0)
 
 
+@functools.cache  # asked per record on a controller's hot paths; a pure function of the level
 def record_versions(level: int) -> RecordVersions:
     """What a controller writes at metadata.version ``level`` (7 = 3.3-IV3 and up)."""
     def at_least(name: str) -> bool:
