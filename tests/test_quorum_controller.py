@@ -128,6 +128,29 @@ def test_a_write_is_answered_once_committed_and_the_next_command_sees_it_before(
     assert [token for token, _ in h.answers] == ["first", "second"]
 
 
+def scram_deletion(user: str) -> Any:
+    module = protocol_module("alter_user_scram_credentials", 0, "request")
+    return request("alter_user_scram_credentials", 0, upsertions=(),
+                   deletions=(module.ScramCredentialDeletion(name=user, mechanism=i8(1)),))
+
+
+def test_a_write_that_writes_nothing_waits_for_the_writes_before_it() -> None:
+    h = active()
+    h.submit(SCRAM, scram_deletion("nobody"), "alone")  # nothing pending: answered at once
+    assert [token for token, _ in h.answers] == ["alone"]
+    assert h.answers[0][1].results[0].error_code == ErrorCode.resource_not_found
+    h.answers.clear()
+    h.submit(SCRAM, scram("carol"), "write")
+    end = h.next_offset
+    # It read the speculative image (carol exists there): answered only once carol is committed, as
+    # Kafka answers a read-write event that returned no records after the highest pending offset.
+    h.submit(SCRAM, scram_deletion("nobody"), "nothing written")
+    assert h.answers == [] and h.next_offset == end
+    h.commit()
+    h.poll()
+    assert [token for token, _ in h.answers] == ["write", "nothing written"]
+
+
 def test_losing_the_leadership_answers_pending_writes_not_controller_and_drops_the_speculation() -> None:
     h = active()
     h.submit(SCRAM, scram("bob"), "pending")

@@ -636,3 +636,23 @@ def test_memory_and_file_logs_agree(ops: list[tuple]) -> None:
                 assert observe(file) == observe(memory), op
         finally:
             logs.close_all()
+
+
+def test_a_fetched_batch_decodes_its_records_only_when_asked_and_as_the_general_path_does() -> None:
+    from engine.raft.memory_raft_log import decode_all
+    from engine.records.metadata_record_serde import decode_record
+    from engine.records.record_batch import decode_batch
+
+    topic = uuid.UUID(int=5)
+    records = [m.TopicRecordV0(name="t", topic_id=topic)] + [
+        m.PartitionRecordV0(partition_id=i32(p), topic_id=topic, replicas=(i32(1), i32(2)), isr=(i32(1),),
+                            removing_replicas=(), adding_replicas=(), leader=i32(1), leader_epoch=i32(0),
+                            partition_epoch=i32(0)) for p in range(300)]  # offsets past 127: two-byte varints
+    data = leader_batch_bytes(records, base_offset=1000, epoch=3, timestamp_ms=7, control=False) + \
+        leader_batch_bytes([leader_change(1)], base_offset=1301, epoch=3, timestamp_ms=7, control=True)
+    first, second = decode_all(data)
+    assert first._records is None and second._records is None  # nothing decoded yet
+    assert (first.base_offset, first.last_offset, first.control, second.control) == (1000, 1300, False, True)
+    general = decode_batch(data)[0]
+    assert first.records == tuple(records) == tuple(decode_record(r.key, r.value, False) for r in general.records)
+    assert second.records == (leader_change(1),)

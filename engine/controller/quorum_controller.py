@@ -228,7 +228,14 @@ class QuorumController:
                command: Command | None, request: Any) -> None:
         records = tuple(result.records)
         if not records:
-            if token is not None:
+            if token is None:
+                return
+            if self._pending:
+                # A write that wrote nothing read the speculative image (a heartbeat told it is
+                # unfenced while its unfencing is not yet committed): as Kafka, it is answered only
+                # once everything before it is committed, so no answer states what a failover loses.
+                self._pending.append(_Pending(self._pending[-1].last_offset, token, result.response, command, request))
+            else:
                 out.responses.append((token, result.response))
             return
         delta = MetadataDelta(self.image)

@@ -22,7 +22,9 @@ from engine.records.metadata_record_serde import (SNAPSHOT_FOOTER, SNAPSHOT_HEAD
                                           decode_record, encode_record)
 from engine.records.metadata_records import MetadataRecord
 from engine.raft.raft_log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LogBatch, OffsetAndEpoch
-from engine.records.record_batch import decode_batch, encode_entries
+from engine.records.compression import NONE
+from engine.records.record_batch import HEADER_SIZE, decode_batch, encode_entries
+from engine.storage.log_reader import entries_in_place
 from engine.storage.snapshot_writer import SnapshotId, snapshot_bytes
 
 # -- checks shared with FileRaftLog ------------------------------------------------------
@@ -67,13 +69,22 @@ def check_fetched_batch(data: bytes | memoryview, pos: int, *, end_offset: int,
 def decode_log_batch(buf: bytes | memoryview, pos: int = 0, *, path: str | None = None) -> tuple[LogBatch, int]:
     """Decode (CRC checked) the batch at ``pos`` into a LogBatch; (batch, end position)."""
     try:
-        batch, end = decode_batch(buf, pos)
+        header, end = decode_batch(buf, pos, decode_records=False)  # lengths, magic, CRC: checked now
     except MetadataError as exc:
         raise StorageError(exc.reason, path=path, byte_offset=exc.byte_offset) from None
-    control = batch.is_control
-    records = tuple(decode_record(r.key, r.value, control) for r in batch.records)
-    return LogBatch(batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.max_timestamp,
-                    control, records, end - pos), end
+    control = header.is_control
+
+    def decode() -> tuple[AnyRecord, ...]:  # later, and only if asked: the CRC above vouches for the bytes
+        if header.compression == NONE and not control:
+            count = int.from_bytes(buf[pos + HEADER_SIZE - 4:pos + HEADER_SIZE], "big", signed=True)
+            entries = entries_in_place(buf, header, pos + HEADER_SIZE, end, count, False)
+            if entries is not None:
+                return tuple(entry.record for entry in entries)
+        batch, _ = decode_batch(buf, pos, verify_crc=False)
+        return tuple(decode_record(r.key, r.value, control) for r in batch.records)
+
+    return LogBatch(header.base_offset, header.last_offset, header.partition_leader_epoch, header.max_timestamp,
+                    control, None, end - pos, decode=decode), end
 
 
 def decode_all(buf: bytes | memoryview, path: str | None = None) -> Iterator[LogBatch]:

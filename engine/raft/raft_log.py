@@ -17,7 +17,7 @@ offset below its end offset, and the log may start at or after it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from engine.records.metadata_record_serde import AnyRecord, ControlRecord
 from engine.storage.snapshot_writer import SnapshotId
@@ -32,17 +32,49 @@ class OffsetAndEpoch:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
 class LogBatch:
-    """One batch as read back: its offsets, epoch, whether it is a control batch, its records."""
+    """One batch as read back: its offsets, epoch, whether it is a control batch, its records.
 
-    base_offset: int
-    last_offset: int
-    epoch: int
-    append_time_ms: int  # the batch's max timestamp
-    control: bool
-    records: tuple[AnyRecord, ...]
-    size_bytes: int
+    ``records`` may be decoded only when first asked for (``decode``): the Raft core looks at
+    every fetched or appended batch for control records, and decoding the records of a data
+    batch it does not need is most of a follower's time under load."""
+
+    __slots__ = ("base_offset", "last_offset", "epoch", "append_time_ms", "control", "size_bytes", "_records",
+                 "_decode")
+
+    def __init__(self, base_offset: int, last_offset: int, epoch: int, append_time_ms: int, control: bool,
+                 records: tuple[AnyRecord, ...] | None, size_bytes: int, *,
+                 decode: Callable[[], tuple[AnyRecord, ...]] | None = None):
+        if records is None and decode is None:
+            raise ValueError("a LogBatch needs its records or a way to decode them")
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.epoch = epoch
+        self.append_time_ms = append_time_ms  # the batch's max timestamp
+        self.control = control
+        self.size_bytes = size_bytes
+        self._records = records
+        self._decode = decode
+
+    @property
+    def records(self) -> tuple[AnyRecord, ...]:
+        if self._records is None:
+            self._records = self._decode()
+            self._decode = None  # the buffer it holds can go
+        return self._records
+
+    def _key(self) -> tuple:
+        return (self.base_offset, self.last_offset, self.epoch, self.append_time_ms, self.control, self.records,
+                self.size_bytes)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogBatch) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable cache inside: compared, never hashed
+
+    def __repr__(self) -> str:
+        return (f"LogBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, epoch={self.epoch}, "
+                f"control={self.control}, records={len(self.records)}, size_bytes={self.size_bytes})")
 
 
 class RaftLog(Protocol):

@@ -61,7 +61,7 @@ _RECORD_CLASSES = metadata_records.RECORD_CLASSES
 _READERS = {cls: entity_reader(cls) for cls in _RECORD_CLASSES.values()}
 # kio readers indexed by (api key << 6 | version), api key < 128 and version < 64: the
 # one-byte header fields of every record Kafka writes today. A list lookup is the
-# cheapest dispatch for the replay hot path (log_reader._entries_in_place).
+# cheapest dispatch for the replay hot path (log_reader.entries_in_place).
 # Each entry is read(buf, start, end) -> message or None: bounds walk, then kio's reader.
 FAST_READER_TABLE: list = [lambda buf, start, end: None] * (128 << 6)
 for (_key, _version), _cls in _RECORD_CLASSES.items():

@@ -53,7 +53,7 @@ def entries_of_batch(batch: RecordBatch, in_snapshot: bool = False) -> Iterator[
                        decode_record(record.key, record.value, control), control, in_snapshot)
 
 
-def _entries_in_place(buf, header: RecordBatch, start: int, end: int, record_count: int,
+def entries_in_place(buf, header: RecordBatch, start: int, end: int, record_count: int,
                       in_snapshot: bool) -> list[LogEntry] | None:
     """Decode an uncompressed data batch's metadata records straight from the file buffer.
 
@@ -180,7 +180,7 @@ def entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
         entries = None
         if header.compression == NONE and not header.is_control:
             count = int.from_bytes(buf[pos + HEADER_SIZE - 4:pos + HEADER_SIZE], "big", signed=True)
-            entries = _entries_in_place(buf, header, pos + HEADER_SIZE, end, count, in_snapshot)
+            entries = entries_in_place(buf, header, pos + HEADER_SIZE, end, count, in_snapshot)
         if entries is None:
             try:
                 batch, _ = decode_batch(buf, pos, verify_crc=False)  # the CRC was checked above
