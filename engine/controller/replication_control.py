@@ -11,11 +11,12 @@ unfenced) and treats the broker as the function's name says.
 from __future__ import annotations
 
 import datetime
-from typing import Any, Iterator
+from typing import Any
 
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
 from engine.controller.partition_change import Election, elr_enabled, leader_acceptor, partition_change
-from engine.image.metadata_image import MetadataImage, TopicImage
+from engine.image import topic_index
+from engine.image.metadata_image import MetadataImage
 from engine.image.partition_registration import (
     LEADER_RECOVERY_RECOVERED, LEADER_RECOVERY_RECOVERING, NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration)
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
@@ -27,8 +28,7 @@ NO_THROTTLE = datetime.timedelta(0)
 
 def partitions_led_by(image: MetadataImage, broker_id: int) -> int:
     """How many partitions ``broker_id`` leads."""
-    return sum(1 for topic in image.topics.by_id.values()
-               for p in topic.partitions.values() if p.leader == broker_id)
+    return topic_index.partitions_led_by(image, broker_id)
 
 
 def fence_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
@@ -66,20 +66,12 @@ def unregister_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
 
 def unfence_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
     """The broker is unfenced: leaders for the leaderless partitions it can lead."""
-    leaderless = ((t, pid) for t in ctx.image.topics.by_id.values()
-                  for pid, p in t.partitions.items() if p.leader == NO_LEADER)
-    return leader_and_isr_updates(ctx, leaderless, added=broker_id)
+    return leader_and_isr_updates(ctx, topic_index.leaderless_partitions(ctx.image), added=broker_id)
 
 
-def _in_isr(image: MetadataImage, broker_id: int) -> Iterator[tuple[TopicImage, int]]:
-    return ((t, pid) for t in image.topics.by_id.values()
-            for pid, p in t.partitions.items() if broker_id in p.isr)
-
-
-def _in_isr_or_elr(image: MetadataImage, broker_id: int) -> Iterator[tuple[TopicImage, int]]:
-    # ISR and ELR are disjoint: Kafka's two passes (ISR, then ELR) touch each partition once
-    return ((t, pid) for t in image.topics.by_id.values()
-            for pid, p in t.partitions.items() if broker_id in p.isr or broker_id in p.elr)
+# Through the per-topic index: a broker's partitions without a scan of every partition.
+_in_isr = topic_index.partitions_in_isr
+_in_isr_or_elr = topic_index.partitions_in_isr_or_elr
 
 
 def leader_and_isr_updates(ctx: ControllerContext, partitions: Any, *, removed: int = NO_LEADER,

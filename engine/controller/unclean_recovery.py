@@ -53,6 +53,7 @@ from typing import Any, Iterator
 from engine.controller.controller_result import ControllerContext, ControllerResult
 from engine.controller.partition_change import (
     Election, leader_acceptor, partition_change, topic_config)
+from engine.image.topic_index import topic_index
 from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.image.partition_registration import NO_LEADER, PartitionRegistration
 
@@ -166,12 +167,10 @@ def _last_holders(partition: PartitionRegistration) -> tuple[int, ...]:
 
 def leaderless_partitions(ctx: ControllerContext) -> Iterator[tuple[TopicImage, int, str]]:
     for topic in ctx.image.topics.by_id.values():
-        strategy = None
-        for pid, partition in topic.partitions.items():
-            if partition.leader != NO_LEADER:
-                continue
-            strategy = strategy or recovery_strategy(ctx, topic.name)
-            if needs_recovery(ctx.image, partition, strategy):
+        leaderless = topic_index(topic).leaderless  # most topics have none: no partition visited
+        strategy = recovery_strategy(ctx, topic.name) if leaderless else None
+        for pid in leaderless:
+            if needs_recovery(ctx.image, topic.partitions[pid], strategy):
                 yield topic, pid, strategy
 
 

@@ -77,6 +77,9 @@ class TopicImage:
     name: str
     id: uuid.UUID
     partitions: Mapping[int, PartitionRegistration] = field(default_factory=_empty)
+    # engine.image.topic_index's per-broker index of this topic, built on first use. A topic
+    # untouched by a delta is the same object in the next image, so the index lives on.
+    _index: Any = field(default=None, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
