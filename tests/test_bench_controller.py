@@ -16,16 +16,16 @@ from engine.tools.bench_controller_load import batches, topic_specs
 NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
 
 
-def _run(**how) -> tuple[list, list[str]]:
+def _run(failovers: int = 1, **how) -> tuple[list, list[str]]:
     lines: list[str] = []
     results = bench_controller(topics=5, partitions=10, brokers=4, heartbeat_brokers=20, heartbeat_seconds=2,
-                               interval_ms=500, failovers=1, out=lines.append, **how)
+                               interval_ms=500, failovers=failovers, out=lines.append, **how)
     return results, lines
 
 
-def _check(result, lines: list[str], name: str) -> None:
+def _check(result, lines: list[str], name: str, failovers: int = 1) -> None:
     assert result.name == name and result.partitions == 50
-    assert result.heartbeat_ms and len(result.failover_ms) == 1 and len(result.peak_rss_mb) == 3
+    assert result.heartbeat_ms and len(result.failover_ms) == failovers and len(result.peak_rss_mb) == 3
     text = "\n".join(lines)
     assert re.search(rf"^{name}: 50 partitions created in {NUMBER} s \({NUMBER} partitions/s\)$", text, re.M)
     assert re.search(rf"^{name}: 20 brokers heartbeating every 500 ms for 2 s: {NUMBER} heartbeats, latency "
@@ -38,9 +38,15 @@ def _check(result, lines: list[str], name: str) -> None:
 
 
 def test_our_controllers(tmp_path):
-    results, lines = _run()
+    results, lines = _run(failovers=2)
     assert lines[0].startswith("settings: ") and lines[1].startswith("machine: ") and lines[-2] == "summary:"
-    _check(results[0], lines, "kraftd")
+    _check(results[0], lines, "kraftd", failovers=2)
+    # between the kills, the killed node came back and caught up (DescribeQuorum) before the next
+    text = "\n".join(lines)
+    restarted = re.search(rf"^kraftd: controller ([123]) restarted and caught up in {NUMBER} s$", text, re.M)
+    assert restarted and re.search(rf"^kraftd: failover 1: killed active controller {restarted.group(1)};", text, re.M)
+    assert re.search(rf"^kraftd: failover 2: killed active controller [123]; CreateTopics answered by controller "
+                     rf"[123] {NUMBER} ms after the kill$", text, re.M)
 
 
 @pytest.mark.kafka

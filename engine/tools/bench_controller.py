@@ -14,7 +14,8 @@ format`` as one dynamic quorum, and driven by the very same load client
    partition count just made.
 3. *memory*: each controller's peak resident memory (VmHWM of /proc/PID/status).
 4. *failover*: SIGKILL the active controller; the time until a CreateTopics (one new topic) is
-   answered by its successor. Repeated ``failovers`` times, the killed node restarted between.
+   answered by its successor. Repeated ``failovers`` times; between two, the killed node is restarted
+   and the next kill waits until DescribeQuorum shows it caught up (its restart time is printed).
 
 Prints figures as it goes and returns them; asserts nothing (they go into docs/performance.md).
 """
@@ -176,8 +177,11 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
                 f"controller {admin.active} {elapsed_ms:.0f} ms after the kill")
             admin.dead = load.dead = set()
             if number < failovers:
+                restarted_at = time.monotonic()
                 cluster.restart(killed)
-                await asyncio.sleep(interval_ms / 1000 * 2)  # let it catch up before the next kill
+                await load.wait_caught_up(killed)  # a full quorum again before the next kill
+                out(f"{result.name}: controller {killed} restarted and caught up in "
+                    f"{time.monotonic() - restarted_at:.1f} s")
     finally:
         stop.set()
         if keeper is not None:

@@ -107,6 +107,26 @@ class ControllerLoad:
                 raise LoadError(f"no active controller named within {timeout_s:.0f} s")
             await asyncio.sleep(RETRY_PAUSE_S)
 
+    async def wait_caught_up(self, node_id: int, timeout_s: float = 300.0) -> None:
+        """Until the active controller's DescribeQuorum shows voter ``node_id`` at or past its
+        high watermark: a restarted voter that is still loading or fetching cannot vote yet,
+        and killing the leader before then measures the restart, not the failover."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                active = self.active if self.active is not None else await self.find_active(timeout_s)
+                part = only_partition(await self.clients[0].send(self.addresses[active], describe_quorum_request(),
+                                                                 timeout_ms=1000))
+                if part is not None and part.error_code == ErrorCode.none:
+                    voter = next((v for v in part.current_voters if v.replica_id == node_id), None)
+                    if voter is not None and part.high_watermark >= 0 and voter.log_end_offset >= part.high_watermark:
+                        return
+            except (NetError, OSError):
+                self.active = None
+            if time.monotonic() > deadline:
+                raise LoadError(f"controller {node_id} not caught up within {timeout_s:.0f} s")
+            await asyncio.sleep(RETRY_PAUSE_S)
+
     async def call(self, request: Any, *, timeout_ms: int | None = None) -> Any:
         """``request`` answered by the active controller, following it when it moves."""
         deadline = time.monotonic() + (timeout_ms or self.request_timeout_ms) / 1000
