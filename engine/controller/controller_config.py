@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from engine.common.errors import ConfigError
@@ -26,6 +26,11 @@ class ControllerConfig:
     unclean_recovery_manager_enabled: bool = False  # unclean.recovery.manager.enabled
     unclean_recovery_strategy: str = ""  # unclean.recovery.strategy: Proactive|Balanced|Manual ("" derives it)
     unclean_recovery_timeout_ms: int = 300000  # unclean.recovery.timeout.ms
+    # Delegation tokens (KIP-48): off unless a secret is set, as in Kafka
+    delegation_token_secret_key: str = field(default="", repr=False)  # delegation.token.secret.key (a password)
+    delegation_token_max_lifetime_ms: int = 604_800_000  # delegation.token.max.lifetime.ms (7 days)
+    delegation_token_expiry_time_ms: int = 86_400_000  # delegation.token.expiry.time.ms (1 day)
+    delegation_token_expiry_check_interval_ms: int = 3_600_000  # delegation.token.expiry.check.interval.ms
 
     @classmethod
     def from_properties(cls, node_id: int, props: Mapping[str, str], where: str = "",
@@ -57,7 +62,12 @@ class ControllerConfig:
                    max_idle_interval_ms=integer("metadata.max.idle.interval.ms", 500),
                    unclean_recovery_manager_enabled=boolean("unclean.recovery.manager.enabled", False),
                    unclean_recovery_strategy=strategy(props.get("unclean.recovery.strategy", ""), where),
-                   unclean_recovery_timeout_ms=integer("unclean.recovery.timeout.ms", 300000))
+                   unclean_recovery_timeout_ms=integer("unclean.recovery.timeout.ms", 300000),
+                   delegation_token_secret_key=props.get("delegation.token.secret.key", "").strip(),
+                   delegation_token_max_lifetime_ms=integer("delegation.token.max.lifetime.ms", 604_800_000),
+                   delegation_token_expiry_time_ms=integer("delegation.token.expiry.time.ms", 86_400_000),
+                   delegation_token_expiry_check_interval_ms=integer("delegation.token.expiry.check.interval.ms",
+                                                                     3_600_000))
 
 
 def strategy(text: str, where: str = "") -> str:
