@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import contextlib
 from pathlib import Path
 
@@ -173,3 +174,36 @@ def test_every_controller_registers_itself_and_again_after_a_restart(tmp_path: P
         assert [(e.name, e.host, e.port) for e in registration.endpoints] == [
             (name, host, port) for name, (host, port) in node.driver.endpoints]
         assert dict((f.name, (f.min_version, f.max_version)) for f in registration.supported_features)["metadata.version"]
+
+
+def test_a_forwarded_create_delegation_token_is_the_principals_and_lands_in_the_image(tmp_path: Path) -> None:
+    """With delegation.token.secret.key set, a broker's forwarded CreateDelegationToken (v1: no
+    owner) makes a token owned by the Envelope's principal, HMAC-SHA512 of its id by the secret."""
+    import hashlib
+    import hmac
+
+    secret = "bench-secret"
+    v1 = protocol_module("create_delegation_token", 1, "request")
+    request = v1.CreateDelegationTokenRequest(
+        renewers=(v1.CreatableRenewers(principal_type="User", principal_name="bob"),),
+        max_lifetime=datetime.timedelta(milliseconds=-1))
+
+    async def scenario():
+        _, (node,) = await start_quorum(tmp_path, 1, **{"delegation.token.secret.key": secret})
+        client = KafkaClient(client_id="test")
+        try:
+            await wait_until(lambda: node.controller.core.is_active and node.image.metadata_version, 30, "active")
+            answer = await client.send(node.driver.address, _envelope(request, ("User", "alice")))
+            await wait_until(lambda: node.image.delegation_tokens, 30, "the token in the image")
+            return answer, dict(node.image.delegation_tokens)
+        finally:
+            await client.close()
+            await node.stop()
+
+    envelope, tokens = asyncio.run(asyncio.wait_for(scenario(), 120))
+    assert envelope.error_code == ErrorCode.none
+    _, inner = decode_response_frame(envelope.response_data, 38, 1)
+    assert (inner.error_code, inner.principal_type, inner.principal_name) == (ErrorCode.none, "User", "alice")
+    assert inner.hmac == hmac.new(secret.encode(), inner.token_id.encode(), hashlib.sha512).digest()
+    (record,) = tokens.values()
+    assert (record.token_id, record.owner, [r for r in record.renewers]) == (inner.token_id, "User:alice", ["User:bob"])

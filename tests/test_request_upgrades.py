@@ -57,3 +57,21 @@ def test_update_features_v0_downgrade_flag_and_elect_leaders_v0() -> None:
     elect = protocol_module("elect_leaders", 0, "request").ElectLeadersRequest(topic_partitions=None,
                                                                                 timeout=i32(1000))
     assert upgraded(43, 0, elect).election_type == 0
+
+
+def test_create_delegation_token_before_v3_is_for_the_requester_and_answers_without_its_fields() -> None:
+    v1 = protocol_module("create_delegation_token", 1, "request")
+    old = v1.CreateDelegationTokenRequest(renewers=(v1.CreatableRenewers(principal_type="User", principal_name="bob"),),
+                                          max_lifetime=datetime.timedelta(milliseconds=-1))
+    new = upgraded(38, 1, old)
+    assert (new.owner_principal_type, new.owner_principal_name) == (None, None)
+    assert [(r.principal_type, r.principal_name) for r in new.renewers] == [("User", "bob")]
+    v3 = protocol_module("create_delegation_token", 3, "response")
+    answer = v3.CreateDelegationTokenResponse(
+        error_code=i16(0), principal_type="User", principal_name="alice", token_requester_principal_type="User",
+        token_requester_principal_name="alice", issue_timestamp=datetime.datetime.fromtimestamp(1, datetime.UTC),
+        expiry_timestamp=datetime.datetime.fromtimestamp(2, datetime.UTC),
+        max_timestamp=datetime.datetime.fromtimestamp(3, datetime.UTC), token_id="t", hmac=b"h",
+        throttle_time=datetime.timedelta(0))
+    back = convert_message(answer, protocol_module("create_delegation_token", 1, "response").CreateDelegationTokenResponse)
+    assert (back.principal_name, back.token_id, back.hmac) == ("alice", "t", b"h")

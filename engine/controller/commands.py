@@ -7,7 +7,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
 from engine.controller import (
-    acl_control, client_quota_control, cluster_control, config_control, feature_control, producer_id_control,
+    acl_control, client_quota_control, delegation_token_control, cluster_control, config_control, feature_control, producer_id_control,
     reassignment, replication_control, scram_control, topic_control, unclean_recovery,
 )
 from engine.controller.controller_config import ControllerConfig
@@ -27,6 +27,7 @@ _MANAGERS: tuple[ModuleType, ...] = (
     scram_control,
     client_quota_control,
     acl_control,
+    delegation_token_control,
     unclean_recovery,  # KIP-966's unclean recovery: a periodic task, no commands
 )
 

@@ -11,6 +11,7 @@ Kafka's request classes read old versions:
 - UpdateFeatures v0: ``allow_downgrade`` became ``upgrade_type`` in v1 (SAFE_DOWNGRADE when
   allowed, else UPGRADE, as Kafka's UpdateFeaturesRequest reads v0).
 - DescribeCluster v0-v1: no ``include_fenced_brokers`` (v2): fenced brokers are not asked for.
+- CreateDelegationToken v1-v2: no owner (v3): the token is the requester's own.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _describe_cluster(request: Any) -> dict[str, Any]:
     return {"include_fenced_brokers": False}
 
 
+def _create_delegation_token(request: Any) -> dict[str, Any]:
+    return {"owner_principal_type": None, "owner_principal_name": None}
+
+
 # api key -> (the versions it applies below, fields of the newest built from an older request)
 UPGRADES: dict[int, tuple[int, Callable[[Any], dict[str, Any]]]] = {
     20: (6, _delete_topics),
@@ -58,6 +63,7 @@ UPGRADES: dict[int, tuple[int, Callable[[Any], dict[str, Any]]]] = {
     43: (1, _elect_leaders),
     57: (1, _update_features),
     60: (2, _describe_cluster),
+    38: (3, _create_delegation_token),
 }
 
 
