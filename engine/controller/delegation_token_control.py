@@ -203,6 +203,23 @@ def create_error_response(request: Any, code: Any, message: str | None) -> Any:
     return _create_response(code, ANONYMOUS, ANONYMOUS, -1, -1, -1, "", b"")
 
 
+TOKEN_API_KEYS = (38, 39, 40)  # Create, Renew, ExpireDelegationToken
+
+
+def not_allowed_response(api_key: int, request: Any, principal: str) -> Any:
+    """What Kafka's ControllerApis answers when token requests are not allowed on the connection
+    (a token-authenticated requester, or one not forwarded by a broker on a PLAINTEXT listener):
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, before the controller is asked. Which connections
+    those are is the server edge's to say; the answer's shape is here."""
+    code = ErrorCode.delegation_token_request_not_allowed
+    if api_key == 38:
+        owner = (f"{request.owner_principal_type}:{request.owner_principal_name}"
+                 if request.owner_principal_name else principal)
+        return _create_response(code, owner, principal, -1, -1, -1, "", b"")
+    response = (_renew.RenewDelegationTokenResponse if api_key == 39 else _expire.ExpireDelegationTokenResponse)
+    return response(error_code=code, expiry_timestamp=_when(-1), throttle_time=_ZERO)
+
+
 # -- RenewDelegationToken (39) and ExpireDelegationToken (40) -------------------------------------
 
 def _answer(response_class: Any, code: Any, expiry_ms: int = 0, records: list | None = None) -> ControllerResult:
@@ -322,7 +339,7 @@ def on_activation(soft: Any, image: MetadataImage, now_ms: int) -> None:
         state.next_sweep_ms = None
 
 
-__all__ = ["COMMANDS", "MAX_RECORDS_PER_SWEEP", "PERIODIC", "TokenSweepState", "allowed_to_renew",
+__all__ = ["COMMANDS", "MAX_RECORDS_PER_SWEEP", "PERIODIC", "TOKEN_API_KEYS", "TokenSweepState", "allowed_to_renew",
            "create_delegation_token", "expire_delegation_token", "expired", "expired_token_removals", "find_token",
-           "new_soft_state", "new_token_id", "on_activation", "parse_principal", "renew_delegation_token",
+           "new_soft_state", "new_token_id", "not_allowed_response", "on_activation", "parse_principal", "renew_delegation_token",
            "sweep_expired_tokens", "token_hmac"]

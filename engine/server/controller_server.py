@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import Command
 from engine.controller.quorum_controller import ControllerOutput, PeriodicTask, QuorumController
+from engine.controller.delegation_token_control import TOKEN_API_KEYS, not_allowed_response
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_version import feature_levels_for, parse_release_version
 from engine.net.errors import ProtocolError, UnsupportedRequestError
@@ -72,14 +73,19 @@ def read_bootstrap_records(metadata_log_dir: Path) -> list[Any]:
 def read_principal(data: bytes | None) -> str:
     """The client's principal of an Envelope: Kafka's DefaultPrincipalData, version-prefixed
     (ProtocolError for a version other than 0, the only one there is)."""
+    return read_principal_data(data)[0]
+
+
+def read_principal_data(data: bytes | None) -> tuple[str, bool]:
+    """The Envelope's principal and whether it authenticated with a delegation token."""
     if not data or len(data) < 2:
-        return ANONYMOUS
+        return ANONYMOUS, False
     version = int.from_bytes(data[:2], "big")
     if version != 0:
         raise ProtocolError(f"a principal of version {version} (DefaultPrincipalData has version 0 only)")
     module = protocol_module("default_principal_data", version, "data")
     principal, _ = decode_entity(module.DefaultPrincipalData, data, 2)
-    return f"{principal.type_}:{principal.name}"
+    return f"{principal.type_}:{principal.name}", bool(principal.token_authenticated)
 
 
 class ControllerServer:
@@ -182,15 +188,20 @@ class ControllerServer:
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
         if ctx.api_key == ENVELOPE_KEY:
             return await self._envelope(ctx, request)
-        return await self.serve_command(ctx.api_key, ctx.api_version, request, ANONYMOUS)
+        return await self.serve_command(ctx.api_key, ctx.api_version, request, ANONYMOUS, forwarded=False)
 
-    async def serve_command(self, api_key: int, version: int, request: Any, principal: str) -> Any:
+    async def serve_command(self, api_key: int, version: int, request: Any, principal: str, *,
+                            forwarded: bool = True, token_authenticated: bool = False) -> Any:
         command = self.commands[api_key]
         if version != command.max_version:
             request = convert_message(request, request_class(api_key, command.max_version),
                                       upgrade_fields(api_key, version, request))
         future = asyncio.get_running_loop().create_future()
-        if self.driver.client is None:
+        if api_key in TOKEN_API_KEYS and (token_authenticated or not forwarded):
+            # Kafka's ControllerApis.allowTokenRequests: never with a token's own authentication,
+            # and on a PLAINTEXT listener (ours) only when a broker forwarded it
+            response = not_allowed_response(api_key, request, principal)
+        elif self.driver.client is None:
             response = command.error_response(request, ErrorCode.not_controller, "the controller is starting")
         else:
             self._apply(self.core.submit(self.driver.now_ms(), self.driver.next_append_offset(), api_key, request,
@@ -210,7 +221,7 @@ class ControllerServer:
         module = protocol_module("envelope", 0, "response")
         try:
             info, inner = decode_request_frame(bytes(envelope.request_data), self._forwardable)
-            principal = read_principal(envelope.request_principal)
+            principal, token_authenticated = read_principal_data(envelope.request_principal)
         except UnsupportedRequestError as err:
             log.warning("an Envelope carried a request we do not serve: %s", err)
             return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
@@ -218,7 +229,8 @@ class ControllerServer:
             log.warning("an Envelope carried an unreadable request: %s", err)
             return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
         if info.api_key in self.commands:
-            response = await self.serve_command(info.api_key, info.api_version, inner, principal)
+            response = await self.serve_command(info.api_key, info.api_version, inner, principal,
+                                                token_authenticated=token_authenticated)
         else:  # DescribeQuorum, AddRaftVoter, RemoveRaftVoter: the Raft layer's
             response = await self.driver.handle_request(RequestContext(
                 info.api_key, info.api_version, info.correlation_id, info.client_id, ctx.peer, ctx.listener_name),
@@ -244,4 +256,4 @@ def _has_error(message: Any, code: Any) -> bool:
     return False
 
 
-__all__ = ["ControllerServer", "ENVELOPE_KEY", "read_bootstrap_records", "read_principal"]
+__all__ = ["ControllerServer", "ENVELOPE_KEY", "read_bootstrap_records", "read_principal", "read_principal_data"]
