@@ -18,6 +18,7 @@ from engine.broker.broker_lifecycle import (
     BrokerState,
     LifecycleConfig,
     Listener,
+    registration_needs_refresh,
     resend_backoff_ms,
     uuid_order,
 )
@@ -31,9 +32,9 @@ from engine.net.message_versions import convert_message
 from engine.raft.raft_io import LeaderAndEpoch
 from engine.raft.raft_log import LogBatch
 from engine.records import metadata_records as m
-from engine.records.kio_codec import ErrorCode, i16, i32, protocol_module
+from engine.records.kio_codec import ErrorCode, i16, i32, i64, protocol_module
 from engine.server.controller_server import read_bootstrap_records
-from tests.controller_helpers import new_uuid
+from tests.controller_helpers import bootstrapped, new_uuid
 
 NODE = 3000  # the controller's node id
 CLUSTER_ID = "lifecycle-test"
@@ -357,6 +358,22 @@ def test_resend_registration_keeps_the_epoch_of_the_same_incarnation() -> None:
     assert not c.registration(1).fenced and broker.life.state is BrokerState.RUNNING
 
 
+def test_a_registration_without_directories_needs_a_refresh_once_the_version_has_them() -> None:
+    """Kafka's BrokerRegistrationTracker: a broker registered before 3.7-IV2 (no log dirs) is
+    registered again, with its directories, once metadata.version reaches 3.7-IV2."""
+    image = bootstrapped("3.6-IV2")
+    assert not registration_needs_refresh(image, 1)  # not registered yet: the lifecycle is sending it
+    delta = MetadataDelta(image)
+    delta.replay(m.RegisterBrokerRecordV2(broker_id=i32(1), is_migrating_zk_broker=False, incarnation_id=new_uuid(7),
+                                          broker_epoch=i64(20), end_points=(), features=(), rack=None, fenced=True,
+                                          in_controlled_shutdown=False), 20)
+    old = delta.apply()
+    assert not registration_needs_refresh(old, 1)  # 3.6: no directories to have
+    delta = MetadataDelta(old)
+    delta.replay(m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(17)), 21)  # 3.7-IV2
+    assert registration_needs_refresh(delta.apply(), 1)
+
+
 # -- the controller's clock ---------------------------------------------------------------------
 
 def test_a_paused_broker_is_fenced_by_session_expiry_and_unfenced_when_it_resumes() -> None:
@@ -479,6 +496,10 @@ def test_backoff_is_kafkas_exponential_backoff() -> None:
     assert [resend_backoff_ms(n, 9000) for n in range(10)] == [100, 200, 400, 800, 1600, 3200, 6400, 9000, 9000, 9000]
     assert resend_backoff_ms(3, 9000, 0.0) == 784 and resend_backoff_ms(3, 9000, 0.999999) == 815
     assert resend_backoff_ms(5, 50) == 100  # a max below the initial interval: the initial one
+    jittered = BrokerLifecycle(config(1), jitter=lambda: 0.0)  # the lowest draw: 2 % sooner
+    jittered.start(0)
+    jittered.handle_failure(jittered.poll(0)[0], 0)
+    assert jittered.next_poll_ms(0) == 98
 
 
 def test_log_dirs_sort_as_javas_uuid_compare() -> None:

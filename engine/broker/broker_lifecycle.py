@@ -39,6 +39,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_version import record_versions
 from engine.records.kio_codec import ErrorCode, i16, i32, i64, protocol_module, u16
 
 _REGISTRATION = protocol_module("broker_registration", 4, "request")
@@ -384,6 +386,17 @@ class BrokerLifecycle:
             broker_id=i32(self.config.broker_id), broker_epoch=i64(self.broker_epoch),
             current_metadata_offset=i64(self._metadata_offset), want_fence=not self._ready_to_unfence,
             want_shut_down=self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN, offline_log_dirs=offline)
+
+
+def registration_needs_refresh(image: MetadataImage, broker_id: int) -> bool:
+    """Kafka's BrokerRegistrationTracker: once metadata.version has directory assignment
+    (3.7-IV2), a registration in the image without directories is stale, so the broker calls
+    ``resend_registration``. No registration yet: the lifecycle is still sending it."""
+    registration = image.cluster.brokers.get(broker_id)
+    level = image.metadata_version
+    if registration is None or level is None:
+        return False
+    return record_versions(level).directory_assignment and not registration.directories
 
 
 def _is_registration(request: Any) -> bool:
