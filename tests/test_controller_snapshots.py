@@ -116,6 +116,30 @@ def test_the_listener_replays_commits_into_the_image_and_emits_at_a_batch_bounda
     assert image.topics.by_name == {"orders": TOPIC_ID}
 
 
+def test_a_snapshot_not_started_is_due_again_at_the_next_commit() -> None:
+    # the node declines while one is still being written (RaftDriver.request_snapshot -> False):
+    # the counters go on from where they stood, as Kafka's SnapshotGenerator keeps counting
+    import logging
+
+    asked: list[int] = []
+    started = [False]
+
+    def emit(end_offset, image, timestamp_ms, reason):
+        asked.append(end_offset)
+        return started[0]
+
+    listener = MetadataListener(logging.getLogger("test"), "[test]",
+                                SnapshotPolicy(SnapshotLimits(max_bytes=250, max_interval_ms=HOUR_MS), 0),
+                                lambda: 0, emit)
+    listener.handle_commit([batch(0, [m.NoOpRecordV0()], size=300)])
+    assert asked == [1] and listener.policy.bytes_since_snapshot == 300  # declined: still due
+    started[0] = True
+    listener.handle_commit([batch(1, [m.NoOpRecordV0()], size=10)])
+    assert asked == [1, 2] and listener.policy.bytes_since_snapshot == 0  # taken: counting from zero
+    listener.handle_commit([batch(2, [m.NoOpRecordV0()], size=10)])
+    assert asked == [1, 2]
+
+
 def test_a_loaded_snapshot_replaces_the_image_and_restarts_the_policy() -> None:
     from engine.image.image_writer import image_records
     from engine.image.metadata_image import MetadataImage

@@ -151,6 +151,22 @@ def test_a_write_that_writes_nothing_waits_for_the_writes_before_it() -> None:
     assert [token for token, _ in h.answers] == ["write", "nothing written"]
 
 
+def test_a_write_that_writes_nothing_waits_for_records_no_request_asked_for() -> None:
+    # the bootstrap records of a claim (as a periodic task's) have no request waiting on them
+    h = Harness()
+    h.lead(1)
+    h.commit()
+    h.poll()
+    assert h.core.is_active and h.next_offset > h.committed_to + 1  # the bootstrap appended, uncommitted
+    h.submit(SCRAM, scram_deletion("nobody"), "after the bootstrap")
+    assert h.answers == []
+    h.commit()
+    h.poll()
+    assert [token for token, _ in h.answers] == ["after the bootstrap"]
+    h.submit(SCRAM, scram_deletion("nobody"), "at once")  # everything committed: answered now
+    assert [token for token, _ in h.answers] == ["after the bootstrap", "at once"]
+
+
 def test_losing_the_leadership_answers_pending_writes_not_controller_and_drops_the_speculation() -> None:
     h = active()
     h.submit(SCRAM, scram("bob"), "pending")

@@ -381,3 +381,24 @@ def test_replay_line_reproduces_the_failing_configuration(monkeypatch):
         args = build_parser().parse_args(replay[0].split("kraftd ", 1)[1].split())
         assert (args.first_seed, args.seeds, args.events) == (42, 1, 700)
         assert (args.voters, args.observers, args.kraft_version) == (voters, observers, kraft_version), replay[0]
+
+
+def test_a_snapshot_built_while_a_newer_one_arrived_is_dropped_not_installed():
+    from engine.storage.snapshot_writer import snapshot_bytes
+
+    r = Replica()
+    c = r.client
+    now = r.elect(0)
+    r.commit_leader_change(now, 2)
+    c.append_now(c.epoch, [data_record("a")], now)
+    r.fetch(now, 2, c.log.end_offset, c.epoch)
+    older = c.prepare_snapshot(c.log.end_offset)  # being built (in slices, on a node) ...
+    c.append_now(c.epoch, [data_record("b")], now)
+    r.fetch(now, 2, c.log.end_offset, c.epoch)
+    newer = c.create_snapshot(c.log.end_offset, [data_record("state")], last_contained_log_timestamp_ms=0,
+                              now_ms=now)  # ... when a newer one is installed (or downloaded)
+    data = snapshot_bytes([data_record("old")], epoch=older.snapshot_id.epoch, last_contained_log_timestamp_ms=0,
+                          now_ms=now, kraft_control=older.kraft_control)
+    assert c.install_snapshot(older.snapshot_id, c.log.stage_snapshot(older.snapshot_id, data)) is False
+    assert c.log.latest_snapshot_id() == newer and newer.end_offset > older.snapshot_id.end_offset
+    assert c.prepare_snapshot(newer.end_offset) is None  # nothing newer to build at that offset

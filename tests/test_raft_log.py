@@ -656,3 +656,36 @@ def test_a_fetched_batch_decodes_its_records_only_when_asked_and_as_the_general_
     general = decode_batch(data)[0]
     assert first.records == tuple(records) == tuple(decode_record(r.key, r.value, False) for r in general.records)
     assert second.records == (leader_change(1),)
+
+
+def _bad_framing(batch: bytes) -> bytes:
+    """The batch with its first record's length varint made absurd, and its CRC made right again."""
+    from engine.records.kio_codec import crc32c
+    from engine.records.record_batch import HEADER_SIZE
+
+    data = bytearray(batch)
+    data[HEADER_SIZE] = 0x7E  # zigzag 63: a record of 63 bytes that is not there
+    data[17:21] = crc32c(bytes(data[21:])).to_bytes(4, "big")
+    return bytes(data)
+
+
+def test_a_crc_valid_batch_whose_records_do_not_parse_reads_as_one_unknown_record() -> None:
+    from engine.raft.memory_raft_log import decode_all
+    from engine.records.metadata_record_serde import UnknownRecord
+
+    data = _bad_framing(leader_batch_bytes([noop(), noop()], base_offset=0, epoch=1, timestamp_ms=0, control=False))
+    (batch,) = decode_all(data)
+    (record,) = batch.records  # never raises: kept and shown
+    assert isinstance(record, UnknownRecord) and "undecodable batch at offset 0" in record.reason
+
+
+def test_a_downloaded_snapshot_with_an_undecodable_batch_is_refused_before_the_log_goes() -> None:
+    from engine.raft.memory_raft_log import check_snapshot_bytes
+
+    good = snapshot_bytes([noop(), noop()], epoch=1, last_contained_log_timestamp_ms=0, now_ms=0)
+    check_snapshot_bytes(good)
+    header_batch_end = int.from_bytes(good[8:12], "big") + 12
+    data_batch_end = header_batch_end + int.from_bytes(good[header_batch_end + 8:header_batch_end + 12], "big") + 12
+    bad = good[:header_batch_end] + _bad_framing(good[header_batch_end:data_batch_end]) + good[data_batch_end:]
+    with pytest.raises(StorageError, match="undecodable batch at offset"):
+        check_snapshot_bytes(bad)

@@ -24,6 +24,8 @@ def partition(draw) -> PartitionRegistration:
     replicas = tuple(draw(st.lists(st.sampled_from(BROKERS), min_size=1, max_size=4, unique=True)))
     isr = tuple(b for b in replicas if draw(st.booleans()))
     elr = tuple(b for b in replicas if b not in isr and draw(st.booleans()))
+    if draw(st.booleans()):  # as a damaged log may have it: a broker twice, or in both lists
+        isr, elr = isr + isr[:1], elr + elr[:1] + isr[:1]
     leader = isr[0] if isr and draw(st.booleans()) else NO_LEADER
     return PartitionRegistration(replicas=replicas, isr=isr, leader=leader, elr=elr)
 

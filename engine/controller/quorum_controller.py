@@ -192,6 +192,7 @@ class QuorumController:
         """Back to the committed image; pending commands are answered NOT_CONTROLLER."""
         self.active_epoch = None
         self.image = self.committed_image()
+        self._speculative_offset = -1
         while self._pending:
             p = self._pending.popleft()
             if p.command is not None:
@@ -230,11 +231,12 @@ class QuorumController:
         if not records:
             if token is None:
                 return
-            if self._pending:
+            if self._speculative_offset > self.committed_offset:
                 # A write that wrote nothing read the speculative image (a heartbeat told it is
                 # unfenced while its unfencing is not yet committed): as Kafka, it is answered only
-                # once everything before it is committed, so no answer states what a failover loses.
-                self._pending.append(_Pending(self._pending[-1].last_offset, token, result.response, command, request))
+                # once everything appended before it is committed (a periodic task's or the
+                # bootstrap's records too), so no answer states what a failover loses.
+                self._pending.append(_Pending(self._speculative_offset, token, result.response, command, request))
             else:
                 out.responses.append((token, result.response))
             return
@@ -243,6 +245,7 @@ class QuorumController:
             delta.replay(record, next_offset + i)
         self.image = delta.apply()
         last_offset = next_offset + len(records) - 1
+        self._speculative_offset = last_offset
         out.appends.append(Append(records, result.atomic))
         if token is not None:
             self._pending.append(_Pending(last_offset, token, result.response, command, request))

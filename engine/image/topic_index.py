@@ -40,10 +40,11 @@ def _build(topic: TopicImage) -> TopicIndex:
     leaderless: list[int] = []
     led: dict[int, int] = {}
     for pid, p in topic.partitions.items():
-        for broker in p.isr:
+        # dict.fromkeys: a broker named twice (a damaged record) still lists the partition once
+        for broker in dict.fromkeys(p.isr):
             in_isr.setdefault(broker, []).append(pid)
             in_isr_or_elr.setdefault(broker, []).append(pid)
-        for broker in p.elr:
+        for broker in dict.fromkeys(p.elr):
             if broker not in p.isr:
                 in_isr_or_elr.setdefault(broker, []).append(pid)
         if p.leader == NO_LEADER:

@@ -80,7 +80,11 @@ def decode_log_batch(buf: bytes | memoryview, pos: int = 0, *, path: str | None 
             entries = entries_in_place(buf, header, pos + HEADER_SIZE, end, count, False)
             if entries is not None:
                 return tuple(entry.record for entry in entries)
-        batch, _ = decode_batch(buf, pos, verify_crc=False)
+        try:
+            batch, _ = decode_batch(buf, pos, verify_crc=False)
+        except MetadataError as exc:  # CRC-valid yet its records do not parse: kept, shown, never fatal
+            return (UnknownRecord(None, bytes(buf[pos:end]), f"undecodable batch at offset {header.base_offset}: "
+                                  f"{exc.reason}", control=control),)
         return tuple(decode_record(r.key, r.value, control) for r in batch.records)
 
     return LogBatch(header.base_offset, header.last_offset, header.partition_leader_epoch, header.max_timestamp,
@@ -94,9 +98,22 @@ def decode_all(buf: bytes | memoryview, path: str | None = None) -> Iterator[Log
         yield batch
 
 
+def _positions(data: bytes, batches: list[LogBatch]) -> Iterator[tuple[int, LogBatch]]:
+    pos = 0
+    for batch in batches:
+        yield pos, batch
+        pos += batch.size_bytes
+
+
 def check_snapshot_bytes(data: bytes) -> None:
     """A downloaded snapshot must be whole, CRC-valid batches from a SnapshotHeader to a SnapshotFooter."""
     batches = list(decode_all(data))  # raises StorageError on a torn or damaged batch
+    for pos, batch in _positions(data, batches):
+        try:  # every record's framing too, before the log is given up for it (decode_all is lazy)
+            decode_batch(data, pos, verify_crc=False)
+        except MetadataError as exc:
+            raise StorageError(f"downloaded snapshot has an undecodable batch at offset {batch.base_offset}: "
+                               f"{exc.reason}", byte_offset=pos) from None
 
     def is_control(record: AnyRecord, control_type: int) -> bool:
         return isinstance(record, ControlRecord) and record.control_type == control_type

@@ -33,7 +33,6 @@ import random
 import time
 from typing import Any, Callable, Iterable, Iterator
 
-from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 from engine.records.metadata_record_serde import AnyRecord
 from engine.net.errors import NetError
@@ -282,16 +281,27 @@ class RaftDriver:
                 if self._stopping:
                     return
             data = builder.finish()
-            staged = await asyncio.to_thread(self.raft_log.stage_snapshot, plan.snapshot_id, data)
+            writing = asyncio.ensure_future(asyncio.to_thread(self.raft_log.stage_snapshot, plan.snapshot_id, data))
+            try:
+                staged = await asyncio.shield(writing)
+            except asyncio.CancelledError:
+                # stopped mid-write: the thread finishes its file, which is then deleted, not left behind
+                writing.add_done_callback(self._discard_staged)
+                raise
             if self._stopping:
                 self.raft_log.discard_snapshot(staged)
                 return
             installed = client.install_snapshot(plan.snapshot_id, staged)
-        except (MetadataError, OSError, ValueError) as err:
+        except Exception as err:  # noqa: BLE001 - a failed snapshot is one line; the log stays whole
             log.error("node %d: no snapshot at offset %d: %s", self.local.node_id, end_offset, one_line(err))
             return
         if installed and on_done is not None:
             on_done(plan.snapshot_id)
+
+    def _discard_staged(self, writing: asyncio.Future) -> None:
+        if not writing.cancelled() and writing.exception() is None:
+            with contextlib.suppress(OSError):
+                self.raft_log.discard_snapshot(writing.result())
 
     def request_poll(self) -> None:
         """Have the timer task poll the core soon (safe from inside a listener callback)."""

@@ -273,14 +273,14 @@ class ControllerNode:
         """The image of what this node has committed (empty before start)."""
         return self.metadata.image if self.metadata is not None else MetadataImage()
 
-    def _snapshot_due(self, end_offset: int, image: MetadataImage, timestamp_ms: int, reason: str) -> None:
+    def _snapshot_due(self, end_offset: int, image: MetadataImage, timestamp_ms: int, reason: str) -> bool:
         def done(snapshot_id: SnapshotId) -> None:
             self.snapshots_taken += 1
             self.log.info("%s created snapshot %s because %s; the log now starts at offset %d", self.prefix,
                           snapshot_id.file_name, reason, self.raft_log.start_offset)
 
-        self.driver.request_snapshot(end_offset, image_records(image), last_contained_log_timestamp_ms=timestamp_ms,
-                                     on_done=done)
+        return self.driver.request_snapshot(end_offset, image_records(image),
+                                            last_contained_log_timestamp_ms=timestamp_ms, on_done=done)
 
     async def _idle_noops(self) -> None:
         """KIP-835: a leader with nothing to append for an interval appends a NoOpRecord."""

@@ -25,7 +25,8 @@ from engine.server.snapshot_policy import SnapshotPolicy
 from engine.storage.snapshot_writer import SnapshotId
 
 # emit(end_offset, image, last_contained_log_timestamp_ms, reason)
-SnapshotEmitter = Callable[[int, MetadataImage, int, str], None]
+# (end offset, image, timestamp, reason) -> False if the snapshot was not started (one still being written)
+SnapshotEmitter = Callable[[int, MetadataImage, int, str], "bool | None"]
 
 
 def _header_timestamp_ms(batches: Sequence[LogBatch]) -> int:
@@ -74,9 +75,13 @@ class MetadataListener:
         last = batches[-1]
         self.last_committed_offset = last.last_offset
         self._log_milestone()
-        reason = self.policy.on_commit(size_bytes, self.clock())
-        if reason is not None:
-            self.emit(last.last_offset + 1, self.image, last.append_time_ms, reason)
+        policy = self.policy
+        before = (policy.bytes_since_snapshot + size_bytes, policy.last_snapshot_ms)
+        reason = policy.on_commit(size_bytes, self.clock())
+        if reason is not None and self.emit(last.last_offset + 1, self.image, last.append_time_ms, reason) is False:
+            # not taken (one is still being written): due again at the next commit, as Kafka's
+            # SnapshotGenerator keeps counting when it skips
+            policy.not_taken(*before)
 
     def _log_milestone(self) -> None:
         if self.last_committed_offset >= self._next_milestone:

@@ -45,6 +45,11 @@ class SnapshotPolicy:
         self.bytes_since_snapshot = 0
         self.last_snapshot_ms = now_ms
 
+    def not_taken(self, bytes_since_snapshot: int, last_snapshot_ms: int) -> None:
+        """The snapshot ``on_commit`` asked for was not started: count on from where it stood."""
+        self.bytes_since_snapshot = bytes_since_snapshot
+        self.last_snapshot_ms = last_snapshot_ms
+
     def on_commit(self, size_bytes: int, now_ms: int) -> str | None:
         """``size_bytes`` of batches were replayed: the reason to snapshot now, or None.
         A reason restarts the counters (the caller takes the snapshot)."""
