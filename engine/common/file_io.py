@@ -40,15 +40,7 @@ def write_bytes_atomically(path: StrPath, data: bytes, *, temp_suffix: str | Non
     temp = target.with_name(target.name + temp_suffix if temp_suffix
                             else f"{target.name}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (0 if temp_suffix else os.O_EXCL), 0o666)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_new_file(temp, data, fsync=fsync, exclusive=not temp_suffix)
         os.replace(temp, target)
         if fsync:
             fsync_directory(target.parent)
@@ -56,6 +48,20 @@ def write_bytes_atomically(path: StrPath, data: bytes, *, temp_suffix: str | Non
         temp.unlink(missing_ok=True)
         raise StorageError(f"cannot write: {e.strerror or e}", path=str(target)) from None
     return target
+
+
+def write_new_file(path: Path, data: bytes, *, fsync: bool = True, exclusive: bool = True) -> None:
+    """Write ``data`` to ``path`` (created; with ``exclusive``, never over an existing file),
+    fsynced unless told not to. OSError on failure; the caller decides what a partial file means."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (os.O_EXCL if exclusive else 0), 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_directory(directory: Path) -> None:

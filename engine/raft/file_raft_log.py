@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator, Sequence
 
 from engine.common.errors import StorageError
+from engine.common.file_io import write_new_file
 from engine.storage.log_reader import list_log_dir, read_batch_headers
 from engine.storage.metadata_log import DEFAULT_SEGMENT_BYTES, FsyncPolicy, MetadataLog
 from engine.records.metadata_record_serde import AnyRecord, ControlRecord
@@ -263,15 +264,7 @@ class FileRaftLog:
         stem = snapshot_id.file_name[: -len(".checkpoint")]
         part = self.directory / f"{stem}.{secrets.token_hex(4)}.checkpoint{PARTIAL_SUFFIX}"
         try:
-            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if self._log.fsync_policy != "never":
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_new_file(part, data, fsync=self._log.fsync_policy != "never")
         except OSError as err:
             part.unlink(missing_ok=True)
             raise StorageError(f"cannot write snapshot: {err.strerror or err}", path=str(part)) from None

@@ -265,7 +265,6 @@ class RaftDriver:
         client = self.client
         if client is None or self._stopping:
             return
-        staged: Any = None
         try:
             plan = client.prepare_snapshot(end_offset)
             if plan is None:
