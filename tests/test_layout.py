@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("engine", "metashell", "themes")
 
 # package -> the packages it may import (besides itself). The engine's layers, bottom up:
-# common < records < storage < image, net < raft < controller, broker < server < tools.
+# common < records < storage < image, net < raft < controller < broker < server < tools.
 ALLOWED = {
     "engine.common": set(),
     "engine.records": {"engine.common"},
@@ -26,9 +26,11 @@ ALLOWED = {
     # the controller's core is pure: no sockets, no Raft, only images and records
     "engine.controller": {"engine.common", "engine.records", "engine.storage", "engine.image"},
     # the simulated broker: its lifecycle core is pure as the controller's; its node edge uses Raft
-    # (a metadata observer) and the network, never the controller's code (it speaks to it by RPC)
+    # (a metadata observer) and the network. It writes only by RPC to the controller, but answers
+    # its clients' Describe* with the controller's own read-only commands over its image (one
+    # reading of configs and ACLs, as Kafka's broker and controller share the metadata module)
     "engine.broker": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
-                      "engine.raft"},
+                      "engine.raft", "engine.controller"},
     "engine.server": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
                       "engine.raft", "engine.controller", "engine.broker"},
     "engine.tools": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
