@@ -100,6 +100,12 @@ def cmd_quorum(args: argparse.Namespace) -> int:
     return run_quorum(args, _out)
 
 
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from engine.tools.cluster_tool import run_cluster
+
+    return run_cluster(args, _out)
+
+
 def cmd_start(args: argparse.Namespace) -> int:
     from engine.server.controller_node import cmd_start as start
 
@@ -142,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.tools.quorum_tool import add_quorum_parser  # light: it imports kio only when it talks
 
     add_quorum_parser(sub, cmd_quorum)
+
+    from engine.tools.cluster_tool import add_parser as add_cluster_parser  # light: its work imports late
+
+    add_cluster_parser(sub, cmd_cluster)
 
     start = sub.add_parser("start", help="run a KRaft controller")
     start.add_argument("--config", "-c", required=True, help="the controller's .properties file")

@@ -1,0 +1,243 @@
+"""The work of ``kraftd cluster`` (engine.tools.cluster_tool builds its parser and dispatches here).
+
+A local KRaft cluster of ``kraftd start`` processes: controllers (one dynamic quorum) and
+simulated brokers, kept in a state directory (engine.tools.cluster_layout) that every subcommand
+takes as ``--dir``. ``up`` formats and starts (or, on a directory already holding a cluster,
+starts again the nodes not running, formatting nothing) and returns once every broker is
+unfenced, ending with ``bootstrap.servers=...`` and ``bootstrap.controllers=...``. A node is
+named as ``status`` prints it: ``controller-K`` (node 3000+K) or ``broker-K`` (node K).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import time
+from pathlib import Path
+from typing import Callable
+
+from engine.net.ports import is_address_in_use, pick_ports
+from engine.tools.cluster_layout import (
+    FAILED_DIRS_KEY, FETCH_DELAY_KEY, REGISTRY_FILE, Layout, Node, Settings, forget_dead, format_nodes,
+    is_alive, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal, spawn,
+    stop_nodes, write_configs, write_faults,
+)
+from engine.tools.cluster_view import UNFENCED, observe, status_lines
+from engine.tools.cluster_tool import READY_TIMEOUT_S
+from engine.tools.process_cluster import LISTEN_TIMEOUT_S, PORT_ATTEMPTS, ClusterError, PortTaken
+
+Out = Callable[[str], None]
+POLL_S = 0.2
+
+
+# ------------------------------------------------------------------ starting and waiting
+def _why_exited(layout: Layout, node: Node, mark: int) -> ClusterError:
+    text = log_since(layout, node, mark)
+    if is_address_in_use(text):
+        return PortTaken(f"{node.name} could not listen on port {node.port}: the port is taken")
+    last = text.strip().splitlines()[-1] if text.strip() else "no output"
+    return ClusterError(f"{node.name} exited at start: {last} (log: {layout.log_path(node)})")
+
+
+def _wait_listening(layout: Layout, node: Node, mark: int, timeout_s: float) -> None:
+    marker = f"[kraftd node {node.node_id}] listening on "
+    deadline = time.monotonic() + timeout_s
+    while marker not in log_since(layout, node, mark):
+        if not is_alive(node):
+            if marker in log_since(layout, node, mark):
+                break
+            raise _why_exited(layout, node, mark)
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{node.name} did not log that it listens within {timeout_s:.0f} s "
+                               f"(log: {layout.log_path(node)})")
+        time.sleep(0.02)
+
+
+def _wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quorum: bool) -> None:
+    """Until every running broker is unfenced (and, with ``quorum``, the quorum has a leader);
+    a broker whose process ends is an error."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        brokers = [n for n in layout.of_role("broker") if n.pid is not None]
+        for node in brokers:
+            if not is_alive(node):
+                raise _why_exited(layout, node, marks.get(node.name, 0))
+        view = observe(layout)
+        waiting = [n for n in brokers if view.processes[n.name] == "running" and view.state(n) != UNFENCED]
+        if not waiting and (view.quorum is not None or not quorum):
+            return
+        if time.monotonic() > deadline:
+            states = ", ".join(f"{n.name} {view.state(n)}" for n in waiting) or "no quorum leader answered"
+            raise ClusterError(f"not ready within {timeout_s:.0f} s: {states}")
+        time.sleep(POLL_S)
+
+
+def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIMEOUT_S, *,
+                quorum: bool = True) -> None:
+    """Start the given (stopped) nodes: controllers first, each until it listens, then the
+    brokers; until every running broker is unfenced and (with ``quorum``) the quorum has a leader."""
+    marks: dict[str, int] = {}
+    controllers = [n for n in nodes if n.role == "controller"]
+    for node in controllers:
+        marks[node.name] = spawn(layout, node)
+    for node in controllers:
+        _wait_listening(layout, node, marks[node.name], min(timeout_s, LISTEN_TIMEOUT_S))
+    for node in nodes:
+        if node.role == "broker":
+            marks[node.name] = spawn(layout, node)
+    if quorum or any(n.role == "broker" for n in nodes):
+        _wait_ready(layout, marks, timeout_s, quorum=quorum)
+
+
+def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
+    """A new cluster in ``root``: planned, configured, formatted and started (on new ports when
+    one turns out taken, unless the ports were given)."""
+    settings = Settings(release_version=args.release_version, heartbeat_interval_ms=args.heartbeat_interval_ms,
+                        session_timeout_ms=args.session_timeout_ms)
+    controllers, brokers = args.controllers or 3, 5 if args.brokers is None else args.brokers
+    racks = 3 if args.racks is None else args.racks
+    count = controllers + brokers
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        ports = list(range(args.base_port, args.base_port + count)) if args.base_port else pick_ports(count)
+        layout = plan_layout(root, controllers=controllers, brokers=brokers, racks=racks, ports=ports,
+                             settings=settings)
+        root.mkdir(parents=True, exist_ok=True)
+        write_configs(layout)
+        format_nodes(layout)
+        layout.save()
+        try:
+            start_nodes(layout, list(layout.nodes), args.timeout_s)
+            return layout
+        except PortTaken as exc:
+            stop_nodes(layout, layout.nodes, timeout_s=0, sleep=time.sleep, clock=time.monotonic)
+            remove_state(layout)
+            if args.base_port or attempt == PORT_ATTEMPTS:
+                raise
+            out(f"note: {exc}; starting again on other ports")
+    raise AssertionError("unreachable")
+
+
+def _print_status(layout: Layout, out: Out) -> None:
+    for line in status_lines(layout, observe(layout)):
+        out(line)
+
+
+def cmd_up(args: argparse.Namespace, out: Out) -> int:
+    root = Path(args.dir)
+    if (root / REGISTRY_FILE).exists():
+        layout = load_layout(root)
+        asked = {"controllers": args.controllers, "brokers": args.brokers}
+        have = {"controllers": len(layout.of_role("controller")), "brokers": len(layout.of_role("broker"))}
+        differ = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != have[k]]
+        if differ:
+            out(f"note: {root} holds a cluster of {have['controllers']} controllers and {have['brokers']} "
+                f"brokers; {', '.join(differ)} ignored (`kraftd cluster down` and remove it to start anew)")
+        forget_dead(layout)
+        start_nodes(layout, [n for n in layout.nodes if not is_alive(n)], args.timeout_s)
+    else:
+        layout = _create(root, args, out)
+    _print_status(layout, out)
+    out(f"bootstrap.servers={layout.bootstrap('broker')}")
+    out(f"bootstrap.controllers={layout.bootstrap('controller')}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, out: Out) -> int:
+    _print_status(load_layout(Path(args.dir)), out)
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, out: Out) -> int:
+    layout = load_layout(Path(args.dir))
+    running = [n for n in layout.nodes if is_alive(n)]
+    for role in ("broker", "controller"):  # brokers first: their controlled shutdown needs the quorum
+        nodes = [n for n in running if n.role == role]
+        killed = stop_nodes(layout, nodes, timeout_s=args.timeout_s, sleep=time.sleep, clock=time.monotonic)
+        for node in nodes:
+            out(f"{node.name}: {'killed (SIGKILL) after ' + format(args.timeout_s, 'g') + ' s' if node.name in killed else 'stopped'}")
+    if not running:
+        out("no node was running")
+    return 0
+
+
+# ------------------------------------------------------------------ one node
+def _running_node(layout: Layout, name: str) -> Node:
+    node = layout.node(name)
+    if node.pid is None:
+        raise ClusterError(f"{name} is not running")
+    if not is_alive(node):
+        pid = node.pid
+        forget_dead(layout)
+        raise ClusterError(f"{name} is not running (its process {pid} is gone)")
+    return node
+
+
+def cmd_node(args: argparse.Namespace, out: Out) -> int:
+    layout = load_layout(Path(args.dir))
+    action = args.cluster_command
+    if action == "start":
+        node = layout.node(args.node)
+        if is_alive(node):
+            raise ClusterError(f"{node.name} is already running (pid {node.pid})")
+        # a controller alone waits only until it listens: the others may be down on purpose
+        start_nodes(layout, [node], args.timeout_s, quorum=False)
+        out(f"{node.name}: started (pid {node.pid})")
+        return 0
+    node = _running_node(layout, args.node)
+    pid = node.pid
+    if action == "stop":
+        killed = stop_nodes(layout, [node], timeout_s=args.timeout_s, sleep=time.sleep, clock=time.monotonic)
+        out(f"{node.name}: {'killed (SIGKILL) after the timeout' if killed else 'stopped'} (pid {pid})")
+    elif action == "kill":
+        send_signal(node, signal.SIGKILL)
+        while is_alive(node):
+            time.sleep(0.01)
+        forget_dead(layout)
+        out(f"{node.name}: killed (pid {pid})")
+    elif action == "pause":
+        if process_state(node) == "paused":
+            raise ClusterError(f"{node.name} is already paused")
+        send_signal(node, signal.SIGSTOP)
+        out(f"{node.name}: paused (pid {pid})")
+    else:
+        if process_state(node) != "paused":
+            raise ClusterError(f"{node.name} is not paused")
+        send_signal(node, signal.SIGCONT)
+        out(f"{node.name}: resumed (pid {pid})")
+    return 0
+
+
+def _broker(layout: Layout, name: str) -> Node:
+    node = layout.node(name)
+    if node.role != "broker":
+        raise ClusterError(f"{name} is a controller; faults are for brokers")
+    return node
+
+
+def cmd_lag(args: argparse.Namespace, out: Out) -> int:
+    layout = load_layout(Path(args.dir))
+    node = _broker(layout, args.node)
+    faults = read_faults(layout, node)
+    faults[FETCH_DELAY_KEY] = str(args.ms) if args.ms else ""
+    write_faults(layout, node, faults)
+    out(f"{node.name}: {FETCH_DELAY_KEY}={args.ms}")
+    return 0
+
+
+def cmd_disk_fail(args: argparse.Namespace, out: Out) -> int:
+    layout = load_layout(Path(args.dir))
+    node = _broker(layout, args.node)
+    dirs = layout.data_dirs(node)
+    chosen = dirs[1] if args.log_dir is None else next(
+        (d for d in dirs if args.log_dir in (str(d), d.name)), None)
+    if chosen is None:
+        raise ClusterError(f"{args.log_dir!r} is none of {node.name}'s log dirs: {', '.join(map(str, dirs))}")
+    faults = read_faults(layout, node)
+    failed = [d for d in faults.get(FAILED_DIRS_KEY, "").split(",") if d]
+    faults[FAILED_DIRS_KEY] = ",".join(dict.fromkeys([*failed, str(chosen)]))
+    write_faults(layout, node, faults)
+    out(f"{node.name}: {FAILED_DIRS_KEY}={faults[FAILED_DIRS_KEY]}")
+    return 0
+
+
+__all__ = ["cmd_disk_fail", "cmd_down", "cmd_lag", "cmd_node", "cmd_status", "cmd_up", "start_nodes"]

@@ -1,0 +1,322 @@
+"""The state directory of ``kraftd cluster``: node configs, formatting, and a registry of nodes.
+
+A cluster lives in one directory D::
+
+    D/cluster.json                  the registry: cluster id, settings, every node's role, id, port, pid
+    D/controller-K/server.properties
+    D/controller-K/metadata/        its metadata log (metadata.log.dir)
+    D/broker-K/server.properties
+    D/broker-K/data-1, data-2/      its log.dirs (the metadata log lives in the first, as Kafka's default)
+    D/broker-K/faults.properties    kraftd.sim.faults.file: the broker re-reads it when it changes
+    D/logs/NAME.log                 the node's stdout and stderr, appended on every start
+
+Node ids follow Kafka's test kit: broker-K is node K, controller-K is node 3000+K. The processes
+are detached (their own session, so they outlive the CLI that started them); the registry keeps
+each pid with the process's start time, so a pid the system gave to another process since is
+not taken for ours.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from engine.common.file_io import write_bytes_atomically
+from engine.common.java_properties import load_properties
+from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+from engine.tools.process_cluster import SOURCE_ROOT, ClusterError, kraftd_start
+from engine.tools.storage_tool import format_storage
+
+REGISTRY_FILE = "cluster.json"
+CONTROLLER_ID_BASE = 3000  # Kafka's KafkaClusterTestKit numbers controllers from 3000
+HOST = "127.0.0.1"
+BROKER_LOG_DIRS = ("data-1", "data-2")  # two, so a failed disk leaves the broker one
+FAULTS_FILE = "faults.properties"
+FETCH_DELAY_KEY = "replica.fetch.delay.ms"
+FAILED_DIRS_KEY = "failed.log.dirs"
+ROLES = ("controller", "broker")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `up` was asked for; kept so a restart writes nothing new."""
+    release_version: str | None = None
+    heartbeat_interval_ms: int = 2000  # Kafka's defaults
+    session_timeout_ms: int = 9000
+    replica_lag_time_max_ms: int = 30000
+
+
+@dataclass
+class Node:
+    name: str  # controller-K / broker-K
+    role: str
+    node_id: int
+    port: int
+    rack: str | None = None
+    pid: int | None = None
+    started: str | None = None  # the process's start time (/proc stat field 22), against pid reuse
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+def node_name(role: str, index: int) -> str:
+    return f"{role}-{index}"
+
+
+def node_id_of(role: str, index: int) -> int:
+    return CONTROLLER_ID_BASE + index if role == "controller" else index
+
+
+@dataclass
+class Layout:
+    """The registry of one cluster directory."""
+    root: Path
+    cluster_id: str
+    settings: Settings = field(default_factory=Settings)
+    nodes: list[Node] = field(default_factory=list)
+
+    # -- where things are ------------------------------------------------------------------
+    def node(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        names = ", ".join(n.name for n in self.nodes) or "none"
+        raise ClusterError(f"no node {name!r} in the cluster at {self.root} (nodes: {names})")
+
+    def of_role(self, role: str) -> list[Node]:
+        return [n for n in self.nodes if n.role == role]
+
+    def node_dir(self, node: Node) -> Path:
+        return self.root / node.name
+
+    def config_path(self, node: Node) -> Path:
+        return self.node_dir(node) / "server.properties"
+
+    def log_path(self, node: Node) -> Path:
+        return self.root / "logs" / f"{node.name}.log"
+
+    def metadata_dir(self, node: Node) -> Path:
+        return self.node_dir(node) / ("metadata" if node.role == "controller" else BROKER_LOG_DIRS[0])
+
+    def data_dirs(self, node: Node) -> list[Path]:
+        return [self.node_dir(node) / d for d in BROKER_LOG_DIRS] if node.role == "broker" else []
+
+    def faults_path(self, node: Node) -> Path:
+        return self.node_dir(node) / FAULTS_FILE
+
+    def bootstrap(self, role: str) -> str:
+        return ",".join(n.address for n in self.of_role(role))
+
+    # -- the registry file -----------------------------------------------------------------
+    def save(self) -> None:
+        data = {"cluster_id": self.cluster_id, "settings": asdict(self.settings),
+                "nodes": [asdict(n) for n in self.nodes]}
+        write_bytes_atomically(self.root / REGISTRY_FILE, (json.dumps(data, indent=1) + "\n").encode(), fsync=False)
+
+
+def load_layout(root: Path) -> Layout:
+    """The cluster registered in ``root``; ClusterError when there is none (or it is unreadable)."""
+    path = Path(root) / REGISTRY_FILE
+    if not path.is_file():
+        raise ClusterError(f"no cluster in {root} (run `kraftd cluster up --dir {root}` first)")
+    try:
+        data = json.loads(path.read_text())
+        return Layout(Path(root), data["cluster_id"], Settings(**data["settings"]),
+                      [Node(**n) for n in data["nodes"]])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ClusterError(f"unreadable cluster registry: {exc}", path=str(path)) from None
+
+
+# ------------------------------------------------------------------ creating and formatting
+def plan_layout(root: Path, *, controllers: int, brokers: int, racks: int, ports: Sequence[int],
+                settings: Settings) -> Layout:
+    """Nodes on the given ports (controllers first), racks dealt round-robin to brokers."""
+    if controllers < 1:
+        raise ClusterError("a cluster needs at least one controller")
+    roles = [("controller", i) for i in range(1, controllers + 1)] + [("broker", i) for i in range(1, brokers + 1)]
+    nodes = [Node(node_name(role, i), role, node_id_of(role, i), port,
+                  rack=f"rack-{(i - 1) % racks + 1}" if role == "broker" and racks > 0 else None)
+             for (role, i), port in zip(roles, ports)]
+    return Layout(Path(root), uuid_to_kafka(random_kafka_uuid()), settings, nodes)
+
+
+def write_configs(layout: Layout) -> None:
+    """Every node's server.properties (Kafka's names) and every broker's empty faults file."""
+    quorum = layout.bootstrap("controller")
+    s = layout.settings
+    for node in layout.nodes:
+        layout.node_dir(node).mkdir(parents=True, exist_ok=True)
+        common = [f"node.id={node.node_id}", "controller.listener.names=CONTROLLER",
+                  f"controller.quorum.bootstrap.servers={quorum}",
+                  f"broker.heartbeat.interval.ms={s.heartbeat_interval_ms}",
+                  f"broker.session.timeout.ms={s.session_timeout_ms}"]
+        if node.role == "controller":
+            lines = ["process.roles=controller", f"listeners=CONTROLLER://{node.address}", *common,
+                     f"metadata.log.dir={layout.metadata_dir(node)}"]
+        else:
+            write_faults(layout, node, {})
+            listener = f"PLAINTEXT://{node.address}"
+            lines = ["process.roles=broker", f"listeners={listener}", f"advertised.listeners={listener}",
+                     "inter.broker.listener.name=PLAINTEXT",
+                     "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", *common,
+                     f"log.dirs={','.join(map(str, layout.data_dirs(node)))}",
+                     *([f"broker.rack={node.rack}"] if node.rack else []),
+                     f"replica.lag.time.max.ms={s.replica_lag_time_max_ms}",
+                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                     f"kraftd.sim.faults.file={layout.faults_path(node)}"]
+        layout.config_path(node).write_text("\n".join(lines) + "\n")
+
+
+def format_nodes(layout: Layout) -> None:
+    """``kraftd storage format`` for every node: the controllers as one dynamic quorum
+    (--initial-controllers), the brokers with the same cluster id."""
+    controllers = layout.of_role("controller")
+    directory_ids = {n.node_id: uuid_to_kafka(random_kafka_uuid()) for n in controllers}
+    initial = ",".join(f"{n.node_id}@{HOST}:{n.port}:{directory_ids[n.node_id]}" for n in controllers)
+    for node in layout.nodes:
+        how = {"initial_controllers": initial} if node.role == "controller" else {}
+        format_storage(layout.config_path(node), layout.cluster_id, release_version=layout.settings.release_version,
+                       out=lambda line: None, **how)
+
+
+def remove_state(layout: Layout) -> None:
+    """Everything ``create`` wrote (a retry on other ports starts clean)."""
+    for node in layout.nodes:
+        shutil.rmtree(layout.node_dir(node), ignore_errors=True)
+    (layout.root / REGISTRY_FILE).unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------ the faults file of a broker
+def read_faults(layout: Layout, node: Node) -> dict[str, str]:
+    path = layout.faults_path(node)
+    return load_properties(path) if path.is_file() else {}
+
+
+def write_faults(layout: Layout, node: Node, faults: dict[str, str]) -> None:
+    """Atomically, so the broker polling it never reads half a file."""
+    text = "".join(f"{key}={value}\n" for key, value in sorted(faults.items()) if value != "")
+    write_bytes_atomically(layout.faults_path(node), text.encode(), fsync=False)
+
+
+# ------------------------------------------------------------------ processes
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()
+
+
+def process_start_time(pid: int) -> str | None:
+    fields = _proc_stat(pid)
+    return fields[19] if fields and len(fields) > 19 else None  # stat field 22
+
+
+def _reap(pid: int) -> None:
+    """A child of this very process (chaos, up) that exited is a zombie until waited for."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def process_state(node: Node) -> str:
+    """'running', 'paused' (SIGSTOP) or 'down' for the process the registry names."""
+    if node.pid is None:
+        return "down"
+    _reap(node.pid)
+    fields = _proc_stat(node.pid)
+    if fields is None:
+        if Path("/proc/self/stat").exists():
+            return "down"
+        try:  # no /proc (macOS): only whether the pid exists
+            os.kill(node.pid, 0)
+        except ProcessLookupError:
+            return "down"
+        except PermissionError:
+            return "down"  # someone else's process has the pid now
+        return "running"
+    if fields[0] in "ZX" or (node.started is not None and fields[19] != node.started):
+        return "down"
+    return "paused" if fields[0] in "Tt" else "running"
+
+
+def is_alive(node: Node) -> bool:
+    return process_state(node) != "down"
+
+
+def spawn(layout: Layout, node: Node, command: Callable[[int, Path], list[str]] = kraftd_start) -> int:
+    """Start the node detached (own session, stdin closed, output appended to its log); the log's
+    size before the start, so a caller can read what this start logged."""
+    log_path = layout.log_path(node)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    mark = log_path.stat().st_size if log_path.exists() else 0
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(command(node.node_id, layout.config_path(node)), stdout=log, stderr=log,
+                                stdin=subprocess.DEVNULL, cwd=SOURCE_ROOT, start_new_session=True)
+    node.pid, node.started = proc.pid, process_start_time(proc.pid)
+    layout.save()
+    return mark
+
+
+def log_since(layout: Layout, node: Node, mark: int) -> str:
+    try:
+        with open(layout.log_path(node), "rb") as log:
+            log.seek(mark)
+            return log.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def send_signal(node: Node, signum: int) -> bool:
+    """Signal the node's process if it is ours and alive; whether it was."""
+    if not is_alive(node):
+        return False
+    try:
+        os.kill(node.pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def forget_dead(layout: Layout) -> None:
+    """Clear the pids of processes that are gone."""
+    changed = False
+    for node in layout.nodes:
+        if node.pid is not None and not is_alive(node):
+            node.pid = node.started = None
+            changed = True
+    if changed:
+        layout.save()
+
+
+def stop_nodes(layout: Layout, nodes: Sequence[Node], *, timeout_s: float, sleep: Callable[[float], None],
+               clock: Callable[[], float]) -> list[str]:
+    """SIGTERM (and SIGCONT, so a paused node sees it) to each, wait, SIGKILL the ones left at
+    the deadline. The names of the nodes that had to be killed."""
+    alive = [n for n in nodes if send_signal(n, signal.SIGTERM)]
+    for node in alive:
+        send_signal(node, signal.SIGCONT)
+    deadline = clock() + timeout_s
+    while any(is_alive(n) for n in alive) and clock() < deadline:
+        sleep(0.05)
+    killed = [n.name for n in alive if send_signal(n, signal.SIGKILL)]
+    while any(is_alive(n) for n in alive):
+        sleep(0.01)
+    forget_dead(layout)
+    return killed
+
+
+__all__ = ["BROKER_LOG_DIRS", "CONTROLLER_ID_BASE", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "Layout", "Node", "REGISTRY_FILE",
+           "Settings", "format_nodes", "forget_dead", "is_alive", "load_layout", "log_since",
+           "plan_layout", "process_state", "read_faults", "remove_state", "send_signal", "spawn", "stop_nodes",
+           "write_configs", "write_faults"]

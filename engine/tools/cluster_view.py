@@ -1,0 +1,136 @@
+"""What a running ``kraftd cluster`` looks like from the outside: the quorum and the brokers' states.
+
+The quorum comes from DescribeQuorum (engine.tools.quorum_tool.find_leader) to the controllers
+whose processes run: the leader's high watermark and every voter's and observer's log end offset
+(brokers fetch the metadata log as observers). A broker's state is the controller's: its
+registration in the metadata log the active controller committed, read from that controller's
+metadata directory up to the high watermark (fenced, in controlled shutdown, or neither);
+when that cannot be read, DescribeCluster v2 with include_fenced_brokers to a live broker
+(fenced or not). Nothing answering is "unknown", never an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.common.errors import MetadataError
+from engine.tools.cluster_layout import Layout, Node, process_state
+from engine.tools.quorum_tool import QuorumInfo, default_send, find_leader, pretty_table
+
+PROBE_TIMEOUT_MS = 1500  # a paused or dying node must not hold `status` for the admin client's 30 s
+UNKNOWN = "unknown"
+UNFENCED = "unfenced"
+NOT_REGISTERED = "not registered"
+
+
+@dataclass
+class ClusterView:
+    quorum: QuorumInfo | None = None
+    broker_states: dict[int, str] = field(default_factory=dict)  # node id -> unfenced / fenced / ...
+    processes: dict[str, str] = field(default_factory=dict)  # name -> running / paused / down
+
+    def controller_state(self, node: Node) -> str:
+        q = self.quorum
+        if q is None:
+            return UNKNOWN
+        if node.node_id == q.leader_id:
+            return "leader"
+        if any(v.replica_id == node.node_id for v in q.voters):
+            return "voter"
+        return "observer" if any(o.replica_id == node.node_id for o in q.observers) else UNKNOWN
+
+    def state(self, node: Node) -> str:
+        if node.role == "controller":
+            return self.controller_state(node)
+        return self.broker_states.get(node.node_id, UNKNOWN)
+
+    def lag(self, node: Node) -> str:
+        """The leader's high watermark minus the node's log end offset, as the leader last saw it."""
+        q = self.quorum
+        if q is None:
+            return "-"
+        for replica in (*q.voters, *q.observers):
+            if replica.replica_id == node.node_id and replica.log_end_offset >= 0:  # -1: not heard from yet
+                return str(max(0, q.high_watermark - replica.log_end_offset))
+        return "-"
+
+
+def _registration_state(registration: Any) -> str:
+    if registration.fenced:
+        return "fenced"
+    return "controlled-shutdown" if registration.in_controlled_shutdown else UNFENCED
+
+
+def _states_from_log(layout: Layout, quorum: QuorumInfo) -> dict[int, str] | None:
+    """The brokers' registrations as of the leader's high watermark, from its metadata log."""
+    from engine.image.metadata_loader import load_log_dir  # late: kio loads only when asked
+    leader = next((n for n in layout.of_role("controller") if n.node_id == quorum.leader_id), None)
+    if leader is None or quorum.high_watermark <= 0:
+        return None
+    try:
+        image, _ = load_log_dir(layout.metadata_dir(leader), offset=quorum.high_watermark - 1)
+    except (MetadataError, OSError):  # a snapshot deleted under us, a file mid-roll: ask next time
+        return None
+    brokers = image.cluster.brokers
+    return {n.node_id: _registration_state(brokers[n.node_id]) if n.node_id in brokers else NOT_REGISTERED
+            for n in layout.of_role("broker")}
+
+
+def _states_from_brokers(layout: Layout, running: list[Node], send) -> dict[int, str] | None:
+    """DescribeCluster v2 (include_fenced_brokers) to the first live broker that answers."""
+    import engine.records.kio_codec as kio
+    req = kio.protocol_module("describe_cluster", 2, "request")
+    request = req.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=kio.i8(1),
+                                         include_fenced_brokers=True)
+    for node in running:
+        try:
+            response = send(("127.0.0.1", node.port), request)
+        except (MetadataError, OSError):
+            continue
+        if response.error_code != kio.ErrorCode.none:
+            continue
+        fenced = {int(b.broker_id): bool(b.is_fenced) for b in response.brokers}
+        return {n.node_id: NOT_REGISTERED if n.node_id not in fenced else "fenced" if fenced[n.node_id] else UNFENCED
+                for n in layout.of_role("broker")}
+    return None
+
+
+def observe(layout: Layout, timeout_ms: int = PROBE_TIMEOUT_MS) -> ClusterView:
+    """The cluster as it answers now; parts no one answers for are left unknown."""
+    view = ClusterView(processes={n.name: process_state(n) for n in layout.nodes})
+    send = default_send(timeout_ms)
+    running = [n for n in layout.nodes if view.processes[n.name] == "running"]
+    controllers = [("127.0.0.1", n.port) for n in running if n.role == "controller"]
+    if controllers:
+        try:
+            _, view.quorum = find_leader(controllers, send)
+        except (MetadataError, OSError):
+            view.quorum = None
+    states = _states_from_log(layout, view.quorum) if view.quorum is not None else None
+    if states is None:
+        states = _states_from_brokers(layout, [n for n in running if n.role == "broker"], send)
+    view.broker_states = states or {}
+    return view
+
+
+STATUS_HEADERS = ("NAME", "ID", "ROLE", "PID", "PROCESS", "STATE", "LAG")
+
+
+def status_lines(layout: Layout, view: ClusterView) -> list[str]:
+    """The node table, then one line about the quorum."""
+    rows = [[n.name, str(n.node_id), n.role, str(n.pid) if view.processes[n.name] != "down" else "-",
+             view.processes[n.name], view.state(n), view.lag(n)] for n in layout.nodes]
+    lines = [line.rstrip() for line in pretty_table(STATUS_HEADERS, rows)]
+    q = view.quorum
+    if q is None:
+        lines.append("quorum: unknown (no controller answered)")
+    else:
+        leader = next((n.name for n in layout.nodes if n.node_id == q.leader_id), str(q.leader_id))
+        lines.append(f"quorum: leader {leader} ({q.leader_id}), epoch {q.leader_epoch}, "
+                     f"high watermark {q.high_watermark}")
+    return lines
+
+
+__all__ = ["ClusterView", "NOT_REGISTERED", "STATUS_HEADERS", "UNFENCED", "UNKNOWN", "observe",
+           "status_lines"]
