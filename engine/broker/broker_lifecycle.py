@@ -252,6 +252,10 @@ class BrokerLifecycle:
         return self._in_flight.request if self._in_flight is not None else None
 
     @property
+    def ready_to_unfence(self) -> bool:
+        return self._ready_to_unfence
+
+    @property
     def registered(self) -> bool:
         return self._registered
 

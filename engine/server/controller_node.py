@@ -26,14 +26,12 @@ import asyncio
 import logging
 import os
 import signal
-import socket
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Awaitable, Callable, Mapping, Sequence
+from typing import Awaitable, Callable, Sequence
 
 from engine.common.errors import ConfigError, StorageError
-from engine.common.java_properties import load_properties
 from engine.storage.log_reader import METADATA_PARTITION_DIR
 from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties, read_meta_properties
 from engine.controller import commands as controller_commands
@@ -45,6 +43,10 @@ from engine.raft.raft_client import RaftListener
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.server.controller_registration import ControllerRegistrar
+from engine.server.node_config import (
+    JAVA_INT_MAX, JAVA_LONG_MAX, advertised_host, int_setting, node_id_setting, parse_listeners, parse_roles,
+    read_config,
+)
 from engine.server.controller_server import ControllerServer, read_bootstrap_records
 from engine.server.metadata_listener import MetadataListener
 from engine.server.snapshot_policy import (
@@ -58,10 +60,12 @@ DEFAULT_MAX_IDLE_INTERVAL_MS = 500
 SEGMENT_BYTES_KEY = "metadata.log.segment.bytes"
 MIN_SEGMENT_BYTES = 8 * 1024 * 1024  # Kafka's lower bound for metadata.log.segment.bytes
 INTERNAL_SEGMENT_BYTES_KEY = "internal.metadata.log.segment.bytes"  # Kafka's, "only for testing": no bound
-JAVA_INT_MAX = 2**31 - 1
-JAVA_LONG_MAX = 2**63 - 1
 RESIGN_WAIT_MS = 1000
 QUORUM_STATE_FILE = "quorum-state"
+
+
+def raft_failed(failure: BaseException) -> str:
+    return f"the Raft core failed: {type(failure).__name__}: {failure}"
 
 
 @dataclass(frozen=True)
@@ -86,33 +90,14 @@ class ControllerSettings:
         return not self.raft.static_voters.voters
 
 
-def _parse_listeners(text: str, key: str, where: str) -> dict[str, tuple[str, int]]:
-    out = {}
-    for item in (part.strip() for part in text.split(",") if part.strip()):
-        name, sep, rest = item.partition("://")
-        host, colon, port = rest.rpartition(":")
-        if not sep or not colon or not port.isdigit() or not name or int(port) > 65535:
-            raise ConfigError(f"bad {key} entry {item!r} (expected NAME://HOST:PORT)", path=where)
-        out[name.strip().upper()] = (host.strip("[]"), int(port))
-    return out
-
-
 def load_controller_settings(path: Path) -> ControllerSettings:
     """Read and check a controller's config; ConfigError (one line) names what is wrong."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError("no such config file", path=str(path))
-    props = load_properties(path)
-    where = str(path)
-    roles = [r.strip() for r in props.get("process.roles", "").split(",") if r.strip()]
-    if "broker" in roles:
-        raise ConfigError("broker role is not supported yet (process.roles must be controller)", path=where)
+    props, where = read_config(path)
+    roles = parse_roles(props)
     if roles != ["controller"]:
         raise ConfigError(f"process.roles must be controller, got {props.get('process.roles')!r}", path=where)
-    node_text = props.get("node.id", "").strip()
-    if not node_text.isdigit():
-        raise ConfigError("missing node.id" if not node_text else f"node.id must be a non-negative integer, "
-                          f"got {node_text!r}", path=where)
+    node_id = node_id_setting(props, where)
     metadata_dir = props.get("metadata.log.dir", "").strip() or next(
         (d.strip() for d in (props.get("log.dirs") or props.get("log.dir") or "").split(",") if d.strip()), "")
     if not metadata_dir:
@@ -120,8 +105,8 @@ def load_controller_settings(path: Path) -> ControllerSettings:
     names = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
     if not names:
         raise ConfigError("controller.listener.names is not set", path=where)
-    listeners = _parse_listeners(props.get("listeners", ""), "listeners", where)
-    advertised = _parse_listeners(props.get("advertised.listeners", ""), "advertised.listeners", where)
+    listeners = parse_listeners(props.get("listeners", ""), "listeners", where)
+    advertised = parse_listeners(props.get("advertised.listeners", ""), "advertised.listeners", where)
     for name in names:
         if name.upper() not in listeners:
             raise ConfigError(f"the controller listener {name} (controller.listener.names) is not in listeners "
@@ -129,39 +114,24 @@ def load_controller_settings(path: Path) -> ControllerSettings:
     endpoints = []
     for name in names:
         host, port = advertised.get(name.upper(), listeners[name.upper()])
-        if not host or host in ("0.0.0.0", "::"):
-            host = socket.getfqdn()  # Kafka advertises the canonical host name of a wildcard listener
-        endpoints.append((name, (host, port)))
+        endpoints.append((name, (advertised_host(host), port)))
     bind_host, bind_port = listeners[names[0].upper()]
     raft = RaftConfig.from_properties(props, where=where)
     if not raft.static_voters.voters and not raft.bootstrap_servers:
         raise ConfigError("set controller.quorum.bootstrap.servers (or controller.quorum.voters)", path=where)
-    idle = _int_setting(props, MAX_IDLE_INTERVAL_MS, DEFAULT_MAX_IDLE_INTERVAL_MS, 1, JAVA_INT_MAX, where)
+    idle = int_setting(props, MAX_IDLE_INTERVAL_MS, DEFAULT_MAX_IDLE_INTERVAL_MS, 1, JAVA_INT_MAX, where)
     snapshots = SnapshotLimits(
-        max_bytes=_int_setting(props, MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX, where),
-        max_interval_ms=_int_setting(props, MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0, JAVA_LONG_MAX, where))
-    segment_bytes = _int_setting(props, SEGMENT_BYTES_KEY, DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES, JAVA_INT_MAX,
+        max_bytes=int_setting(props, MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX, where),
+        max_interval_ms=int_setting(props, MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0, JAVA_LONG_MAX, where))
+    segment_bytes = int_setting(props, SEGMENT_BYTES_KEY, DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES, JAVA_INT_MAX,
                                  where)
     if props.get(INTERNAL_SEGMENT_BYTES_KEY, "").strip():
-        segment_bytes = _int_setting(props, INTERNAL_SEGMENT_BYTES_KEY, segment_bytes, 1, JAVA_INT_MAX, where)
-    return ControllerSettings(path=path, node_id=int(node_text), metadata_log_dir=Path(metadata_dir),
+        segment_bytes = int_setting(props, INTERNAL_SEGMENT_BYTES_KEY, segment_bytes, 1, JAVA_INT_MAX, where)
+    return ControllerSettings(path=path, node_id=node_id, metadata_log_dir=Path(metadata_dir),
                               listener_name=names[0], bind=(bind_host or "0.0.0.0", bind_port),
                               endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=idle,
                               snapshots=snapshots, segment_bytes=segment_bytes,
-                              controller=ControllerConfig.from_properties(int(node_text), props, where))
-
-
-def _int_setting(props: Mapping[str, str], key: str, default: int, minimum: int, maximum: int, where: str) -> int:
-    text = props.get(key, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not minimum <= value <= maximum:
-        raise ConfigError(f"{key} must be a whole number from {minimum} to {maximum}, got {text!r}", path=where)
-    return value
+                              controller=ControllerConfig.from_properties(node_id, props, where))
 
 
 def check_storage(settings: ControllerSettings) -> MetaProperties:
@@ -341,7 +311,8 @@ class _LineFormatter(logging.Formatter):
         return text if record.name.startswith("kraftd") else f"{text} ({record.name})"
 
 
-def _setup_logging(node_id: int) -> None:
+def setup_logging() -> None:
+    """One line per record on stderr, with the time (every kraftd node process)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_LineFormatter("%(asctime)s.%(msecs)03d %(message)s", datefmt="%H:%M:%S"))
     root = logging.getLogger()
@@ -361,13 +332,13 @@ async def _serve(node: ControllerNode) -> int:
         await node.stop()
     failure = node.driver.failure
     if failure is not None:
-        raise RuntimeError(f"the Raft core failed: {type(failure).__name__}: {failure}")
+        raise RuntimeError(raft_failed(failure))
     return 0
 
 
 def serve_node(node: ControllerNode) -> int:
     """Run ``node`` until SIGTERM or SIGINT, logging to stderr; the exit code."""
-    _setup_logging(node.settings.node_id)
+    setup_logging()
     return asyncio.run(_serve(node))
 
 

@@ -1,0 +1,208 @@
+"""What ``kraftd start`` reads from a broker's config (Kafka's names), and its storage check.
+
+A simulated broker holds no message data, yet its log directories are a Kafka broker's: every
+one formatted (``meta.properties`` with the cluster id, the node id and its own directory id),
+the metadata log in ``metadata.log.dir`` (by default the first of ``log.dirs``), and Kafka's
+``.kafka_cleanshutdown`` file in each after a clean stop, carrying the broker epoch that the next
+registration names (KIP-966: a broker back from a clean shutdown keeps its place in the ELR).
+
+Our own key ``kraftd.sim.faults.file`` names a properties file the broker watches, through which
+``kraftd cluster lag`` and ``disk-fail`` inject faults: ``replica.fetch.delay.ms`` and
+``failed.log.dirs``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from engine.common.errors import ConfigError, StorageError
+from engine.common.file_io import write_bytes_atomically
+from engine.common.java_properties import load_properties
+from engine.broker.broker_lifecycle import Listener
+from engine.raft.raft_config import RaftConfig
+from engine.server.node_config import (
+    JAVA_INT_MAX, JAVA_LONG_MAX, SECURITY_PROTOCOLS, advertised_host, int_setting, node_id_setting, read_config,
+    parse_listeners, parse_roles, security_protocol_map,
+)
+from engine.server.snapshot_policy import (
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_INTERVAL_MS, MAX_BYTES_KEY, MAX_INTERVAL_KEY, SnapshotLimits,
+)
+from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties, read_meta_properties
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
+FAULTS_FILE_KEY = "kraftd.sim.faults.file"
+FETCH_DELAY_KEY = "replica.fetch.delay.ms"
+FAILED_DIRS_KEY = "failed.log.dirs"
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    path: Path
+    node_id: int
+    log_dirs: tuple[Path, ...]
+    metadata_log_dir: Path
+    binds: tuple[tuple[str, tuple[str, int]], ...]  # (listener name, where to listen), broker listeners
+    advertised: tuple[Listener, ...]
+    inter_broker_listener: str
+    raft: RaftConfig
+    rack: str | None = None
+    heartbeat_interval_ms: int = 2000
+    session_timeout_ms: int = 9000
+    initial_registration_timeout_ms: int = 60000
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_wait_max_ms: int = 500
+    controlled_shutdown_wait_ms: int = 300_000  # Kafka waits up to 5 minutes for its controlled shutdown
+    authorizer: bool = False
+    faults_file: Path | None = None
+    snapshots: SnapshotLimits = field(default_factory=SnapshotLimits)
+    roles: tuple[str, ...] = ("broker",)
+
+    @property
+    def dynamic(self) -> bool:
+        return not self.raft.static_voters.voters
+
+
+def load_broker_settings(path: Path) -> BrokerSettings:
+    """Read and check a broker's config; ConfigError (one line) names what is wrong."""
+    path = Path(path)
+    props, where = read_config(path)
+    roles = parse_roles(props)
+    if "broker" not in roles or any(r not in ("broker", "controller") for r in roles):
+        raise ConfigError(f"process.roles must name broker, got {props.get('process.roles')!r}", path=where)
+    node_id = node_id_setting(props, where)
+    log_dirs = tuple(Path(d.strip()) for d in (props.get("log.dirs") or props.get("log.dir") or "").split(",")
+                     if d.strip())
+    if not log_dirs:
+        raise ConfigError("log.dirs is not set", path=where)
+    metadata_dir = Path(props["metadata.log.dir"].strip()) if props.get("metadata.log.dir", "").strip() \
+        else log_dirs[0]
+    controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")
+                        if n.strip()}
+    if not controller_names:
+        raise ConfigError("controller.listener.names is not set", path=where)
+    listeners = parse_listeners(props.get("listeners", ""), "listeners", where)
+    advertised_map = parse_listeners(props.get("advertised.listeners", ""), "advertised.listeners", where)
+    protocols = security_protocol_map(props, where)
+    broker_names = [name for name in listeners if name not in controller_names]
+    if not broker_names:
+        raise ConfigError(f"listeners {props.get('listeners', '')!r} has no broker listener (one not in "
+                          f"controller.listener.names)", path=where)
+    advertised = []
+    for name in broker_names:
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise ConfigError(f"listener {name} has no entry in listener.security.protocol.map", path=where)
+        if protocol != SECURITY_PROTOCOLS["PLAINTEXT"]:
+            raise ConfigError(f"listener {name} is not PLAINTEXT: TLS and SASL are not supported yet", path=where)
+        host, port = advertised_map.get(name, listeners[name])
+        advertised.append(Listener(name, advertised_host(host), port, protocol))
+    inter_broker = props.get("inter.broker.listener.name", "").strip().upper() or \
+        ("PLAINTEXT" if "PLAINTEXT" in broker_names else broker_names[0])
+    if inter_broker not in broker_names:
+        raise ConfigError(f"inter.broker.listener.name {inter_broker} is not one of the broker listeners "
+                          f"{', '.join(broker_names)}", path=where)
+    raft = RaftConfig.from_properties(props, where=where)
+    if not raft.static_voters.voters and not raft.bootstrap_servers:
+        raise ConfigError("set controller.quorum.bootstrap.servers (or controller.quorum.voters)", path=where)
+    faults = props.get(FAULTS_FILE_KEY, "").strip()
+
+    def setting(key: str, default: int, minimum: int = 1, maximum: int = JAVA_INT_MAX) -> int:
+        return int_setting(props, key, default, minimum, maximum, where)
+
+    return BrokerSettings(
+        path=path, node_id=node_id, log_dirs=log_dirs, metadata_log_dir=metadata_dir,
+        binds=tuple((name, (listeners[name][0] or "0.0.0.0", listeners[name][1])) for name in broker_names),
+        advertised=tuple(advertised), inter_broker_listener=inter_broker, raft=raft,
+        rack=props.get("broker.rack", "").strip() or None,
+        heartbeat_interval_ms=setting("broker.heartbeat.interval.ms", 2000),
+        session_timeout_ms=setting("broker.session.timeout.ms", 9000),
+        initial_registration_timeout_ms=setting("initial.broker.registration.timeout.ms", 60000),
+        replica_lag_time_max_ms=setting("replica.lag.time.max.ms", 30000),
+        replica_fetch_wait_max_ms=setting("replica.fetch.wait.max.ms", 500, 0),
+        authorizer=bool(props.get("authorizer.class.name", "").strip()),
+        faults_file=Path(faults) if faults else None,
+        snapshots=SnapshotLimits(max_bytes=setting(MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX),
+                                 max_interval_ms=setting(MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0,
+                                                         JAVA_LONG_MAX)),
+        roles=tuple(roles))
+
+
+def check_broker_storage(settings: BrokerSettings) -> dict[Path, MetaProperties]:
+    """Every log directory's meta.properties, checked against the config and one another."""
+    metas: dict[Path, MetaProperties] = {}
+    for directory in dict.fromkeys((*settings.log_dirs, settings.metadata_log_dir)):
+        if not (directory / META_PROPERTIES_FILE).is_file():
+            raise StorageError(f"not formatted (no {META_PROPERTIES_FILE}): run `kraftd storage format "
+                               f"--config {settings.path} --cluster-id ID` first", path=str(directory))
+        meta = read_meta_properties(directory)
+        if meta.version != 1 or meta.cluster_id is None:
+            raise StorageError(f"{META_PROPERTIES_FILE} is not a KRaft (version 1) one", path=str(directory))
+        if meta.node_id != settings.node_id:
+            raise StorageError(f"{META_PROPERTIES_FILE} has node.id {meta.node_id} but the config says "
+                               f"{settings.node_id}", path=str(directory))
+        if meta.directory_id is None:
+            raise StorageError(f"{META_PROPERTIES_FILE} has no directory.id", path=str(directory))
+        metas[directory] = meta
+    clusters = {meta.cluster_id for meta in metas.values()}
+    if len(clusters) > 1:
+        raise StorageError(f"the log directories belong to different clusters ({', '.join(sorted(clusters))})",
+                           path=str(settings.metadata_log_dir))
+    ids = [meta.directory_id for meta in metas.values()]
+    if len(set(ids)) != len(ids):
+        raise StorageError("two log directories have the same directory.id", path=str(settings.metadata_log_dir))
+    return metas
+
+
+def read_clean_shutdown(directories: tuple[Path, ...]) -> int:
+    """The broker epoch of the last clean shutdown (-1 if any directory lacks the file, as a
+    crash leaves them), and the files deleted: the next stop writes them anew."""
+    epochs = []
+    for directory in directories:
+        path = directory / CLEAN_SHUTDOWN_FILE
+        try:
+            epochs.append(int(json.loads(path.read_text())["brokerEpoch"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            epochs.append(None)
+    for directory in directories:
+        try:
+            os.unlink(directory / CLEAN_SHUTDOWN_FILE)
+        except FileNotFoundError:
+            pass
+    return epochs[0] if epochs and None not in epochs and len(set(epochs)) == 1 else -1
+
+
+def write_clean_shutdown(directories: tuple[Path, ...], broker_epoch: int) -> None:
+    text = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
+    for directory in directories:
+        write_bytes_atomically(directory / CLEAN_SHUTDOWN_FILE, text.encode())
+
+
+@dataclass(frozen=True)
+class Faults:
+    """What the faults file injects: a follower's extra delay per fetch, and failed log dirs."""
+
+    fetch_delay_ms: int = 0
+    failed_dirs: frozenset[Path] = frozenset()
+
+
+def read_faults(path: Path | None, where: str) -> Faults:
+    """The faults file (missing: no faults); ConfigError for a bad value."""
+    if path is None or not path.is_file():
+        return Faults()
+    props: Mapping[str, str] = load_properties(path)
+    delay = int_setting(props, FETCH_DELAY_KEY, 0, 0, JAVA_INT_MAX, str(path))
+    failed = frozenset(Path(d.strip()) for d in props.get(FAILED_DIRS_KEY, "").split(",") if d.strip())
+    return Faults(delay, failed)
+
+
+def directory_ids(metas: Mapping[Path, MetaProperties]) -> dict[Path, uuid.UUID]:
+    return {path: meta.directory_id for path, meta in metas.items()}
+
+
+__all__ = ["BrokerSettings", "CLEAN_SHUTDOWN_FILE", "FAULTS_FILE_KEY", "Faults", "check_broker_storage",
+           "directory_ids", "load_broker_settings", "read_clean_shutdown", "read_faults", "write_clean_shutdown"]

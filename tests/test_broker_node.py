@@ -1,0 +1,192 @@
+"""The simulated broker node against our real controller, in one process on 127.0.0.1.
+
+A one-controller quorum (tests/node_quorum.py) and a BrokerNode with two log directories: the
+broker registers with its listeners, rack and directory ids, follows the metadata log as a Raft
+observer, heartbeats through STARTING and RECOVERY to RUNNING (unfenced in the controller's
+image), reports a failed log dir, shuts down under control and names its clean broker epoch at
+the next start. Deadlines are safety nets, never performance claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.broker.broker_lifecycle import BrokerState
+from engine.common.errors import ConfigError, StorageError
+from engine.net.ports import pick_ports
+from engine.server.broker_node import BrokerNode
+from engine.server.broker_settings import CLEAN_SHUTDOWN_FILE, load_broker_settings
+from engine.tools.process_cluster import kraftd
+from engine.tools.storage_tool import format_storage
+from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
+
+DEADLINE_S = 30
+
+
+def in_loop(test):
+    """Run an async test in its own event loop (the suite has no asyncio plugin)."""
+    @functools.wraps(test)
+    def run(tmp_path: Path) -> None:
+        asyncio.run(asyncio.wait_for(test(tmp_path), 120))
+    return run
+BROKER_ID = 7
+FAST = {"broker.heartbeat.interval.ms": 100, "broker.session.timeout.ms": 2000}
+
+
+def broker_config(root: Path, bootstrap: str, port: int = 0, **extra: object) -> Path:
+    props = {"process.roles": "broker", "node.id": BROKER_ID, "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+             "controller.listener.names": "CONTROLLER", "controller.quorum.bootstrap.servers": bootstrap,
+             "log.dirs": f"{root / 'data0'},{root / 'data1'}", "broker.rack": "rack-a",
+             "kraftd.sim.faults.file": root / "faults.properties", **FAST, **extra}
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "broker.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+def formatted_broker(root: Path, bootstrap: str, **extra: object) -> Path:
+    config = broker_config(root, bootstrap, **extra)
+    format_storage(config, CLUSTER_ID, out=lambda line: None)
+    return config
+
+
+def registration(controller, broker_id: int = BROKER_ID):
+    return controller.image.cluster.brokers.get(broker_id)
+
+
+async def running_broker(tmp_path: Path, controller, config: Path) -> BrokerNode:
+    node = BrokerNode(load_broker_settings(config))
+    await node.start()
+    await wait_until(lambda: node.state == BrokerState.RUNNING, DEADLINE_S, "the broker RUNNING")
+    await wait_until(lambda: registration(controller) is not None and not registration(controller).fenced,
+                     DEADLINE_S, "the broker unfenced in the controller's image")
+    return node
+
+
+def bootstrap_of(configs: list[Path]) -> str:
+    return next(line.split("=", 1)[1] for line in configs[0].read_text().splitlines()
+                if line.startswith("controller.quorum.bootstrap.servers="))
+
+
+@in_loop
+async def test_a_broker_registers_follows_the_log_and_is_unfenced(tmp_path: Path) -> None:
+    configs, (controller,) = await start_quorum(tmp_path / "quorum", 1, **FAST)
+    node = None
+    try:
+        config = formatted_broker(tmp_path / "broker", bootstrap_of(configs))
+        node = await running_broker(tmp_path, controller, config)
+        reg = registration(controller)
+        assert reg.incarnation_id == node.incarnation_id and reg.rack == "rack-a"
+        assert sorted(reg.directories) == sorted(node.dir_ids.values())
+        (endpoint,) = reg.endpoints
+        assert (endpoint.name, endpoint.host, endpoint.port, endpoint.security_protocol) == \
+            ("PLAINTEXT", "127.0.0.1", node.servers[0].address[1], 0)
+        # the broker's own image follows the controller's (an observer of the metadata log)
+        await wait_until(lambda: node.image.cluster.brokers.get(BROKER_ID) is not None and
+                         not node.image.cluster.brokers[BROKER_ID].fenced, DEADLINE_S, "the broker's own image")
+        assert node.driver.client.quorum.leader_id == controller.settings.node_id
+    finally:
+        if node is not None:
+            await node.stop()
+        await controller.stop()
+
+
+@in_loop
+async def test_a_controlled_shutdown_leaves_the_clean_epoch_for_the_next_registration(tmp_path: Path) -> None:
+    configs, (controller,) = await start_quorum(tmp_path / "quorum", 1, **FAST)
+    node = None
+    try:
+        config = formatted_broker(tmp_path / "broker", bootstrap_of(configs))
+        node = await running_broker(tmp_path, controller, config)
+        epoch = node.lifecycle.broker_epoch
+        assert epoch == registration(controller).epoch
+        await node.controlled_shutdown()
+        assert node.lifecycle.shutdown_reason == "controlled shutdown complete" and node.failure is None
+        await wait_until(lambda: registration(controller).in_controlled_shutdown or registration(controller).fenced,
+                         DEADLINE_S, "the controller to see the shutdown")
+        for directory in ("data0", "data1"):
+            assert json.loads((tmp_path / "broker" / directory / CLEAN_SHUTDOWN_FILE).read_text()) == \
+                {"version": 0, "brokerEpoch": epoch}
+        # the next start names that epoch, deletes the files, and registers (once the old
+        # session expired: Kafka refuses a second registration of a live session)
+        node = BrokerNode(load_broker_settings(config))
+        await node.start()
+        assert node.lifecycle.previous_broker_epoch == epoch
+        assert not (tmp_path / "broker" / "data0" / CLEAN_SHUTDOWN_FILE).exists()
+        await wait_until(lambda: node.state == BrokerState.RUNNING, DEADLINE_S, "the broker RUNNING again")
+        assert registration(controller).epoch > epoch and registration(controller).incarnation_id == node.incarnation_id
+    finally:
+        if node is not None:
+            await node.stop()
+        await controller.stop()
+
+
+@in_loop
+async def test_a_failed_log_dir_is_reported_and_leaves_the_registration(tmp_path: Path) -> None:
+    configs, (controller,) = await start_quorum(tmp_path / "quorum", 1, **FAST)
+    node = None
+    try:
+        root = tmp_path / "broker"
+        config = formatted_broker(root, bootstrap_of(configs))
+        node = await running_broker(tmp_path, controller, config)
+        failed = node.dir_ids[root / "data1"]
+        (root / "faults.properties").write_text(f"failed.log.dirs={root / 'data1'}\nreplica.fetch.delay.ms=250\n")
+        await wait_until(lambda: failed not in registration(controller).directories, DEADLINE_S,
+                         "the failed dir to leave the registration")
+        assert node.dir_ids[root / "data0"] in registration(controller).directories
+        assert node.faults.fetch_delay_ms == 250 and node.state == BrokerState.RUNNING
+    finally:
+        if node is not None:
+            await node.stop()
+        await controller.stop()
+
+
+@in_loop
+async def test_a_broker_no_controller_registers_shuts_itself_down(tmp_path: Path) -> None:
+    (port,) = pick_ports(1)
+    config = formatted_broker(tmp_path / "broker", f"127.0.0.1:{port}",
+                              **{"initial.broker.registration.timeout.ms": 500})
+    node = BrokerNode(load_broker_settings(config))
+    try:
+        await node.start()
+        await asyncio.wait_for(node.stopped.wait(), DEADLINE_S)
+        assert node.failure == "unable to register with the controller quorum"
+    finally:
+        await node.stop()
+    assert not (tmp_path / "broker" / "data0" / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_bad_broker_configs_and_storage_are_one_line(tmp_path: Path) -> None:
+    def error(**changes: object) -> str:
+        config = broker_config(tmp_path / "b", "127.0.0.1:9093", **changes)
+        with pytest.raises(ConfigError) as info:
+            load_broker_settings(config)
+        assert "\n" not in str(info.value)
+        return str(info.value)
+
+    assert "no broker listener" in error(listeners="CONTROLLER://127.0.0.1:9093")
+    assert "not PLAINTEXT" in error(**{"listener.security.protocol.map": "PLAINTEXT:SSL"})
+    assert "inter.broker.listener.name" in error(**{"inter.broker.listener.name": "OTHER"})
+    assert "broker.heartbeat.interval.ms" in error(**{"broker.heartbeat.interval.ms": "often"})
+    assert "process.roles" in error(**{"process.roles": "controller"})
+
+    config = broker_config(tmp_path / "c", "127.0.0.1:9093")
+    with pytest.raises(StorageError, match="not formatted"):
+        BrokerNode(load_broker_settings(config))
+    format_storage(config, CLUSTER_ID, out=lambda line: None)
+    (tmp_path / "c" / "data1" / "meta.properties").write_text(
+        (tmp_path / "c" / "data1" / "meta.properties").read_text().replace(f"node.id={BROKER_ID}", "node.id=9"))
+    with pytest.raises(StorageError, match="node.id 9"):
+        BrokerNode(load_broker_settings(config))
+
+
+def test_kraftd_start_refuses_an_unformatted_broker_in_one_line(tmp_path: Path) -> None:
+    config = broker_config(tmp_path / "b", "127.0.0.1:9093")
+    done = kraftd("start", "--config", str(config))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "not formatted" in done.stderr and "kraftd storage format" in done.stderr
