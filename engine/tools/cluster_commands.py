@@ -97,13 +97,22 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
     controllers, brokers = args.controllers or 3, 5 if args.brokers is None else args.brokers
     racks = 3 if args.racks is None else args.racks
     count = controllers + brokers
+    taken = [name for r, n in (("controller", controllers), ("broker", brokers)) for i in range(1, n + 1)
+             if (root / (name := f"{r}-{i}")).exists()]
+    if taken:  # never format (or, on failure, remove) what another tool left there
+        raise ClusterError(f"{root} holds {taken[0]} but no {REGISTRY_FILE}: not a kraftd cluster directory; "
+                           "choose another --dir")
     for attempt in range(1, PORT_ATTEMPTS + 1):
         ports = list(range(args.base_port, args.base_port + count)) if args.base_port else pick_ports(count)
         layout = plan_layout(root, controllers=controllers, brokers=brokers, racks=racks, ports=ports,
                              settings=settings)
-        root.mkdir(parents=True, exist_ok=True)
-        write_configs(layout)
-        format_nodes(layout)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            write_configs(layout)
+            format_nodes(layout)
+        except BaseException:
+            remove_state(layout)
+            raise
         layout.save()
         try:
             start_nodes(layout, list(layout.nodes), args.timeout_s)
@@ -114,6 +123,10 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
             if args.base_port or attempt == PORT_ATTEMPTS:
                 raise
             out(f"note: {exc}; starting again on other ports")
+        except BaseException:
+            # the state stays (its logs tell why; a second `up` starts it again), the processes do not
+            stop_nodes(layout, layout.nodes, timeout_s=5, sleep=time.sleep, clock=time.monotonic)
+            raise
     raise AssertionError("unreachable")
 
 
