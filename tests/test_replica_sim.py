@@ -10,6 +10,7 @@ have its image held back (its metadata lags the controller's).
 
 from __future__ import annotations
 
+import datetime
 import random
 import uuid
 from dataclasses import dataclass, field
@@ -23,10 +24,12 @@ from engine.broker.dir_assignments import DirAssignments
 from engine.broker.replica_fetch import (
     FetchTarget, PartitionAnswer, fetch_response, fetch_version, replica_fetch_request, response_errors)
 from engine.broker.replica_sim import ALTER_PARTITION_RETRY_MS, CONTROLLER, ReplicaConfig, ReplicaSim
+from engine.image.metadata_delta import MetadataDelta
 from engine.net.kafka_protocol import (
     ApiSpec, decode_request_frame, decode_response_frame, encode_request, encode_response)
 from engine.net.message_versions import convert_message
-from engine.records.kio_codec import ErrorCode, i8, i16, i32, protocol_module
+from engine.records import metadata_records as m
+from engine.records.kio_codec import ErrorCode, i8, i16, i32, i64, protocol_module
 
 TICK_MS = 50
 _AP_RESPONSE = protocol_module("alter_partition", 3, "response")
@@ -256,7 +259,6 @@ def test_a_lost_alter_partition_is_resent_after_50_ms_and_one_stays_in_flight() 
 
 
 def lc_zero() -> Any:
-    import datetime
     return datetime.timedelta(0)
 
 
@@ -440,3 +442,37 @@ def test_random_lag_loss_and_kills_keep_the_invariants(seed: int) -> None:
     c.run_until(lambda: all(p.isr == tuple(sorted(p.replicas)) or set(p.isr) == set(p.replicas)
                             for t in c.image.topics.by_id.values() for p in t.partitions.values()),
                 limit_ms=30_000)
+
+
+def test_expansion_needs_an_unfenced_broker_of_the_current_epoch_kip_841() -> None:
+    c = running(1, 2)
+    t = c.create_topic("t", [(1, 2)])
+    epoch1, epoch2 = c.brokers[1].life.broker_epoch, c.brokers[2].life.broker_epoch
+
+    def changed(*records: Any) -> Any:
+        delta = MetadataDelta(c.image)
+        for i, record in enumerate(records, start=c.image.provenance.last_offset + 1):
+            delta.replay(record, i)
+        return delta.apply()
+
+    shrunk = m.PartitionChangeRecordV0(partition_id=i32(0), topic_id=t, isr=(i32(1),))
+    fetch = replica_fetch_request(18, 2, epoch2, [FetchTarget(t, 0, 0)])
+    for image, request in (
+            (changed(shrunk), replica_fetch_request(18, 2, epoch2 + 1, [FetchTarget(t, 0, 0)])),  # another incarnation
+            (changed(shrunk, m.BrokerRegistrationChangeRecordV1(broker_id=i32(2), broker_epoch=i64(epoch2),
+                                                                fenced=i8(1))), fetch),
+            (changed(shrunk, m.BrokerRegistrationChangeRecordV1(broker_id=i32(2), broker_epoch=i64(epoch2),
+                                                                in_controlled_shutdown=i8(1))), fetch)):
+        sim = ReplicaSim(ReplicaConfig(1))
+        sim.set_image(image, 0, epoch1)
+        assert response_errors(sim.handle_fetch(request, 10), 18) == {(t, 0): ErrorCode.none}
+        assert sim.pending_isr((t, 0)) is None and sim.poll(10) == []
+    sim = ReplicaSim(ReplicaConfig(1))
+    sim.set_image(changed(shrunk), 0, epoch1)
+    sim.handle_fetch(fetch, 10)
+    assert sim.pending_isr((t, 0)) == (1, 2)
+    ((destination, request),) = sim.poll(10)
+    (data,) = request.topics[0].partitions
+    assert destination == CONTROLLER and [(s.broker_id, s.broker_epoch) for s in data.new_isr_with_epochs] == \
+        [(1, epoch1), (2, epoch2)]
+    assert data.partition_epoch == c.partition(t).partition_epoch + 1 and data.leader_epoch == 0
