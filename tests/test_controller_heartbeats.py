@@ -205,6 +205,29 @@ def test_offline_directories_leave_the_registration_from_3_7_iv2():
     assert cluster.heartbeat(1, offline=(new_uuid(502),)).records == []  # already gone
 
 
+def test_replicas_in_an_offline_directory_leave_the_isr_and_the_leadership_first():
+    # Kafka's handleDirectoriesOffline: broker 1 leads p0 from dir 502 and follows p1 from 501
+    cluster = Cluster("4.1-IV1")
+    cluster.register(1, log_dirs=(new_uuid(501), new_uuid(502)))
+    cluster.register(2, log_dirs=(new_uuid(601),))
+    cluster.heartbeat(1)
+    cluster.heartbeat(2)
+    delta = MetadataDelta(cluster.image)
+    topic = new_uuid(7)
+    delta.replay(m.TopicRecordV0(name="t", topic_id=topic))
+    for pid, leader, mine in ((0, 1, 502), (1, 2, 501)):
+        delta.replay(m.PartitionRecordV2(
+            partition_id=i32(pid), topic_id=topic, replicas=(i32(1), i32(2)), isr=(i32(1), i32(2)),
+            removing_replicas=(), adding_replicas=(), leader=i32(leader), leader_recovery_state=i8(0),
+            leader_epoch=i32(0), partition_epoch=i32(0), directories=(new_uuid(mine), new_uuid(601))))
+    cluster.image = delta.apply()
+    result = cluster.heartbeat(1, offline=(new_uuid(502),))
+    assert [r.type_name for r in result.records] == ["PARTITION_CHANGE_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD"]
+    p0, p1 = (cluster.image.topics.by_id[topic].partitions[i] for i in (0, 1))
+    assert (p0.leader, p0.isr) == (2, (2,))
+    assert (p1.leader, p1.isr) == (2, (1, 2))  # its replica on the online dir stays
+
+
 def test_offline_directories_write_nothing_before_3_7_iv2():
     cluster = running(1, release="3.7-IV1")
     assert cluster.heartbeat(1, offline=(new_uuid(5),)).records == []

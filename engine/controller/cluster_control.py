@@ -25,8 +25,10 @@ from engine.controller.broker_heartbeat_manager import (  # noqa: F401 - new_sof
     BrokerControlState, ControllerSoftState, new_soft_state, on_activation)
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
 from engine.controller.producer_id_control import check_broker_epoch
+from engine.controller.replication_control import leader_and_isr_updates
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
+from engine.image.topic_index import partitions_in_isr
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, i16, i32, i64, protocol_module, u16
 
@@ -227,7 +229,16 @@ def _offline_dir_records(ctx: ControllerContext, broker_id: int, epoch: int, off
     if not any(d in gone for d in registration.directories):
         return []
     remaining = tuple(d for d in registration.directories if d not in gone)
-    return [m.BrokerRegistrationChangeRecordV2(broker_id=i32(broker_id), broker_epoch=i64(epoch), log_dirs=remaining)]
+    # Kafka's handleDirectoriesOffline: the replicas in those directories leave the ISR and
+    # their leaderships first, so no one waits for a replica that can no longer serve
+    def on_gone_dir(topic: Any, partition_id: int) -> bool:
+        p = topic.partitions[partition_id]
+        index = p.replicas.index(broker_id)
+        return index < len(p.directories) and p.directories[index] in gone
+
+    affected = [(t, pid) for t, pid in partitions_in_isr(ctx.image, broker_id) if on_gone_dir(t, pid)]
+    return [*leader_and_isr_updates(ctx, affected, removed=broker_id),
+            m.BrokerRegistrationChangeRecordV2(broker_id=i32(broker_id), broker_epoch=i64(epoch), log_dirs=remaining)]
 
 
 def broker_heartbeat(ctx: ControllerContext, request: Any) -> ControllerResult:
