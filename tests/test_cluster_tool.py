@@ -188,6 +188,20 @@ def test_lag_and_disk_fail_reach_the_broker(cluster):
     assert cluster.status()["broker-2"]["PROCESS"] == "running"
 
 
+def test_chaos_stays_in_its_budget_and_heals(cluster):
+    out = cluster.ok("chaos", "--seconds", "4", "--interval-ms", "400", "--seed", "7").splitlines()
+    actions = [line for line in out if re.match(r" *\d+\.\ds  ", line)]
+    assert actions and out[-1].startswith("healed: every node running, every broker unfenced; metadata high watermark")
+    for line in actions:
+        assert re.search(r"metadata( high watermark \d+, leader controller-\d epoch \d+|: no leader answered)", line)
+        for down, total, budget in re.findall(r"(\d+)/(\d+) \w+s impaired \(budget (\d+)\)", line):
+            assert int(down) <= int(budget) < int(total), line
+    rows = cluster.status()
+    assert {r["PROCESS"] for r in rows.values()} == {"running"}
+    assert all(r["STATE"] == "unfenced" for n, r in rows.items() if n.startswith("broker"))
+    assert all(not (cluster.root / f"broker-{i}" / "faults.properties").read_text() for i in range(1, BROKERS + 1))
+
+
 def test_a_second_up_restarts_only_what_is_down(cluster):
     before = cluster.pids()
     meta = (cluster.root / "controller-1" / "metadata" / "meta.properties").read_text()

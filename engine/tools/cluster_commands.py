@@ -19,7 +19,7 @@ from typing import Callable
 from engine.net.ports import is_address_in_use, pick_ports
 from engine.tools.cluster_layout import (
     FAILED_DIRS_KEY, FETCH_DELAY_KEY, REGISTRY_FILE, Layout, Node, Settings, forget_dead, format_nodes,
-    is_alive, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal, spawn,
+    is_alive, kill_node, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal, spawn,
     stop_nodes, write_configs, write_faults,
 )
 from engine.tools.cluster_view import UNFENCED, observe, status_lines
@@ -53,7 +53,7 @@ def _wait_listening(layout: Layout, node: Node, mark: int, timeout_s: float) -> 
         time.sleep(0.02)
 
 
-def _wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quorum: bool) -> None:
+def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quorum: bool) -> None:
     """Until every running broker is unfenced (and, with ``quorum``, the quorum has a leader);
     a broker whose process ends is an error."""
     deadline = time.monotonic() + timeout_s
@@ -86,7 +86,7 @@ def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIME
         if node.role == "broker":
             marks[node.name] = spawn(layout, node)
     if quorum or any(n.role == "broker" for n in nodes):
-        _wait_ready(layout, marks, timeout_s, quorum=quorum)
+        wait_ready(layout, marks, timeout_s, quorum=quorum)
 
 
 def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
@@ -202,10 +202,7 @@ def cmd_node(args: argparse.Namespace, out: Out) -> int:
         killed = stop_nodes(layout, [node], timeout_s=args.timeout_s, sleep=time.sleep, clock=time.monotonic)
         out(f"{node.name}: {'killed (SIGKILL) after the timeout' if killed else 'stopped'} (pid {pid})")
     elif action == "kill":
-        send_signal(node, signal.SIGKILL)
-        while is_alive(node):
-            time.sleep(0.01)
-        forget_dead(layout)
+        kill_node(layout, node, time.sleep)
         out(f"{node.name}: killed (pid {pid})")
     elif action == "pause":
         if process_state(node) == "paused":
@@ -253,4 +250,4 @@ def cmd_disk_fail(args: argparse.Namespace, out: Out) -> int:
     return 0
 
 
-__all__ = ["cmd_disk_fail", "cmd_down", "cmd_lag", "cmd_node", "cmd_status", "cmd_up", "start_nodes"]
+__all__ = ["cmd_disk_fail", "cmd_down", "cmd_lag", "cmd_node", "cmd_status", "cmd_up", "start_nodes", "wait_ready"]

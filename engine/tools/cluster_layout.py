@@ -299,6 +299,14 @@ def forget_dead(layout: Layout) -> None:
         layout.save()
 
 
+def kill_node(layout: Layout, node: Node, sleep: Callable[[float], None]) -> None:
+    """SIGKILL, and wait until the process is gone."""
+    send_signal(node, signal.SIGKILL)
+    while is_alive(node):
+        sleep(0.01)
+    forget_dead(layout)
+
+
 def stop_nodes(layout: Layout, nodes: Sequence[Node], *, timeout_s: float, sleep: Callable[[float], None],
                clock: Callable[[], float]) -> list[str]:
     """SIGTERM (and SIGCONT, so a paused node sees it) to each, wait, SIGKILL the ones left at
@@ -317,6 +325,6 @@ def stop_nodes(layout: Layout, nodes: Sequence[Node], *, timeout_s: float, sleep
 
 
 __all__ = ["BROKER_LOG_DIRS", "CONTROLLER_ID_BASE", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "Layout", "Node", "REGISTRY_FILE",
-           "Settings", "format_nodes", "forget_dead", "is_alive", "load_layout", "log_since",
+           "Settings", "format_nodes", "forget_dead", "is_alive", "kill_node", "load_layout", "log_since",
            "plan_layout", "process_state", "read_faults", "remove_state", "send_signal", "spawn", "stop_nodes",
            "write_configs", "write_faults"]

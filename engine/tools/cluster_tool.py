@@ -90,6 +90,11 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                    "fail one of a broker's log dirs (failed.log.dirs in its faults file)")
     disk.add_argument("node")
     disk.add_argument("log_dir", nargs="?", help="the directory (path or name, e.g. data-2; default the second)")
+    chaos = command("chaos", "cluster_chaos:cmd_chaos", "random faults within a safety budget, then heal everything",
+                    READY_TIMEOUT_S)
+    chaos.add_argument("--seconds", type=float, default=60.0, help="how long to make faults (default 60)")
+    chaos.add_argument("--seed", type=int, default=0, help="the random choices' seed (default 0)")
+    chaos.add_argument("--interval-ms", type=_positive, default=1000, help="time between actions (default 1000)")
 
 
 __all__ = ["READY_TIMEOUT_S", "STOP_TIMEOUT_S", "add_parser", "default_dir", "run_cluster"]

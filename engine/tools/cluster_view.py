@@ -29,6 +29,14 @@ class ClusterView:
     quorum: QuorumInfo | None = None
     broker_states: dict[int, str] = field(default_factory=dict)  # node id -> unfenced / fenced / ...
     processes: dict[str, str] = field(default_factory=dict)  # name -> running / paused / down
+    image: Any = None  # the committed MetadataImage the broker states come from, when it was read
+
+    def min_replication_factor(self) -> int | None:
+        """The smallest replica count of any partition (None: no image, or no partitions)."""
+        if self.image is None:
+            return None
+        return min((len(p.replicas) for t in self.image.topics.by_id.values() for p in t.partitions.values()),
+                   default=None)
 
     def controller_state(self, node: Node) -> str:
         q = self.quorum
@@ -62,16 +70,21 @@ def _registration_state(registration: Any) -> str:
     return "controlled-shutdown" if registration.in_controlled_shutdown else UNFENCED
 
 
-def _states_from_log(layout: Layout, quorum: QuorumInfo) -> dict[int, str] | None:
-    """The brokers' registrations as of the leader's high watermark, from its metadata log."""
+def committed_image(layout: Layout, quorum: QuorumInfo) -> Any | None:
+    """The metadata image as of the leader's high watermark, from its metadata log (None when
+    it cannot be read now: a snapshot deleted under us, a file mid-roll; ask again later)."""
     from engine.image.metadata_loader import load_log_dir  # late: kio loads only when asked
     leader = next((n for n in layout.of_role("controller") if n.node_id == quorum.leader_id), None)
     if leader is None or quorum.high_watermark <= 0:
         return None
     try:
         image, _ = load_log_dir(layout.metadata_dir(leader), offset=quorum.high_watermark - 1)
-    except (MetadataError, OSError):  # a snapshot deleted under us, a file mid-roll: ask next time
+    except (MetadataError, OSError):
         return None
+    return image
+
+
+def _states_from_image(layout: Layout, image: Any) -> dict[int, str]:
     brokers = image.cluster.brokers
     return {n.node_id: _registration_state(brokers[n.node_id]) if n.node_id in brokers else NOT_REGISTERED
             for n in layout.of_role("broker")}
@@ -107,7 +120,8 @@ def observe(layout: Layout, timeout_ms: int = PROBE_TIMEOUT_MS) -> ClusterView:
             _, view.quorum = find_leader(controllers, send)
         except (MetadataError, OSError):
             view.quorum = None
-    states = _states_from_log(layout, view.quorum) if view.quorum is not None else None
+    view.image = committed_image(layout, view.quorum) if view.quorum is not None else None
+    states = _states_from_image(layout, view.image) if view.image is not None else None
     if states is None:
         states = _states_from_brokers(layout, [n for n in running if n.role == "broker"], send)
     view.broker_states = states or {}
@@ -132,5 +146,5 @@ def status_lines(layout: Layout, view: ClusterView) -> list[str]:
     return lines
 
 
-__all__ = ["ClusterView", "NOT_REGISTERED", "STATUS_HEADERS", "UNFENCED", "UNKNOWN", "observe",
+__all__ = ["ClusterView", "committed_image", "NOT_REGISTERED", "STATUS_HEADERS", "UNFENCED", "UNKNOWN", "observe",
            "status_lines"]
