@@ -26,7 +26,8 @@ KRAFTD_TIMEOUT_S = 180.0  # safety nets
 
 
 def _broker_ready() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("engine.server.broker_node", "engine.broker.broker_apis"))
+    modules = ("engine.server.broker_node", "engine.broker.broker_apis")
+    return all(importlib.util.find_spec(m) is not None for m in modules)
 
 
 BROKERS = 2 if _broker_ready() else 0  # until the broker process lands, the controller half alone
@@ -116,7 +117,8 @@ def test_up_ends_with_the_bootstrap_lines(cluster):
 
 def test_status_shows_every_node(cluster):
     rows = cluster.status()
-    assert list(rows) == ["controller-1", "controller-2", "controller-3", *(f"broker-{i}" for i in range(1, BROKERS + 1))]
+    brokers = [f"broker-{i}" for i in range(1, BROKERS + 1)]
+    assert list(rows) == ["controller-1", "controller-2", "controller-3", *brokers]
     pids = cluster.pids()
     for name, row in rows.items():
         role, index = name.split("-")

@@ -19,8 +19,8 @@ from typing import Callable
 from engine.net.ports import is_address_in_use, pick_ports
 from engine.tools.cluster_layout import (
     FAILED_DIRS_KEY, FETCH_DELAY_KEY, REGISTRY_FILE, Layout, Node, Settings, forget_dead, format_nodes,
-    is_alive, kill_node, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal, spawn,
-    stop_nodes, write_configs, write_faults,
+    is_alive, kill_node, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal,
+    spawn, stop_nodes, write_configs, write_faults,
 )
 from engine.tools.cluster_view import UNFENCED, observe, status_lines
 from engine.tools.cluster_tool import READY_TIMEOUT_S
@@ -167,7 +167,8 @@ def cmd_down(args: argparse.Namespace, out: Out) -> int:
         nodes = [n for n in running if n.role == role]
         killed = stop_nodes(layout, nodes, timeout_s=args.timeout_s, sleep=time.sleep, clock=time.monotonic)
         for node in nodes:
-            out(f"{node.name}: {'killed (SIGKILL) after ' + format(args.timeout_s, 'g') + ' s' if node.name in killed else 'stopped'}")
+            out(f"{node.name}: killed (SIGKILL) after {args.timeout_s:g} s" if node.name in killed
+                else f"{node.name}: stopped")
     if not running:
         out("no node was running")
     return 0

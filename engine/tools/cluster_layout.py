@@ -324,7 +324,7 @@ def stop_nodes(layout: Layout, nodes: Sequence[Node], *, timeout_s: float, sleep
     return killed
 
 
-__all__ = ["BROKER_LOG_DIRS", "CONTROLLER_ID_BASE", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "Layout", "Node", "REGISTRY_FILE",
-           "Settings", "format_nodes", "forget_dead", "is_alive", "kill_node", "load_layout", "log_since",
-           "plan_layout", "process_state", "read_faults", "remove_state", "send_signal", "spawn", "stop_nodes",
-           "write_configs", "write_faults"]
+__all__ = ["BROKER_LOG_DIRS", "CONTROLLER_ID_BASE", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "Layout", "Node",
+           "REGISTRY_FILE", "Settings", "format_nodes", "forget_dead", "is_alive", "kill_node", "load_layout",
+           "log_since", "plan_layout", "process_state", "read_faults", "remove_state", "send_signal", "spawn",
+           "stop_nodes", "write_configs", "write_faults"]
