@@ -10,6 +10,7 @@ the next start. Deadlines are safety nets, never performance claims.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import json
 from pathlib import Path
@@ -18,7 +19,9 @@ import pytest
 
 from engine.broker.broker_lifecycle import BrokerState
 from engine.common.errors import ConfigError, StorageError
+from engine.net.kafka_client import KafkaClient
 from engine.net.ports import pick_ports
+from engine.records.kio_codec import ErrorCode, i16, i32, protocol_module
 from engine.server.broker_node import BrokerNode
 from engine.server.broker_settings import CLEAN_SHUTDOWN_FILE, load_broker_settings
 from engine.tools.process_cluster import kraftd
@@ -190,3 +193,57 @@ def test_kraftd_start_refuses_an_unformatted_broker_in_one_line(tmp_path: Path) 
     done = kraftd("start", "--config", str(config))
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "not formatted" in done.stderr and "kraftd storage format" in done.stderr
+
+
+def create_topic_request(name: str, partitions: int, replication_factor: int):
+    module = protocol_module("create_topics", 7, "request")
+    return module.CreateTopicsRequest(
+        topics=(module.CreatableTopic(name=name, num_partitions=i32(partitions),
+                                      replication_factor=i16(replication_factor), assignments=(), configs=()),),
+        timeout=datetime.timedelta(seconds=10), validate_only=False)
+
+
+@in_loop
+async def test_two_brokers_replicate_shrink_and_expand_the_isr_and_assign_directories(tmp_path: Path) -> None:
+    configs, (controller,) = await start_quorum(tmp_path / "quorum", 1, **FAST)
+    lag = {"replica.lag.time.max.ms": 1000, "replica.fetch.wait.max.ms": 50}
+    brokers: list[BrokerNode] = []
+    try:
+        for broker_id in (11, 12):  # the controller is node 1
+            root = tmp_path / f"broker{broker_id}"
+            config = broker_config(root, bootstrap_of(configs), **lag)
+            config.write_text(config.read_text().replace(f"node.id={BROKER_ID}", f"node.id={broker_id}"))
+            format_storage(config, CLUSTER_ID, out=lambda line: None)
+            node = BrokerNode(load_broker_settings(config))
+            brokers.append(node)
+            await node.start()
+        for node in brokers:
+            await wait_until(lambda: node.state == BrokerState.RUNNING, DEADLINE_S, "both brokers RUNNING")
+        # a client's CreateTopics through broker 11 is forwarded to the controller in an Envelope
+        async with KafkaClient(client_id="test") as client:
+            response = await client.send(brokers[0].servers[0].address, create_topic_request("t", 4, 2))
+        assert [r.error_code for r in response.topics] == [ErrorCode.none]
+
+        def partitions():
+            topics = controller.image.topics
+            topic_id = topics.by_name.get("t")
+            return list(topics.by_id[topic_id].partitions.values()) if topic_id is not None else []
+
+        await wait_until(lambda: len(partitions()) == 4, DEADLINE_S, "the topic")
+        # every replica lands in one of its broker's directories (AssignReplicasToDirs)
+        dirs = {node.settings.node_id: set(node.dir_ids.values()) for node in brokers}
+        await wait_until(lambda: all(d in dirs[r] for p in partitions() for r, d in zip(p.replicas, p.directories)),
+                         DEADLINE_S, "every replica assigned a directory")
+        # broker 12 falls behind: the leaders on broker 11 drop it from their ISR, then take it back
+        led_by_11 = lambda: [p for p in partitions() if p.leader == 11]  # noqa: E731
+        assert led_by_11()
+        (tmp_path / "broker12" / "faults.properties").write_text("replica.fetch.delay.ms=5000\n")
+        await wait_until(lambda: all(p.isr == (11,) for p in led_by_11()), DEADLINE_S, "the ISR shrunk to [11]")
+        (tmp_path / "broker12" / "faults.properties").write_text("replica.fetch.delay.ms=0\n")
+        await wait_until(lambda: all(sorted(p.isr) == [11, 12] for p in led_by_11()), DEADLINE_S,
+                         "the ISR expanded back")
+        assert brokers[0].replicas.sim.counters.isr_shrinks_sent >= 1
+    finally:
+        for node in brokers:
+            await node.stop()
+        await controller.stop()

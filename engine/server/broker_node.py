@@ -33,6 +33,7 @@ from typing import Any
 
 from engine.broker.broker_lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig, registration_needs_refresh
 from engine.broker.controller_channel import ControllerChannel
+from engine.broker.replica_sim import ReplicaConfig
 from engine.common.errors import ConfigError
 from engine.controller.feature_control import supported_feature_ranges
 from engine.image.image_writer import image_records
@@ -46,6 +47,7 @@ from engine.server.broker_settings import (
     BrokerSettings, Faults, check_broker_storage, directory_ids, load_broker_settings, read_clean_shutdown,
     read_faults, write_clean_shutdown,
 )
+from engine.server.broker_replicas import BrokerReplicas
 from engine.server.metadata_listener import MetadataListener
 from engine.server.snapshot_policy import SnapshotPolicy
 from engine.storage.log_reader import METADATA_PARTITION_DIR
@@ -90,6 +92,7 @@ class BrokerNode:
         self.channel: ControllerChannel | None = None
         self.lifecycle: BrokerLifecycle | None = None
         self.apis = None
+        self.replicas: BrokerReplicas | None = None
         self.servers: list[KafkaServer] = []
         self.faults = Faults()
         self.failure: str | None = None  # why the broker shut itself down
@@ -121,9 +124,16 @@ class BrokerNode:
         driver.register(_Wakeup(self))
         self.channel = ControllerChannel(self._active_controller, KafkaClient(
             client_id=f"broker-{s.node_id}-to-controller", request_timeout_ms=s.session_timeout_ms // 2))
+        self.replicas = BrokerReplicas(
+            ReplicaConfig(s.node_id, tuple(self.dir_ids[d] for d in s.log_dirs),
+                          fetch_interval_ms=s.replica_fetch_wait_max_ms,
+                          replica_lag_time_max_ms=s.replica_lag_time_max_ms),
+            image=lambda: self.image, broker_epoch=lambda: self.lifecycle.broker_epoch, channel=self.channel,
+            inter_broker_listener=s.inter_broker_listener, now_ms=driver.now_ms,
+            controller_timeout_ms=s.session_timeout_ms)
         self.apis = BrokerApis(broker_id=s.node_id, cluster_id=self.cluster_id, image=lambda: self.image,
                                send_to_controller=self._forward, listener_name=s.inter_broker_listener,
-                               authorizer=s.authorizer)
+                               authorizer=s.authorizer, replica_fetch=self.replicas.handle_fetch)
         advertised = []
         for (name, bind), listener in zip(s.binds, s.advertised):
             server = KafkaServer(self.apis.handle, host=bind[0], port=bind[1], apis=self.apis.apis,
@@ -152,6 +162,7 @@ class BrokerNode:
                       "offset %d to %d)", self.prefix, self.cluster_id, self.incarnation_id, previous_epoch,
                       self.raft_log.start_offset, self.raft_log.end_offset)
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="broker lifecycle"))
+        self.replicas.start()
         self._tasks.append(asyncio.create_task(self._faults_loop(), name="broker faults"))
 
     # -- what the parts read ----------------------------------------------------------------
@@ -169,6 +180,8 @@ class BrokerNode:
 
     def wake(self) -> None:
         self._wake.set()
+        if self.replicas is not None:
+            self.replicas.wake()
 
     def _active_controller(self) -> tuple[int, tuple[str, int] | None]:
         client = self.driver.client if self.driver is not None else None
@@ -281,6 +294,8 @@ class BrokerNode:
             self.lifecycle.begin_shutdown(f"the metadata log dir {self.settings.metadata_log_dir} failed")
         elif newly:
             self.lifecycle.set_offline_dirs({self.dir_ids[d] for d in failed}, now)
+            self.replicas.set_failed_dirs(self.dir_ids[d] for d in failed)
+        self.replicas.set_fetch_delay_ms(faults.fetch_delay_ms)
         self.log.info("%s faults now: replica fetch delay %d ms, failed log dirs: %s", self.prefix,
                       faults.fetch_delay_ms, ", ".join(map(str, sorted(failed))) or "none")
         self.wake()
@@ -319,6 +334,8 @@ class BrokerNode:
         await asyncio.gather(*self._tasks, *self._requests, return_exceptions=True)
         for server in self.servers:
             await server.close()
+        if self.replicas is not None:
+            await self.replicas.close()
         if self.driver is not None:
             await self.driver.stop()
         if self.channel is not None:
