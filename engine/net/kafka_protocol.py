@@ -171,12 +171,12 @@ def encode_response(response: Any, correlation_id: int, api_key: int | None = No
     return _frame(encode_entity(header), encode_entity(response))
 
 
-def _decode_exactly(cls: type, payload: bytes, offset: int, what: str) -> Any:
+def _decode_exactly(cls: type, payload: bytes, offset: int, what: str, *, trailing_ok: bool = False) -> Any:
     try:
         message, size = decode_entity(cls, payload, offset)
     except DECODE_ERRORS as err:
         raise ProtocolError(f"malformed {what}: {_one_line(err)}") from None
-    if offset + size != len(payload):
+    if offset + size != len(payload) and not trailing_ok:
         raise ProtocolError(f"malformed {what}: {len(payload) - offset - size} trailing bytes")
     return message
 
@@ -204,7 +204,9 @@ def decode_request_frame(payload: bytes, apis: Mapping[int, ApiSpec] = RAFT_APIS
         header, used = decode_entity(header_cls, payload)
     except DECODE_ERRORS as err:
         raise ProtocolError(f"malformed header of {what}: {_one_line(err)}") from None
-    request = _decode_exactly(cls, payload, used, what)
+    # Kafka's broker reads a request's fields and ignores bytes after them (librdkafka 2.16
+    # sends Metadata v13 with three), so a request is lenient where a response is not
+    request = _decode_exactly(cls, payload, used, what, trailing_ok=True)
     return RequestHeaderInfo(api_key, version, correlation_id, header.client_id or ""), request
 
 
