@@ -9,7 +9,6 @@ after checking the pid is still one of ours (its command line names the tmp dire
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -25,13 +24,7 @@ from tests.test_controller_processes import poll
 KRAFTD_TIMEOUT_S = 180.0  # safety nets
 
 
-def _broker_ready() -> bool:
-    modules = ("engine.server.broker_node", "engine.broker.broker_apis")
-    return all(importlib.util.find_spec(m) is not None for m in modules)
-
-
-BROKERS = 2 if _broker_ready() else 0  # until the broker process lands, the controller half alone
-needs_brokers = pytest.mark.skipif(BROKERS == 0, reason="the simulated broker process is not there yet")
+BROKERS = 2
 SESSION_TIMEOUT_MS = 2000  # a killed broker is fenced after this; Kafka's 9 s would slow the suite
 
 
@@ -108,8 +101,6 @@ def test_up_ends_with_the_bootstrap_lines(cluster):
     controllers = ",".join(f"127.0.0.1:{nodes[f'controller-{i}']['port']}" for i in range(1, 4))
     assert lines[-2:] == [f"bootstrap.servers={brokers}", f"bootstrap.controllers={controllers}"]
     assert re.fullmatch(r"bootstrap\.controllers=127\.0\.0\.1:\d+(,127\.0\.0\.1:\d+){2}", lines[-1])
-    if not BROKERS:
-        return
     props = (cluster.root / "broker-2" / "server.properties").read_text()
     assert "process.roles=broker" in props and "broker.rack=rack-2" in props
     assert f"log.dirs={cluster.root / 'broker-2' / 'data-1'},{cluster.root / 'broker-2' / 'data-2'}" in props
@@ -131,9 +122,8 @@ def test_status_shows_every_node(cluster):
 
 def test_bad_input_is_one_line(cluster, tmp_path):
     cases = [(("stop", "broker-9"), "no node 'broker-9'"), (("lag", "controller-1", "5"), "controller"),
-             (("start", "controller-1"), "already running"), (("resume", "controller-1"), "not paused")]
-    if BROKERS:
-        cases.append((("disk-fail", "broker-1", "nowhere"), "none of broker-1's log dirs"))
+             (("start", "controller-1"), "already running"), (("resume", "controller-1"), "not paused"),
+             (("disk-fail", "broker-1", "nowhere"), "none of broker-1's log dirs")]
     for args, words in cases:
         result = cluster.run(*args)
         assert result.returncode == 1 and words in result.stderr, (args, result.stderr)
@@ -155,7 +145,6 @@ def test_a_controller_stops_and_starts_with_the_quorum_up(cluster):
     poll(lambda: cluster.state("controller-2") in ("voter", "leader"), "controller-2 back in the quorum")
 
 
-@needs_brokers
 def test_a_killed_broker_is_fenced_and_unfenced_after_start(cluster):
     pid = cluster.pids()["broker-1"]
     cluster.ok("kill", "broker-1")
@@ -166,7 +155,7 @@ def test_a_killed_broker_is_fenced_and_unfenced_after_start(cluster):
 
 
 def test_pause_and_resume(cluster):
-    name = "broker-2" if BROKERS else "controller-3"
+    name = "broker-2"
     cluster.ok("pause", name)
     assert cluster.status()[name]["PROCESS"] == "paused"
     assert cluster.run("pause", name).returncode == 1
@@ -175,7 +164,6 @@ def test_pause_and_resume(cluster):
     poll(lambda: cluster.state(name) in ("unfenced", "leader", "voter"), f"{name} back after resuming")
 
 
-@needs_brokers
 def test_lag_and_disk_fail_reach_the_broker(cluster):
     faults = cluster.root / "broker-2" / "faults.properties"
     log = cluster.root / "logs" / "broker-2.log"
@@ -207,10 +195,9 @@ def test_chaos_stays_in_its_budget_and_heals(cluster):
 def test_a_second_up_restarts_only_what_is_down(cluster):
     before = cluster.pids()
     meta = (cluster.root / "controller-1" / "metadata" / "meta.properties").read_text()
-    restarted = {"controller-1", *(["broker-1"] if BROKERS else [])}
+    restarted = {"controller-1", "broker-1"}
     cluster.ok("kill", "controller-1")
-    if BROKERS:
-        cluster.ok("stop", "broker-1")
+    cluster.ok("stop", "broker-1")
     out = cluster.ok("up", "--brokers", "4")
     assert "--brokers 4 ignored" in out
     after = cluster.pids()
