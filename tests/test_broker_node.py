@@ -13,18 +13,25 @@ import asyncio
 import datetime
 import functools
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.broker.broker_lifecycle import BrokerState
 from engine.common.errors import ConfigError, StorageError
+from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.ports import pick_ports
 from engine.records.kio_codec import ErrorCode, i16, i32, protocol_module
 from engine.server.broker_node import BrokerNode
 from engine.server.broker_settings import CLEAN_SHUTDOWN_FILE, load_broker_settings
-from engine.tools.process_cluster import kraftd
+from engine.server.node_process import build_nodes
+from engine.tools.process_cluster import SOURCE_ROOT, kraftd
 from engine.tools.storage_tool import format_storage
 from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
 
@@ -247,3 +254,71 @@ async def test_two_brokers_replicate_shrink_and_expand_the_isr_and_assign_direct
         for node in brokers:
             await node.stop()
         await controller.stop()
+
+
+@in_loop
+async def test_brokers_of_one_process_share_the_first_ones_metadata_observer(tmp_path: Path) -> None:
+    configs, (controller,) = await start_quorum(tmp_path / "quorum", 1, **FAST)
+    configs_of_brokers = []
+    for broker_id in (21, 22, 23):
+        config = broker_config(tmp_path / f"b{broker_id}", bootstrap_of(configs))
+        config.write_text(config.read_text().replace(f"node.id={BROKER_ID}", f"node.id={broker_id}"))
+        format_storage(config, CLUSTER_ID, out=lambda line: None)
+        configs_of_brokers.append(config)
+    none, brokers = build_nodes(configs_of_brokers)
+    assert none is None
+    try:
+        for node in brokers:
+            await node.start()
+        for node in brokers:
+            await wait_until(lambda: node.state == BrokerState.RUNNING, DEADLINE_S, "every broker RUNNING")
+        assert brokers[1].driver is brokers[0].driver and brokers[2].metadata is brokers[0].metadata
+        assert {b: not r.fenced for b, r in controller.image.cluster.brokers.items()} == {21: True, 22: True, 23: True}
+        # one Raft observer fetches for the three (the first broker's replica key)
+        assert {key.node_id for key in controller.driver.client.quorum.state.observers} == {21}
+    finally:
+        for node in reversed(brokers):
+            await node.stop()
+        await controller.stop()
+
+
+def test_a_combined_node_serves_both_roles_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    controller_port, broker_port = pick_ports(2)
+    config = tmp_path / "combined.properties"
+    config.write_text("\n".join([
+        "process.roles=broker,controller", "node.id=1",
+        f"listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+        "controller.listener.names=CONTROLLER", f"controller.quorum.bootstrap.servers=127.0.0.1:{controller_port}",
+        f"log.dirs={tmp_path / 'data'}", *(f"{k}={v}" for k, v in FAST.items())]) + "\n")
+    format_storage(config, CLUSTER_ID, standalone=True, out=lambda line: None)
+    process = subprocess.Popen([sys.executable, "-m", "engine.tools.cli", "start", "--config", str(config)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, cwd=SOURCE_ROOT)
+    try:
+        metadata = protocol_module("metadata", 12, "request").MetadataRequest(
+            topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+        async def registered() -> Any:
+            async with KafkaClient(client_id="test") as client:
+                deadline = time.monotonic() + DEADLINE_S
+                while True:
+                    try:
+                        response = await client.send(("127.0.0.1", broker_port), metadata)
+                        if [b.node_id for b in response.brokers] == [1]:
+                            return response
+                    except NetError:
+                        pass
+                    assert time.monotonic() < deadline, "the combined node never listed itself"
+                    await asyncio.sleep(0.1)
+
+        response = asyncio.run(registered())  # unfenced: Metadata lists unfenced brokers only
+        assert response.brokers[0].port == broker_port and response.cluster_id == CLUSTER_ID
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=DEADLINE_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    assert "is RUNNING" in stderr and "controlled shutdown" in stderr and "Traceback" not in stderr
+    assert json.loads((tmp_path / "data" / CLEAN_SHUTDOWN_FILE).read_text())["brokerEpoch"] >= 0

@@ -26,9 +26,7 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import uuid
-from pathlib import Path
 from typing import Any
 
 from engine.broker.broker_lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig, registration_needs_refresh
@@ -44,7 +42,7 @@ from engine.net.kafka_server import KafkaServer
 from engine.raft.raft_client import LeaderAndEpoch
 from engine.raft.voter_set import ReplicaKey
 from engine.server.broker_settings import (
-    BrokerSettings, Faults, check_broker_storage, directory_ids, load_broker_settings, read_clean_shutdown,
+    BrokerSettings, Faults, check_broker_storage, directory_ids, read_clean_shutdown,
     read_faults, write_clean_shutdown,
 )
 from engine.server.broker_replicas import BrokerReplicas
@@ -78,8 +76,13 @@ class _Wakeup:
 class BrokerNode:
     """One simulated broker: storage, the metadata observer, the lifecycle, the listeners."""
 
-    def __init__(self, settings: BrokerSettings, *, logger: logging.Logger | None = None):
+    def __init__(self, settings: BrokerSettings, *, logger: logging.Logger | None = None,
+                 shared: Any = None):
+        """``shared``: a node whose metadata log and image this broker uses instead of its own
+        observer (a ControllerNode in combined mode; the first broker of a process hosting many),
+        started first and stopped after."""
         self.settings = settings
+        self.shared = shared
         self.metas = check_broker_storage(settings)
         self.cluster_id = self.metas[settings.metadata_log_dir].cluster_id
         self.dir_ids = directory_ids(self.metas)
@@ -112,15 +115,22 @@ class BrokerNode:
         from engine.raft.raft_driver import RaftDriver
 
         s = self.settings
-        self.raft_log = FileRaftLog.open(s.metadata_log_dir)
-        store = FileElectionStore(s.metadata_log_dir / METADATA_PARTITION_DIR / QUORUM_STATE_FILE,
-                                  data_version=1 if s.dynamic else 0, static_voter_ids=s.raft.static_voters.ids)
-        self.driver = driver = RaftDriver(
-            config=s.raft, cluster_id=self.cluster_id, local=ReplicaKey(s.node_id, self.dir_ids[s.metadata_log_dir]),
-            endpoints=(), log=self.raft_log, store=store, bind=("127.0.0.1", 0), client_id=f"raft-client-{s.node_id}")
-        self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
-                                         driver.now_ms, self._snapshot_due)
-        driver.register(self.metadata)
+        if self.shared is None:
+            self.raft_log = FileRaftLog.open(s.metadata_log_dir)
+            store = FileElectionStore(s.metadata_log_dir / METADATA_PARTITION_DIR / QUORUM_STATE_FILE,
+                                      data_version=1 if s.dynamic else 0, static_voter_ids=s.raft.static_voters.ids)
+            self.driver = driver = RaftDriver(
+                config=s.raft, cluster_id=self.cluster_id,
+                local=ReplicaKey(s.node_id, self.dir_ids[s.metadata_log_dir]), endpoints=(), log=self.raft_log,
+                store=store, bind=("127.0.0.1", 0), client_id=f"raft-client-{s.node_id}")
+            self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
+                                             driver.now_ms, self._snapshot_due)
+            driver.register(self.metadata)
+        else:  # a combined node's controller, or the first broker of a process: its log and image
+            if self.shared.driver is None:
+                raise RuntimeError("start the node whose metadata log is shared first")
+            self.driver = driver = self.shared.driver
+            self.metadata = self.shared.metadata
         driver.register(_Wakeup(self))
         self.channel = ControllerChannel(self._active_controller, KafkaClient(
             client_id=f"broker-{s.node_id}-to-controller", request_timeout_ms=s.session_timeout_ms // 2))
@@ -155,12 +165,14 @@ class BrokerNode:
             log_dir_ids=tuple(self.dir_ids[d] for d in s.log_dirs), rack=s.rack,
             heartbeat_interval_ms=s.heartbeat_interval_ms, session_timeout_ms=s.session_timeout_ms,
             initial_registration_timeout_ms=s.initial_registration_timeout_ms))
-        driver.start_core()
+        if self.shared is None:
+            driver.start_core()
         previous_epoch = read_clean_shutdown(s.log_dirs)
         self.lifecycle.start(driver.now_ms(), previous_epoch)
+        log = self.driver.raft_log
         self.log.info("%s started (cluster %s, incarnation %s, previous clean broker epoch %d, metadata log from "
-                      "offset %d to %d)", self.prefix, self.cluster_id, self.incarnation_id, previous_epoch,
-                      self.raft_log.start_offset, self.raft_log.end_offset)
+                      "offset %d to %d%s)", self.prefix, self.cluster_id, self.incarnation_id, previous_epoch,
+                      log.start_offset, log.end_offset, "" if self.shared is None else ", shared")
         self._tasks.append(asyncio.create_task(self._lifecycle_loop(), name="broker lifecycle"))
         self.replicas.start()
         self._tasks.append(asyncio.create_task(self._faults_loop(), name="broker faults"))
@@ -336,7 +348,7 @@ class BrokerNode:
             await server.close()
         if self.replicas is not None:
             await self.replicas.close()
-        if self.driver is not None:
+        if self.driver is not None and self.shared is None:
             await self.driver.stop()
         if self.channel is not None:
             await self.channel.close()
@@ -354,46 +366,4 @@ class BrokerNode:
                           self.metadata.last_committed_offset)
 
 
-# -- the command ------------------------------------------------------------------------------
-
-async def _serve(node: BrokerNode) -> int:
-    from engine.server.controller_node import raft_failed
-
-    first, second = asyncio.Event(), asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def on_signal() -> None:
-        (second if first.is_set() else first).set()  # a second signal stops at once
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, on_signal)
-    try:
-        await node.start()
-        waiters = [asyncio.create_task(first.wait()), asyncio.create_task(node.stopped.wait()),
-                   asyncio.create_task(node.driver.done.wait())]
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waiters:
-                task.cancel()
-        if first.is_set():
-            await node.controlled_shutdown(second)
-    finally:
-        await node.stop()
-    if node.driver is not None and node.driver.failure is not None:
-        raise RuntimeError(raft_failed(node.driver.failure))
-    if node.failure is not None:
-        node.log.error("%s shut down: %s", node.prefix, node.failure)
-        return 1
-    return 0
-
-
-def run_broker(config: Path) -> int:
-    from engine.server.controller_node import setup_logging
-
-    node = BrokerNode(load_broker_settings(config))
-    setup_logging()
-    return asyncio.run(_serve(node))
-
-
-__all__ = ["BrokerNode", "run_broker"]
+__all__ = ["BrokerNode"]

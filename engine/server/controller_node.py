@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -95,8 +94,9 @@ def load_controller_settings(path: Path) -> ControllerSettings:
     path = Path(path)
     props, where = read_config(path)
     roles = parse_roles(props)
-    if roles != ["controller"]:
-        raise ConfigError(f"process.roles must be controller, got {props.get('process.roles')!r}", path=where)
+    if sorted(roles) not in (["controller"], ["broker", "controller"]):
+        raise ConfigError(f"process.roles must be controller (or broker,controller), got "
+                          f"{props.get('process.roles')!r}", path=where)
     node_id = node_id_setting(props, where)
     metadata_dir = props.get("metadata.log.dir", "").strip() or next(
         (d.strip() for d in (props.get("log.dirs") or props.get("log.dir") or "").split(",") if d.strip()), "")
@@ -320,35 +320,5 @@ def setup_logging() -> None:
     root.setLevel(logging.INFO)
 
 
-async def _serve(node: ControllerNode) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await node.start()
-        await node.wait(stop)
-    finally:
-        await node.stop()
-    failure = node.driver.failure
-    if failure is not None:
-        raise RuntimeError(raft_failed(failure))
-    return 0
-
-
-def serve_node(node: ControllerNode) -> int:
-    """Run ``node`` until SIGTERM or SIGINT, logging to stderr; the exit code."""
-    setup_logging()
-    return asyncio.run(_serve(node))
-
-
-def run_start(config: Path) -> int:
-    return serve_node(ControllerNode(load_controller_settings(config)))
-
-
-def cmd_start(args) -> int:
-    return run_start(Path(args.config))
-
-
 __all__: Sequence[str] = ["ControllerNode", "ControllerSettings", "check_storage", "load_controller_settings",
-                          "run_start", "serve_node"]
+                          "raft_failed", "setup_logging"]

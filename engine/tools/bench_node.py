@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 from engine.common.command_line import OneLineParser, run_guarded
-from engine.server.controller_node import ControllerNode, load_controller_settings, serve_node
+from engine.server.controller_node import ControllerNode, load_controller_settings, setup_logging
+from engine.server.node_process import serve
 from engine.tools.load_generator import LoadGenerator
 
 REPORT_INTERVAL_S = 1.0
@@ -82,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         node = ControllerNode(load_controller_settings(Path(args.config)))
         BenchLoad(node, args.load_rate, args.load_batch, Path(args.load_report) if args.load_report else None)
-        return serve_node(node)
+        setup_logging()
+        return asyncio.run(serve(node, []))
 
     return run_guarded("bench_node", work)
 

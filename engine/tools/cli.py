@@ -107,21 +107,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    """A controller, a broker or (later) both, as the config's process.roles says."""
-    from engine.common.java_properties import load_properties
-    from engine.server.node_config import parse_roles
+    from engine.server.node_process import run_start
 
-    config = Path(args.config)
-    roles = parse_roles(load_properties(config)) if config.is_file() else []
-    if "broker" in roles and "controller" in roles:
-        raise ConfigError("combined mode (process.roles=broker,controller) is not supported yet", path=str(config))
-    if roles == ["broker"]:
-        from engine.server.broker_node import run_broker
-
-        return run_broker(config)
-    from engine.server.controller_node import cmd_start as start
-
-    return start(args)
+    return run_start([Path(c) for c in args.config])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -166,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_cluster_parser(sub, cmd_cluster)
 
     start = sub.add_parser("start", help="run a KRaft controller or a simulated broker (process.roles)")
-    start.add_argument("--config", "-c", required=True, help="the node's .properties file (Kafka's names)")
+    start.add_argument("--config", "-c", required=True, action="append",
+                       help="the node's .properties file (Kafka's names); several broker configs: one process "
+                            "hosting them all")
     start.set_defaults(run=cmd_start)
 
     bench = sub.add_parser("bench", help="measure throughput")
