@@ -181,7 +181,8 @@ def test_lag_and_disk_fail_reach_the_broker(cluster):
 def test_chaos_stays_in_its_budget_and_heals(cluster):
     out = cluster.ok("chaos", "--seconds", "4", "--interval-ms", "400", "--seed", "7").splitlines()
     actions = [line for line in out if re.match(r" *\d+\.\ds  ", line)]
-    assert actions and out[-1].startswith("healed: every node running, every broker unfenced; metadata high watermark")
+    assert actions and out[-2].startswith("healed: every node running, every broker unfenced; metadata high watermark")
+    assert re.fullmatch(r"controllers' images identical at offset \d+ \(3 controllers, \d+ records\)", out[-1])
     for line in actions:
         assert re.search(r"metadata( high watermark \d+, leader controller-\d epoch \d+|: no leader answered)", line)
         for down, total, budget in re.findall(r"(\d+)/(\d+) \w+s impaired \(budget (\d+)\)", line):

@@ -31,7 +31,7 @@ from engine.tools.cluster_layout import (
     send_signal, stop_nodes, write_faults,
 )
 from engine.tools.cluster_tool import STOP_TIMEOUT_S
-from engine.tools.cluster_view import ClusterView, observe
+from engine.tools.cluster_view import ClusterView, controller_images, observe
 
 Out = Callable[[str], None]
 FETCH_DELAYS_MS = (100, 500, 2000)
@@ -198,7 +198,25 @@ def cmd_chaos(args: argparse.Namespace, out: Out) -> int:
         chaos.heal_all()
     view = observe(layout)
     out(f"healed: every node running, every broker unfenced; {chaos.offsets(view)}")
-    return 0
+    return 0 if images_agree(layout, out) else 1
+
+
+def images_agree(layout: Layout, out: Out) -> bool:
+    """Whether every controller replayed its log to the same image (compared as the records a
+    snapshot of it would hold, provenance aside)."""
+    from engine.image.image_writer import image_records
+
+    offset, images = controller_images(layout)
+    unread = [name for name, image in images.items() if image is None]
+    records = {name: list(image_records(image)) for name, image in images.items() if image is not None}
+    first = next(iter(records.values()), None)
+    differ = [name for name, r in records.items() if r != first]
+    if unread or differ:
+        out(f"controllers' images at offset {offset}: " + "; ".join(
+            [*(f"{n} unreadable" for n in unread), *(f"{n} differs" for n in differ)]))
+        return False
+    out(f"controllers' images identical at offset {offset} ({len(records)} controllers, {len(first)} records)")
+    return True
 
 
 __all__ = ["Chaos", "cmd_chaos"]

@@ -11,6 +11,7 @@ when that cannot be read, DescribeCluster v2 with include_fenced_brokers to a li
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +83,37 @@ def committed_image(layout: Layout, quorum: QuorumInfo) -> Any | None:
     except (MetadataError, OSError):
         return None
     return image
+
+
+def controller_images(layout: Layout, timeout_s: float = 60.0) -> tuple[int, dict[str, Any]]:
+    """Every controller's image at one committed offset, read from its own metadata log (the
+    check after chaos that no controller diverged): the high watermark as the leader tells it,
+    once every voter's log reaches it. (offset, name -> image); an image that cannot be read is
+    None."""
+    from engine.image.metadata_loader import load_log_dir  # late: kio loads only when asked
+
+    send = default_send(PROBE_TIMEOUT_MS)
+    controllers = layout.of_role("controller")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            _, quorum = find_leader([("127.0.0.1", n.port) for n in controllers], send)
+        except (MetadataError, OSError):
+            quorum = None
+        if quorum is not None and quorum.high_watermark > 0 and \
+                all(v.log_end_offset >= quorum.high_watermark for v in quorum.voters):
+            break
+        if time.monotonic() >= deadline:
+            raise MetadataError(f"the controllers did not all reach one committed offset within {timeout_s:g} s")
+        time.sleep(0.2)
+    offset = quorum.high_watermark - 1
+    images = {}
+    for node in controllers:
+        try:
+            images[node.name], _ = load_log_dir(layout.metadata_dir(node), offset=offset)
+        except (MetadataError, OSError):
+            images[node.name] = None
+    return offset, images
 
 
 def _states_from_image(layout: Layout, image: Any) -> dict[int, str]:
