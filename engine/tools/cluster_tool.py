@@ -83,7 +83,7 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
         command(name, "cluster_commands:cmd_node", help_text, timeout_s).add_argument(
             "node", help="e.g. broker-2 or controller-1")
     lag = command("lag", "cluster_commands:cmd_lag",
-                  "delay a broker's metadata fetches (replica.fetch.delay.ms in its faults file)")
+                  "slow a broker's replication: its followers fetch MS later (replica.fetch.delay.ms in its faults file)")
     lag.add_argument("node")
     lag.add_argument("ms", type=_non_negative, help="milliseconds (0: no delay)")
     disk = command("disk-fail", "cluster_commands:cmd_disk_fail",
