@@ -3,7 +3,9 @@
 The pom beside the tests (tests/kafka/pom.xml) names kafka_2.13 (the server, kafka-storage and
 kafka-dump-log), kafka-tools (kafka-metadata-quorum, the admin commands), kafka-shell
 (kafka-metadata-shell) and a log4j2 runtime. ``mvn dependency:copy-dependencies`` copies their
-jars into ``CACHE/VERSION/libs`` once; later runs find the ``READY`` stamp and reuse them.
+jars into ``CACHE/VERSION/libs`` once; later runs find the ``READY`` stamp and reuse them. Finding
+the jars and running Kafka's mains is engine.tools.kafka_dist's (``kraftd cluster up --kafka-brokers``
+uses the same cache); this module fetches, and adds the tests' log4j2 configs and ``run``.
 
 Which versions: 4.1.2 (the first with ELR on by default) and the newest release for which every
 artifact of the pom is served. That one is asked of Maven Central's metadata at run time, so the
@@ -14,15 +16,16 @@ suite follows Kafka's releases without an edit (the server jar is often publishe
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import re
 import shutil
 import subprocess
 import urllib.request
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from engine.tools import kafka_dist as engine_dist
+from engine.tools.kafka_dist import TOOL_JVM_OPTS, KafkaUnavailable, cache_root, version_key
 
 POM = Path(__file__).resolve().parents[1] / "kafka" / "pom.xml"
 LOG4J_DIR = POM.parent
@@ -33,44 +36,9 @@ RELEASE = re.compile(r"^\d+\.\d+\.\d+$")  # no -rc, no snapshots
 FETCH_TIMEOUT_S = 900
 METADATA_TIMEOUT_S = 20
 
-# Kafka's tool mains, by the script name an operator types; where a class moved between releases,
-# each place it has lived (the first found in the jars wins).
-MAINS = {
-    "kafka-server-start": ("kafka.Kafka",),
-    "kafka-storage": ("kafka.tools.StorageTool", "org.apache.kafka.tools.StorageTool"),
-    "kafka-dump-log": ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments"),
-    "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
-    "kafka-metadata-shell": ("org.apache.kafka.shell.MetadataShell",),
-    "kafka-configs": ("kafka.admin.ConfigCommand", "org.apache.kafka.tools.ConfigCommand"),
-    "kafka-reassign-partitions": ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand",),
-    "kafka-leader-election": ("org.apache.kafka.tools.LeaderElectionCommand",),
-    "kafka-acls": ("org.apache.kafka.tools.AclCommand",),
-    "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
-    "kafka-features": ("org.apache.kafka.tools.FeatureCommand",),
-}
-
-# Short-lived tools: a small heap, one GC thread, no C2 (a tool's run is over before C2 pays off).
-TOOL_JVM_OPTS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
-
-
-class KafkaUnavailable(Exception):
-    """Java, Maven or Maven Central is missing: the Kafka tests cannot run here (one sentence why)."""
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("METASHELL_KAFKA_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "metashell" / "kafka"
-
 
 def missing_programs() -> list[str]:
     return [name for name in ("java", "mvn") if shutil.which(name) is None]
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
 
 
 def served_versions(artifact: str) -> set[str]:
@@ -89,7 +57,7 @@ def newest_served_version() -> str:
         served = versions if served is None else served & versions
     if not served:
         raise KafkaUnavailable("Maven Central lists no Kafka release with server, tools and shell")
-    return max(served, key=_version_key)
+    return max(served, key=version_key)
 
 
 def server_only_versions(full: list[str]) -> list[str]:
@@ -99,10 +67,10 @@ def server_only_versions(full: list[str]) -> list[str]:
     if explicit is not None:
         return [v.strip() for v in explicit.split(",") if v.strip()]
     try:
-        newest = max(served_versions("kafka_2.13"), key=_version_key)
+        newest = max(served_versions("kafka_2.13"), key=version_key)
     except (OSError, ValueError):
         return []
-    return [newest] if _version_key(newest) > max(_version_key(v) for v in full) else []
+    return [newest] if version_key(newest) > max(version_key(v) for v in full) else []
 
 
 def tested_versions() -> list[str]:
@@ -118,34 +86,14 @@ def tested_versions() -> list[str]:
     except (OSError, ValueError, KafkaUnavailable):
         # Offline: the newest version fetched before, else only the pinned one (the fetch will say why).
         newest = stamp.read_text().strip() if stamp.is_file() else PINNED_VERSION
-    return sorted({PINNED_VERSION, newest}, key=_version_key)
+    return sorted({PINNED_VERSION, newest}, key=version_key)
 
 
 @dataclass(frozen=True)
-class KafkaDistribution:
-    """One Kafka version's jars on disk, and how to run its mains."""
+class KafkaDistribution(engine_dist.KafkaDistribution):
+    """One version's jars, its nodes and tools logging as the tests want (tests/kafka/log4j2-*)."""
 
-    version: str
-    libs: Path
-
-    @property
-    def classpath(self) -> str:
-        return str(self.libs / "*")
-
-    def has(self, tool: str) -> bool:
-        return any(name in _classes(self.libs) for name in MAINS[tool])
-
-    def main_class(self, tool: str) -> str:
-        """The class behind one of Kafka's scripts in this version's jars."""
-        for name in MAINS[tool]:
-            if name in _classes(self.libs):
-                return name
-        raise KafkaUnavailable(f"Kafka {self.version} has no main for {tool} (looked for {', '.join(MAINS[tool])})")
-
-    def command(self, tool: str, *args: str, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> list[str]:
-        """The java command line of one of Kafka's tools (``MAINS``), as its script would run it."""
-        log4j = LOG4J_DIR / ("log4j2-server.properties" if tool == "kafka-server-start" else "log4j2-tools.properties")
-        return ["java", *jvm_opts, f"-Dlog4j2.configurationFile={log4j}", "-cp", self.classpath, self.main_class(tool), *args]
+    log4j_dir: Path | None = LOG4J_DIR
 
     def run(self, tool: str, *args: str, timeout_s: float = 180, check: bool = True,
             input_text: str | None = None, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> subprocess.CompletedProcess:
@@ -157,16 +105,6 @@ class KafkaDistribution:
             raise AssertionError(f"Kafka {self.version} {tool} {' '.join(args)} exited {done.returncode}:\n"
                                  f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
         return done
-
-
-@functools.lru_cache(maxsize=None)
-def _classes(libs: Path) -> frozenset[str]:
-    """Every class name in the Kafka jars under ``libs`` (only Kafka's own jars are read)."""
-    names = set()
-    for jar in libs.glob("kafka*.jar"):
-        with zipfile.ZipFile(jar) as archive:
-            names.update(n[:-6].replace("/", ".") for n in archive.namelist() if n.endswith(".class"))
-    return frozenset(names)
 
 
 def fetch(version: str, root: Path | None = None, *, tools: bool = True) -> KafkaDistribution:
