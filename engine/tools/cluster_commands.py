@@ -18,9 +18,10 @@ from typing import Callable
 
 from engine.net.ports import is_address_in_use, pick_ports
 from engine.tools.cluster_layout import (
-    FAILED_DIRS_KEY, FETCH_DELAY_KEY, REGISTRY_FILE, Layout, Node, Settings, forget_dead, format_nodes,
+    FAILED_DIRS_KEY, FETCH_DELAY_KEY, REGISTRY_FILE, Layout, Node, Settings, default_brokers_per_process,
+    forget_dead, format_nodes,
     is_alive, kill_node, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal,
-    spawn, stop_nodes, write_configs, write_faults,
+    GroupCommand, kraftd_start_group, spawn, stop_nodes, write_configs, write_faults,
 )
 from engine.tools.cluster_view import UNFENCED, observe, status_lines
 from engine.tools.cluster_tool import READY_TIMEOUT_S
@@ -33,10 +34,12 @@ POLL_S = 0.2
 # ------------------------------------------------------------------ starting and waiting
 def _why_exited(layout: Layout, node: Node, mark: int) -> ClusterError:
     text = log_since(layout, node, mark)
+    name = layout.process_name(node)
     if is_address_in_use(text):
-        return PortTaken(f"{node.name} could not listen on port {node.port}: the port is taken")
+        where = f"port {node.port}" if node.process is None else "one of its brokers' ports"
+        return PortTaken(f"{name} could not listen on {where}: the port is taken")
     last = text.strip().splitlines()[-1] if text.strip() else "no output"
-    return ClusterError(f"{node.name} exited at start: {last} (log: {layout.log_path(node)})")
+    return ClusterError(f"{name} exited at start: {last} (log: {layout.log_path(node)})")
 
 
 def _wait_listening(layout: Layout, node: Node, mark: int, timeout_s: float) -> None:
@@ -59,7 +62,7 @@ def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quoru
     deadline = time.monotonic() + timeout_s
     while True:
         brokers = [n for n in layout.of_role("broker") if n.pid is not None]
-        for node in brokers:
+        for node in {n.pid: n for n in brokers}.values():  # one look per process
             if not is_alive(node):
                 raise _why_exited(layout, node, marks.get(node.name, 0))
         view = observe(layout)
@@ -73,9 +76,10 @@ def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quoru
 
 
 def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIMEOUT_S, *,
-                quorum: bool = True) -> None:
+                quorum: bool = True, group_command: GroupCommand = kraftd_start_group) -> None:
     """Start the given (stopped) nodes: controllers first, each until it listens, then the
-    brokers; until every running broker is unfenced and (with ``quorum``) the quorum has a leader."""
+    brokers (a group's process by ``group_command``); until every running broker is unfenced
+    and (with ``quorum``) the quorum has a leader."""
     marks: dict[str, int] = {}
     controllers = [n for n in nodes if n.role == "controller"]
     for node in controllers:
@@ -83,8 +87,9 @@ def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIME
     for node in controllers:
         _wait_listening(layout, node, marks[node.name], min(timeout_s, LISTEN_TIMEOUT_S))
     for node in nodes:
-        if node.role == "broker":
-            marks[node.name] = spawn(layout, node)
+        if node.role == "broker" and node.name not in marks:  # a group's process starts once
+            mark = spawn(layout, node, group_command=group_command)
+            marks.update((member.name, mark) for member in layout.group(node))
     if quorum or any(n.role == "broker" for n in nodes):
         wait_ready(layout, marks, timeout_s, quorum=quorum)
 
@@ -96,6 +101,7 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
                         session_timeout_ms=args.session_timeout_ms)
     controllers, brokers = args.controllers or 3, 5 if args.brokers is None else args.brokers
     racks = 3 if args.racks is None else args.racks
+    per_process = getattr(args, "brokers_per_process", None) or default_brokers_per_process(brokers)
     count = controllers + brokers
     taken = [name for r, n in (("controller", controllers), ("broker", brokers)) for i in range(1, n + 1)
              if (root / (name := f"{r}-{i}")).exists()]
@@ -105,7 +111,7 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
     for attempt in range(1, PORT_ATTEMPTS + 1):
         ports = list(range(args.base_port, args.base_port + count)) if args.base_port else pick_ports(count)
         layout = plan_layout(root, controllers=controllers, brokers=brokers, racks=racks, ports=ports,
-                             settings=settings)
+                             settings=settings, brokers_per_process=per_process)
         try:
             root.mkdir(parents=True, exist_ok=True)
             write_configs(layout)
@@ -167,14 +173,30 @@ def cmd_down(args: argparse.Namespace, out: Out) -> int:
         nodes = [n for n in running if n.role == role]
         killed = stop_nodes(layout, nodes, timeout_s=args.timeout_s, sleep=time.sleep, clock=time.monotonic)
         for node in nodes:
-            out(f"{node.name}: killed (SIGKILL) after {args.timeout_s:g} s" if node.name in killed
-                else f"{node.name}: stopped")
+            if node.process is not None and node is not layout.group(node)[0]:
+                continue  # a group's process: one line
+            name = node.name if node.process is None else f"{node.process} ({group_names(layout.group(node))})"
+            out(f"{name}: killed (SIGKILL) after {args.timeout_s:g} s" if node.name in killed else f"{name}: stopped")
     if not running:
         out("no node was running")
     return 0
 
 
 # ------------------------------------------------------------------ one node
+def group_names(nodes: list[Node]) -> str:
+    """``broker-1 .. broker-6`` (a run of names), else the names listed."""
+    if len(nodes) > 2 and [n.node_id for n in nodes] == list(range(nodes[0].node_id, nodes[-1].node_id + 1)):
+        return f"{nodes[0].name} .. {nodes[-1].name}"
+    return ", ".join(n.name for n in nodes)
+
+
+def _whole_process(layout: Layout, node: Node) -> str:
+    """What an action on a grouped broker also does, in words ('' for a node with its own process)."""
+    if node.process is None:
+        return ""
+    return f", with its whole process {node.process} ({group_names(layout.group(node))})"
+
+
 def _running_node(layout: Layout, name: str) -> Node:
     node = layout.node(name)
     if node.pid is None:
@@ -195,26 +217,26 @@ def cmd_node(args: argparse.Namespace, out: Out) -> int:
             raise ClusterError(f"{node.name} is already running (pid {node.pid})")
         # a controller alone waits only until it listens: the others may be down on purpose
         start_nodes(layout, [node], args.timeout_s, quorum=False)
-        out(f"{node.name}: started (pid {node.pid})")
+        out(f"{node.name}: started{_whole_process(layout, node)} (pid {node.pid})")
         return 0
     node = _running_node(layout, args.node)
-    pid = node.pid
+    pid, also = node.pid, _whole_process(layout, node)
     if action == "stop":
         killed = stop_nodes(layout, [node], timeout_s=args.timeout_s, sleep=time.sleep, clock=time.monotonic)
-        out(f"{node.name}: {'killed (SIGKILL) after the timeout' if killed else 'stopped'} (pid {pid})")
+        out(f"{node.name}: {'killed (SIGKILL) after the timeout' if killed else 'stopped'}{also} (pid {pid})")
     elif action == "kill":
         kill_node(layout, node, time.sleep)
-        out(f"{node.name}: killed (pid {pid})")
+        out(f"{node.name}: killed{also} (pid {pid})")
     elif action == "pause":
         if process_state(node) == "paused":
             raise ClusterError(f"{node.name} is already paused")
         send_signal(node, signal.SIGSTOP)
-        out(f"{node.name}: paused (pid {pid})")
+        out(f"{node.name}: paused{also} (pid {pid})")
     else:
         if process_state(node) != "paused":
             raise ClusterError(f"{node.name} is not paused")
         send_signal(node, signal.SIGCONT)
-        out(f"{node.name}: resumed (pid {pid})")
+        out(f"{node.name}: resumed{also} (pid {pid})")
     return 0
 
 

@@ -9,11 +9,17 @@ A cluster lives in one directory D::
     D/broker-K/data-1, data-2/      its log.dirs (the metadata log lives in the first, as Kafka's default)
     D/broker-K/faults.properties    kraftd.sim.faults.file: the broker re-reads it when it changes
     D/logs/NAME.log                 the node's stdout and stderr, appended on every start
+    D/logs/brokers-G.log            the same for a process hosting a group of brokers
 
 Node ids follow Kafka's test kit: broker-K is node K, controller-K is node 3000+K. The processes
 are detached (their own session, so they outlive the CLI that started them); the registry keeps
 each pid with the process's start time, so a pid the system gave to another process since is
 not taken for ours.
+
+Brokers may share processes (``--brokers-per-process K``: one ``kraftd start --config ...
+--config ...`` per group of K, named ``brokers-G``), so a thousand brokers load the controller
+as a big cluster would without a thousand Python processes. The nodes of a group share one pid:
+whatever is done to one process is done to all of its brokers.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -41,6 +48,11 @@ FAULTS_FILE = "faults.properties"
 FETCH_DELAY_KEY = "replica.fetch.delay.ms"
 FAILED_DIRS_KEY = "failed.log.dirs"
 ROLES = ("controller", "broker")
+# Brokers per process when `up` is not told: one each for a small cluster (a kill is one
+# broker's), else few enough processes that one stays under this many brokers. 2-core
+# measurement (docs/performance.md, "Simulated brokers at scale") decides the figure.
+SOLO_BROKERS_MAX = 10
+BROKERS_PER_PROCESS_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,7 @@ class Node:
     rack: str | None = None
     pid: int | None = None
     started: str | None = None  # the process's start time (/proc stat field 22), against pid reuse
+    process: str | None = None  # brokers-G when the broker shares a process with others; None: its own
 
     @property
     def address(self) -> str:
@@ -100,8 +113,15 @@ class Layout:
     def config_path(self, node: Node) -> Path:
         return self.node_dir(node) / "server.properties"
 
+    def process_name(self, node: Node) -> str:
+        return node.process or node.name
+
+    def group(self, node: Node) -> list[Node]:
+        """The nodes sharing ``node``'s process (``node`` alone when it has its own)."""
+        return [n for n in self.nodes if n.process == node.process] if node.process else [node]
+
     def log_path(self, node: Node) -> Path:
-        return self.root / "logs" / f"{node.name}.log"
+        return self.root / "logs" / f"{self.process_name(node)}.log"
 
     def metadata_dir(self, node: Node) -> Path:
         return self.node_dir(node) / ("metadata" if node.role == "controller" else BROKER_LOG_DIRS[0])
@@ -136,14 +156,24 @@ def load_layout(root: Path) -> Layout:
 
 
 # ------------------------------------------------------------------ creating and formatting
+def default_brokers_per_process(brokers: int) -> int:
+    if brokers <= SOLO_BROKERS_MAX:
+        return 1
+    processes = -(-brokers // BROKERS_PER_PROCESS_MAX)
+    return -(-brokers // processes)  # spread evenly over the fewest processes
+
+
 def plan_layout(root: Path, *, controllers: int, brokers: int, racks: int, ports: Sequence[int],
-                settings: Settings) -> Layout:
-    """Nodes on the given ports (controllers first), racks dealt round-robin to brokers."""
+                settings: Settings, brokers_per_process: int = 1) -> Layout:
+    """Nodes on the given ports (controllers first), racks dealt round-robin to brokers,
+    brokers grouped ``brokers_per_process`` to a process (1: each its own)."""
     if controllers < 1:
         raise ClusterError("a cluster needs at least one controller")
     roles = [("controller", i) for i in range(1, controllers + 1)] + [("broker", i) for i in range(1, brokers + 1)]
+    per = max(1, brokers_per_process)
     nodes = [Node(node_name(role, i), role, node_id_of(role, i), port,
-                  rack=f"rack-{(i - 1) % racks + 1}" if role == "broker" and racks > 0 else None)
+                  rack=f"rack-{(i - 1) % racks + 1}" if role == "broker" and racks > 0 else None,
+                  process=f"brokers-{(i - 1) // per + 1}" if role == "broker" and per > 1 else None)
              for (role, i), port in zip(roles, ports)]
     return Layout(Path(root), uuid_to_kafka(random_kafka_uuid()), settings, nodes)
 
@@ -254,16 +284,30 @@ def is_alive(node: Node) -> bool:
     return process_state(node) != "down"
 
 
-def spawn(layout: Layout, node: Node, command: Callable[[int, Path], list[str]] = kraftd_start) -> int:
-    """Start the node detached (own session, stdin closed, output appended to its log); the log's
-    size before the start, so a caller can read what this start logged."""
+GroupCommand = Callable[[Sequence[Path]], list[str]]  # the configs of a group's brokers -> argv
+
+
+def kraftd_start_group(configs: Sequence[Path]) -> list[str]:
+    return [sys.executable, "-m", "engine.tools.cli", "start", *(a for c in configs for a in ("--config", str(c)))]
+
+
+def spawn(layout: Layout, node: Node, command: Callable[[int, Path], list[str]] = kraftd_start,
+          group_command: GroupCommand = kraftd_start_group) -> int:
+    """Start the node's process detached (own session, stdin closed, output appended to its log),
+    with every node of its group; the log's size before the start, so a caller can read what this
+    start logged."""
     log_path = layout.log_path(node)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     mark = log_path.stat().st_size if log_path.exists() else 0
+    group = layout.group(node)
+    argv = command(node.node_id, layout.config_path(node)) if node.process is None else \
+        group_command([layout.config_path(n) for n in group])
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(command(node.node_id, layout.config_path(node)), stdout=log, stderr=log,
-                                stdin=subprocess.DEVNULL, cwd=SOURCE_ROOT, start_new_session=True)
-    node.pid, node.started = proc.pid, process_start_time(proc.pid)
+        proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=SOURCE_ROOT,
+                                start_new_session=True)
+    started = process_start_time(proc.pid)
+    for member in group:
+        member.pid, member.started = proc.pid, started
     layout.save()
     return mark
 
@@ -309,22 +353,26 @@ def kill_node(layout: Layout, node: Node, sleep: Callable[[float], None]) -> Non
 
 def stop_nodes(layout: Layout, nodes: Sequence[Node], *, timeout_s: float, sleep: Callable[[float], None],
                clock: Callable[[], float]) -> list[str]:
-    """SIGTERM (and SIGCONT, so a paused node sees it) to each, wait, SIGKILL the ones left at
-    the deadline. The names of the nodes that had to be killed."""
-    alive = [n for n in nodes if send_signal(n, signal.SIGTERM)]
+    """SIGTERM (and SIGCONT, so a paused node sees it) to each process, wait, SIGKILL the ones
+    left at the deadline. The names of the nodes whose process had to be killed."""
+    # one signal per process: a second SIGTERM would end a group's controlled shutdown at once
+    by_pid = {n.pid: n for n in reversed(nodes) if n.pid is not None}
+    alive = [n for n in by_pid.values() if send_signal(n, signal.SIGTERM)]
     for node in alive:
         send_signal(node, signal.SIGCONT)
     deadline = clock() + timeout_s
     while any(is_alive(n) for n in alive) and clock() < deadline:
         sleep(0.05)
-    killed = [n.name for n in alive if send_signal(n, signal.SIGKILL)]
+    killed_pids = {n.pid for n in alive if send_signal(n, signal.SIGKILL)}
+    killed = [n.name for n in nodes if n.pid in killed_pids]
     while any(is_alive(n) for n in alive):
         sleep(0.01)
     forget_dead(layout)
     return killed
 
 
-__all__ = ["BROKER_LOG_DIRS", "CONTROLLER_ID_BASE", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "Layout", "Node",
+__all__ = ["BROKERS_PER_PROCESS_MAX", "BROKER_LOG_DIRS", "CONTROLLER_ID_BASE", "default_brokers_per_process",
+           "GroupCommand", "kraftd_start_group", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "Layout", "Node",
            "REGISTRY_FILE", "Settings", "format_nodes", "forget_dead", "is_alive", "kill_node", "load_layout",
            "log_since", "plan_layout", "process_state", "read_faults", "remove_state", "send_signal", "spawn",
            "stop_nodes", "write_configs", "write_faults"]

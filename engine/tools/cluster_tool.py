@@ -68,6 +68,10 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                  "format (first time) and start the cluster; wait until every broker is unfenced", READY_TIMEOUT_S)
     up.add_argument("--controllers", type=_positive, help="controllers in the quorum (default 3)")
     up.add_argument("--brokers", type=_non_negative, help="simulated brokers (default 5)")
+    up.add_argument("--brokers-per-process", type=_positive, metavar="K",
+                    help="brokers sharing one `kraftd start` process (default: 1 up to 10 brokers, else as few "
+                         "processes as keep each at most 200); start/stop/kill/pause/resume of such a broker act on "
+                         "its whole process and say so")
     up.add_argument("--racks", type=_non_negative, help="broker.rack values dealt round-robin (default 3; 0: none)")
     up.add_argument("--base-port", type=_positive, help="controllers on BASE.., then brokers (default: free ports)")
     up.add_argument("--release-version", "-r", help="metadata.version to format with (default: latest production)")
@@ -81,7 +85,7 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
             ("stop", "stop a node gracefully (SIGTERM, SIGKILL after --timeout-s)", STOP_TIMEOUT_S),
             ("kill", "SIGKILL a node", None), ("pause", "SIGSTOP a node", None), ("resume", "SIGCONT a node", None)):
         command(name, "cluster_commands:cmd_node", help_text, timeout_s).add_argument(
-            "node", help="e.g. broker-2 or controller-1")
+            "node", help="e.g. broker-2 or controller-1 (a broker sharing a process: the whole process)")
     lag = command("lag", "cluster_commands:cmd_lag",
                   "slow a broker's replication: its followers fetch MS later (replica.fetch.delay.ms in its faults file)")
     lag.add_argument("node")
