@@ -322,3 +322,25 @@ def test_a_combined_node_serves_both_roles_and_stops_cleanly_on_sigterm(tmp_path
     assert process.returncode == 0, stderr
     assert "is RUNNING" in stderr and "controlled shutdown" in stderr and "Traceback" not in stderr
     assert json.loads((tmp_path / "data" / CLEAN_SHUTDOWN_FILE).read_text())["brokerEpoch"] >= 0
+
+
+@in_loop
+async def test_a_broker_joining_late_loads_the_leaders_snapshot(tmp_path: Path) -> None:
+    # small segments and frequent snapshots: the leader's log soon starts past offset 0, so a new
+    # observer must begin with FetchSnapshot
+    configs, (controller,) = await start_quorum(
+        tmp_path / "quorum", 1, **FAST, **{"internal.metadata.log.segment.bytes": 2048,
+                                            "metadata.log.max.record.bytes.between.snapshots": 1024})
+    node = None
+    try:
+        await wait_until(lambda: controller.raft_log.start_offset > 0, DEADLINE_S, "the leader's log to start later")
+        start = controller.raft_log.start_offset
+        config = formatted_broker(tmp_path / "broker", bootstrap_of(configs))
+        node = await running_broker(tmp_path, controller, config)
+        assert node.raft_log.start_offset >= start  # it never fetched what the snapshot covers
+        assert list((tmp_path / "broker" / "data0" / "__cluster_metadata-0").glob("*.checkpoint"))
+        assert node.image.features == controller.image.features
+    finally:
+        if node is not None:
+            await node.stop()
+        await controller.stop()
