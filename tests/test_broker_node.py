@@ -27,7 +27,7 @@ from engine.common.errors import ConfigError, StorageError
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.ports import pick_ports
-from engine.records.kio_codec import ErrorCode, i16, i32, protocol_module
+from engine.records.kio_codec import ErrorCode, i8, i16, i32, protocol_module
 from engine.server.broker_node import BrokerNode
 from engine.server.broker_settings import CLEAN_SHUTDOWN_FILE, load_broker_settings
 from engine.server.node_process import build_nodes
@@ -88,7 +88,7 @@ async def test_a_broker_registers_follows_the_log_and_is_unfenced(tmp_path: Path
     configs, (controller,) = await start_quorum(tmp_path / "quorum", 1, **FAST)
     node = None
     try:
-        config = formatted_broker(tmp_path / "broker", bootstrap_of(configs))
+        config = formatted_broker(tmp_path / "broker", bootstrap_of(configs), **{"min.insync.replicas": 2})
         node = await running_broker(tmp_path, controller, config)
         reg = registration(controller)
         assert reg.incarnation_id == node.incarnation_id and reg.rack == "rack-a"
@@ -100,6 +100,15 @@ async def test_a_broker_registers_follows_the_log_and_is_unfenced(tmp_path: Path
         await wait_until(lambda: node.image.cluster.brokers.get(BROKER_ID) is not None and
                          not node.image.cluster.brokers[BROKER_ID].fenced, DEADLINE_S, "the broker's own image")
         assert node.driver.client.quorum.leader_id == controller.settings.node_id
+        # its own static settings are what DescribeConfigs tells of it
+        describe = protocol_module("describe_configs", 4, "request")
+        async with KafkaClient(client_id="test") as client:
+            response = await client.send(node.servers[0].address, describe.DescribeConfigsRequest(
+                resources=(describe.DescribeConfigsResource(resource_type=i8(4), resource_name=str(BROKER_ID),
+                                                            configuration_keys=("min.insync.replicas",)),),
+                include_synonyms=False, include_documentation=False))
+        (result,) = response.results
+        assert [(c.name, c.value, c.config_source) for c in result.configs] == [("min.insync.replicas", "2", 4)]
     finally:
         if node is not None:
             await node.stop()

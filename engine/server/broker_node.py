@@ -143,7 +143,8 @@ class BrokerNode:
             controller_timeout_ms=s.session_timeout_ms)
         self.apis = BrokerApis(broker_id=s.node_id, cluster_id=self.cluster_id, image=lambda: self.image,
                                send_to_controller=self._forward, listener_name=s.inter_broker_listener,
-                               authorizer=s.authorizer, replica_fetch=self.replicas.handle_fetch)
+                               authorizer=s.authorizer, replica_fetch=self.replicas.handle_fetch,
+                               config=s.static_configs)
         advertised = []
         for (name, bind), listener in zip(s.binds, s.advertised):
             server = KafkaServer(self.apis.handle, host=bind[0], port=bind[1], apis=self.apis.apis,

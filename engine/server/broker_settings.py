@@ -24,6 +24,7 @@ from engine.common.errors import ConfigError, StorageError
 from engine.common.file_io import write_bytes_atomically
 from engine.common.java_properties import load_properties
 from engine.broker.broker_lifecycle import Listener
+from engine.controller.controller_config import ControllerConfig
 from engine.raft.raft_config import RaftConfig
 from engine.server.node_config import (
     JAVA_INT_MAX, JAVA_LONG_MAX, SECURITY_PROTOCOLS, advertised_host, int_setting, node_id_setting, read_config,
@@ -61,6 +62,8 @@ class BrokerSettings:
     faults_file: Path | None = None
     snapshots: SnapshotLimits = field(default_factory=SnapshotLimits)
     roles: tuple[str, ...] = ("broker",)
+    # the static settings DescribeConfigs reports for this broker (min.insync.replicas, ...)
+    static_configs: ControllerConfig = field(default_factory=ControllerConfig)
 
     @property
     def dynamic(self) -> bool:
@@ -129,7 +132,7 @@ def load_broker_settings(path: Path) -> BrokerSettings:
         snapshots=SnapshotLimits(max_bytes=setting(MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX),
                                  max_interval_ms=setting(MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0,
                                                          JAVA_LONG_MAX)),
-        roles=tuple(roles))
+        roles=tuple(roles), static_configs=ControllerConfig.from_properties(node_id, props, where))
 
 
 def check_broker_storage(settings: BrokerSettings) -> dict[Path, MetaProperties]:
