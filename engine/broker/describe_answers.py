@@ -7,6 +7,9 @@ Facts carried over from Kafka 4.x:
 - a broker describes its own broker resource and the cluster default ("") only; another id is
   INVALID_REQUEST "Unexpected broker id, expected X or empty string, but received Y" (clients
   send a broker's DescribeConfigs to that broker);
+- its own broker resource lists every broker config it knows, set or not (Kafka's allConfigs;
+  kafka-python's alter_configs refuses a name the broker's describe does not list), where the
+  cluster default lists only what is set;
 - DescribeAcls without authorizer.class.name is SECURITY_DISABLED "No Authorizer is configured
   on the broker";
 - DescribeClientQuotas filters: EXACT (0) needs a match, DEFAULT (1) and SPECIFIED (2) none;
@@ -24,6 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from engine.controller import acl_control, config_control
+from engine.controller import config_defs as defs
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import ApiError, Command, ControllerContext
 from engine.image.metadata_image import MetadataImage
@@ -53,8 +57,7 @@ def run_read_command(command: Command, image: MetadataImage, config: ControllerC
     """A controller's read-only command over the broker's image, at the client's version."""
     newest = command.max_version
     request = convert_message(request, request_class(command.api_key, newest))
-    ctx = ControllerContext(image=image, now_ms=time.time_ns() // 1_000_000,
-                            next_offset=image.provenance.last_offset + 1, config=config)
+    ctx = _context(image, config)
     try:
         response = command.handle(ctx, request).response
     except ApiError as err:
@@ -79,15 +82,49 @@ def _refusal(resource: Any, broker_id: int) -> tuple[Any, str] | None:
     return None
 
 
+def _context(image: MetadataImage, config: ControllerConfig) -> ControllerContext:
+    return ControllerContext(image=image, now_ms=time.time_ns() // 1_000_000,
+                             next_offset=image.provenance.last_offset + 1, config=config)
+
+
+def _own_broker_result(image: MetadataImage, config: ControllerConfig, request: Any, resource: Any) -> Any:
+    """This broker's own resource: every broker config known here (Kafka's defaults table, the
+    dynamic ones) and any set in the image, each with the controller's reading of its layers."""
+    name = resource.resource_name
+    names = set(defs.BROKER_DYNAMIC_CONFIGS) | set(defs.SERVER_DEFAULTS)
+    names |= set(image.configs.get((BROKER_RESOURCE, ""), {})) | set(image.configs.get((BROKER_RESOURCE, name), {}))
+    wanted = resource.configuration_keys
+    ctx = _context(image, config)
+    describe = (request.include_synonyms, request.include_documentation)
+    entries = tuple(_broker_config(ctx, name, key, describe) for key in sorted(names) if not wanted or key in wanted)
+    return _configs.DescribeConfigsResult(error_code=ErrorCode.none, error_message=None,
+                                          resource_type=resource.resource_type, resource_name=name, configs=entries)
+
+
+def _broker_config(ctx: ControllerContext, broker: str, name: str, describe: tuple[bool, bool]) -> Any:
+    """One broker config as the controller reads its layers; one set nowhere and without a default
+    (ssl.keystore.location, ...) is null from DEFAULT_CONFIG, as Kafka lists it."""
+    configs = ctx.image.configs
+    key = defs.BROKER_DYNAMIC_CONFIGS.get(name)
+    unset = name not in configs.get((BROKER_RESOURCE, broker), {}) and name not in configs.get((BROKER_RESOURCE, ""), {})
+    if unset and key is not None and key.default is None and name not in defs.SERVER_DEFAULTS:
+        return config_control._entry(describe, name, None, key.type == "PASSWORD", [], key.type, read_only=False)
+    return config_control._broker_entry(ctx, broker, name, describe)
+
+
 def describe_configs(image: MetadataImage, config: ControllerConfig, request: Any, version: int) -> Any:
     newest = convert_message(request, request_class(32, DESCRIBE_CONFIGS.max_version))
     refused = {i: _refusal(r, config.node_id) for i, r in enumerate(newest.resources)}
-    rest = tuple(r for i, r in enumerate(newest.resources) if refused[i] is None)
+    own = {i for i, r in enumerate(newest.resources)
+           if refused[i] is None and int(r.resource_type) == BROKER_RESOURCE and r.resource_name}
+    rest = tuple(r for i, r in enumerate(newest.resources) if refused[i] is None and i not in own)
     answered = list(run_read_command(DESCRIBE_CONFIGS, image, config, dataclasses.replace(newest, resources=rest),
                                      DESCRIBE_CONFIGS.max_version).results)
     results = []
     for i, resource in enumerate(newest.resources):
-        if refused[i] is None:
+        if i in own:
+            results.append(_own_broker_result(image, config, newest, resource))
+        elif refused[i] is None:
             results.append(answered.pop(0))
         else:
             code, message = refused[i]
