@@ -158,6 +158,8 @@ def test_pause_and_resume(cluster):
     name = "broker-2"
     cluster.ok("pause", name)
     assert cluster.status()[name]["PROCESS"] == "paused"
+    # a stopped process sends no heartbeat: fenced once its session expires, as a hung JVM
+    poll(lambda: cluster.state(name) == "fenced", f"{name} fenced while paused")
     assert cluster.run("pause", name).returncode == 1
     cluster.ok("resume", name)
     assert cluster.status()[name]["PROCESS"] == "running"
