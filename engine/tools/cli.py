@@ -221,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     controller.add_argument("--kafka-heap", default="1G", help="-Xmx/-Xms of Kafka's controllers "
                             "(kafka-server-start's default is 1G)")
     controller.add_argument("--kafka-only", action="store_true", help="skip our controllers")
+    controller.add_argument("--sim-brokers", type=_positive, metavar="N",
+                            help="instead: N simulated broker processes' worth of brokers (`kraftd cluster up "
+                                 "--brokers N`) held --sim-seconds; their heartbeat latency, every broker unfenced?")
+    controller.add_argument("--brokers-per-process", type=_positive, metavar="K", help="with --sim-brokers")
+    controller.add_argument("--sim-controllers", type=_positive, default=3, help="with --sim-brokers")
+    controller.add_argument("--sim-seconds", type=float, default=180.0, help="with --sim-brokers: the steady window")
     controller.set_defaults(run=cmd_bench_controller)
 
     sim = sub.add_parser("sim", help="deterministic simulations")
@@ -257,6 +263,12 @@ def cmd_bench_quorum(args: argparse.Namespace) -> int:
 def cmd_bench_controller(args: argparse.Namespace) -> int:
     from engine.tools.bench_controller import bench_controller
 
+    if args.sim_brokers:
+        from engine.tools.bench_controller_sim import bench_sim_brokers
+        result = bench_sim_brokers(brokers=args.sim_brokers, brokers_per_process=args.brokers_per_process,
+                                   controllers=args.sim_controllers, seconds=args.sim_seconds,
+                                   interval_ms=args.heartbeat_interval_ms, out=_out)
+        return 0 if result.stable else 1
     bench_controller(topics=args.topics, partitions=args.partitions_per_topic, brokers=args.brokers,
                      heartbeat_brokers=args.heartbeat_brokers, heartbeat_seconds=args.heartbeat_seconds,
                      interval_ms=args.heartbeat_interval_ms, in_flight=args.in_flight, failovers=args.failovers,
