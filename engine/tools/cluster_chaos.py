@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from engine.tools.cluster_commands import start_nodes, wait_ready
+from engine.tools import cluster_kafka
 from engine.tools.cluster_layout import (
     FAILED_DIRS_KEY, FETCH_DELAY_KEY, Layout, Node, is_alive, kill_node, load_layout, process_state, read_faults,
     send_signal, stop_nodes, write_faults,
@@ -89,11 +90,12 @@ class Chaos:
             for node in nodes:
                 if self.impaired(node):
                     continue
+                simulated = role == "broker" and not cluster_kafka.is_kafka(self.layout, node)  # faults file
                 if room > 0:
                     choices += [("kill", node), ("stop", node), ("pause", node)]
-                    if role == "broker":
+                    if simulated:
                         choices.append(("disk-fail", node))
-                if role == "broker" and node.name not in self.lagging:
+                if simulated and node.name not in self.lagging:
                     choices.append(("lag", node))  # slows, takes nothing offline: outside the budget
         return choices
 

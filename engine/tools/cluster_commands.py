@@ -23,6 +23,7 @@ from engine.tools.cluster_layout import (
     is_alive, kill_node, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal,
     GroupCommand, kraftd_start_group, spawn, stop_nodes, write_configs, write_faults,
 )
+from engine.tools import cluster_kafka
 from engine.tools.cluster_view import UNFENCED, observe, status_lines
 from engine.tools.cluster_tool import READY_TIMEOUT_S
 from engine.tools.process_cluster import LISTEN_TIMEOUT_S, PORT_ATTEMPTS, ClusterError, PortTaken
@@ -97,11 +98,14 @@ def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIME
 def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
     """A new cluster in ``root``: planned, configured, formatted and started (on new ports when
     one turns out taken, unless the ports were given)."""
-    settings = Settings(release_version=args.release_version, heartbeat_interval_ms=args.heartbeat_interval_ms,
-                        session_timeout_ms=args.session_timeout_ms)
+    settings = cluster_kafka.with_kafka(Settings(release_version=args.release_version,
+                                                 heartbeat_interval_ms=args.heartbeat_interval_ms,
+                                                 session_timeout_ms=args.session_timeout_ms), args)
     controllers, brokers = args.controllers or 3, 5 if args.brokers is None else args.brokers
     racks = 3 if args.racks is None else args.racks
     per_process = getattr(args, "brokers_per_process", None) or default_brokers_per_process(brokers)
+    if settings.kafka_version:
+        per_process = 1  # a Kafka broker is a JVM of its own
     count = controllers + brokers
     taken = [name for r, n in (("controller", controllers), ("broker", brokers)) for i in range(1, n + 1)
              if (root / (name := f"{r}-{i}")).exists()]
@@ -139,14 +143,17 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
 def _print_status(layout: Layout, out: Out) -> None:
     for line in status_lines(layout, observe(layout)):
         out(line)
+    if layout.settings.kafka_version:
+        out(f"brokers: Apache Kafka {layout.settings.kafka_version} (jars in {layout.settings.kafka_libs})")
 
 
 def cmd_up(args: argparse.Namespace, out: Out) -> int:
     root = Path(args.dir)
     if (root / REGISTRY_FILE).exists():
         layout = load_layout(root)
-        asked = {"controllers": args.controllers, "brokers": args.brokers}
-        have = {"controllers": len(layout.of_role("controller")), "brokers": len(layout.of_role("broker"))}
+        asked = {"controllers": args.controllers, "brokers": args.brokers, "kafka-brokers": args.kafka_brokers}
+        have = {"controllers": len(layout.of_role("controller")), "brokers": len(layout.of_role("broker")),
+                "kafka-brokers": layout.settings.kafka_version}
         differ = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != have[k]]
         if differ:
             out(f"note: {root} holds a cluster of {have['controllers']} controllers and {have['brokers']} "
@@ -244,6 +251,7 @@ def _broker(layout: Layout, name: str) -> Node:
     node = layout.node(name)
     if node.role != "broker":
         raise ClusterError(f"{name} is a controller; faults are for brokers")
+    cluster_kafka.refuse_simulated_only(layout, node)
     return node
 
 

@@ -10,6 +10,7 @@ A cluster lives in one directory D::
     D/broker-K/faults.properties    kraftd.sim.faults.file: the broker re-reads it when it changes
     D/logs/NAME.log                 the node's stdout and stderr, appended on every start
     D/logs/brokers-G.log            the same for a process hosting a group of brokers
+    D/kafka-log4j/                  the log4j2 configs of Apache Kafka's brokers (up --kafka-brokers)
 
 Node ids follow Kafka's test kit: broker-K is node K, controller-K is node 3000+K. The processes
 are detached (their own session, so they outlive the CLI that started them); the registry keeps
@@ -37,6 +38,7 @@ from typing import Callable, Sequence
 from engine.common.file_io import write_bytes_atomically
 from engine.common.java_properties import load_properties
 from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
+from engine.tools import cluster_kafka
 from engine.tools.process_cluster import SOURCE_ROOT, ClusterError, kraftd_start
 from engine.tools.storage_tool import format_storage
 
@@ -62,6 +64,8 @@ class Settings:
     heartbeat_interval_ms: int = 2000  # Kafka's defaults
     session_timeout_ms: int = 9000
     replica_lag_time_max_ms: int = 30000
+    kafka_version: str | None = None  # --kafka-brokers: the brokers are Apache Kafka's (engine.tools.cluster_kafka)
+    kafka_libs: str | None = None  # where that version's jars were found
 
 
 @dataclass
@@ -192,7 +196,6 @@ def write_configs(layout: Layout) -> None:
             lines = ["process.roles=controller", f"listeners=CONTROLLER://{node.address}", *common,
                      f"metadata.log.dir={layout.metadata_dir(node)}"]
         else:
-            write_faults(layout, node, {})
             listener = f"PLAINTEXT://{node.address}"
             lines = ["process.roles=broker", f"listeners={listener}", f"advertised.listeners={listener}",
                      "inter.broker.listener.name=PLAINTEXT",
@@ -200,8 +203,12 @@ def write_configs(layout: Layout) -> None:
                      f"log.dirs={','.join(map(str, layout.data_dirs(node)))}",
                      *([f"broker.rack={node.rack}"] if node.rack else []),
                      f"replica.lag.time.max.ms={s.replica_lag_time_max_ms}",
-                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                     f"kraftd.sim.faults.file={layout.faults_path(node)}"]
+                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"]
+            if cluster_kafka.is_kafka(layout, node):
+                lines += cluster_kafka.broker_lines(layout)
+            else:
+                write_faults(layout, node, {})
+                lines.append(f"kraftd.sim.faults.file={layout.faults_path(node)}")
         layout.config_path(node).write_text("\n".join(lines) + "\n")
 
 
@@ -211,7 +218,12 @@ def format_nodes(layout: Layout) -> None:
     controllers = layout.of_role("controller")
     directory_ids = {n.node_id: uuid_to_kafka(random_kafka_uuid()) for n in controllers}
     initial = ",".join(f"{n.node_id}@{HOST}:{n.port}:{directory_ids[n.node_id]}" for n in controllers)
+    kafka = [n for n in layout.nodes if cluster_kafka.is_kafka(layout, n)]
+    if kafka:  # Kafka's brokers by Kafka's own formatter
+        cluster_kafka.format_brokers(layout, kafka)
     for node in layout.nodes:
+        if node in kafka:
+            continue
         how = {"initial_controllers": initial} if node.role == "controller" else {}
         format_storage(layout.config_path(node), layout.cluster_id, release_version=layout.settings.release_version,
                        out=lambda line: None, **how)
@@ -300,6 +312,8 @@ def spawn(layout: Layout, node: Node, command: Callable[[int, Path], list[str]] 
     log_path.parent.mkdir(parents=True, exist_ok=True)
     mark = log_path.stat().st_size if log_path.exists() else 0
     group = layout.group(node)
+    if cluster_kafka.is_kafka(layout, node):
+        command = cluster_kafka.start_command(layout)
     argv = command(node.node_id, layout.config_path(node)) if node.process is None else \
         group_command([layout.config_path(n) for n in group])
     with open(log_path, "ab") as log:

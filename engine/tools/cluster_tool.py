@@ -72,6 +72,12 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                     help="brokers sharing one `kraftd start` process (default: 1 up to 10 brokers, else as few "
                          "processes as keep each at most 200); start/stop/kill/pause/resume of such a broker act on "
                          "its whole process and say so")
+    up.add_argument("--kafka-brokers", metavar="VERSION",
+                    help="the brokers are Apache Kafka VERSION's own (java on PATH and its jars; controllers formatted "
+                         "at its release unless --release-version is given)")
+    up.add_argument("--kafka-home", metavar="DIR",
+                    help="an unpacked Kafka release (its libs/) for --kafka-brokers (default: the test suite's cache, "
+                         "$METASHELL_KAFKA_CACHE/VERSION/libs)")
     up.add_argument("--racks", type=_non_negative, help="broker.rack values dealt round-robin (default 3; 0: none)")
     up.add_argument("--base-port", type=_positive, help="controllers on BASE.., then brokers (default: free ports)")
     up.add_argument("--release-version", "-r", help="metadata.version to format with (default: latest production)")
