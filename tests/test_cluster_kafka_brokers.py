@@ -9,13 +9,17 @@ it ran is SIGKILLed at the end, failure or not. Waits poll to a deadline (a safe
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 
 from engine.image.metadata_loader import load_log_dir
 from engine.image.metadata_version import parse_release_version
+from engine.tools.cluster_chaos import Chaos
 from engine.tools.cluster_kafka import release_for
+from engine.tools.cluster_layout import load_layout
+from engine.tools.cluster_view import observe
 from engine.tools.kafka_dist import KafkaUnavailable, find_distribution
 from engine.tools.process_cluster import kraftd
 from tests.test_cluster_tool import Cluster, ours
@@ -86,6 +90,12 @@ def test_simulated_only_faults_are_refused_in_one_line(cluster):
         result = cluster.run(*args)
         assert result.returncode == 1 and "Apache Kafka" in result.stderr and "simulated brokers only" in result.stderr
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_chaos_picks_only_process_faults_for_kafka_brokers(cluster):
+    layout = load_layout(cluster.root)
+    choices = Chaos(layout, random.Random(0), lambda line: None, 60.0).faults(observe(layout))
+    assert {action for action, node in choices if node.role == "broker"} == {"kill", "stop", "pause"}
 
 
 @pytest.mark.parametrize("how", ["kill", "stop"])
