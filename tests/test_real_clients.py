@@ -10,7 +10,7 @@ ran is SIGKILLed at the end, failure or not (tests/test_cluster_tool.py's Cluste
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from confluent_kafka import ElectionType, KafkaError, Producer, TopicCollection
@@ -29,8 +29,14 @@ from kafka.admin import (
 )
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
+from engine.broker.broker_apis import LOG_DIRS_API
+from engine.broker.data_answers import LogDir, describe_log_dirs
+from engine.common.directory_id import UNASSIGNED
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import load_log_dir
+from engine.net.kafka_protocol import encode_response
+from engine.records.kio_codec import ErrorCode, protocol_module
+from engine.storage.meta_properties import read_meta_properties
 from tests.test_cluster_tool import Cluster, ours
 from tests.test_controller_processes import poll
 
@@ -60,25 +66,21 @@ class Sim:
         return found[0]
 
 
-def start_cluster(tmp_path_factory: Any, name: str) -> Cluster:
-    """A 1-controller, 3-broker ``kraftd cluster`` (the caller SIGKILLs it: ``Cluster.kill_all``)."""
+def running_sim(tmp_path_factory: Any, name: str) -> Iterator[Sim]:
+    """A 1-controller, 3-broker ``kraftd cluster`` for a module fixture to yield from; every
+    process it ran is SIGKILLed when the module is done, failure or not."""
     cluster = Cluster(tmp_path_factory.mktemp(name) / "state")
     try:
         cluster.up_output = cluster.ok("up", "--controllers", "1", "--brokers", "3", "--racks", "3",
                                        "--heartbeat-interval-ms", "500", "--session-timeout-ms", "2000")
-    except BaseException:
-        cluster.kill_all()
-        raise
-    return cluster
-
-
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory) -> Sim:
-    cluster = start_cluster(tmp_path_factory, "real-clients")
-    try:
         yield Sim(cluster)
     finally:
         cluster.kill_all()
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory) -> Iterator[Sim]:
+    yield from running_sim(tmp_path_factory, "real-clients")
 
 
 @pytest.fixture(scope="module")
@@ -226,17 +228,18 @@ def test_configs_altered_by_one_client_are_described_by_the_other(sim: Sim, ck: 
     # describe, which must list every broker config), then legacy
     altered = kp.alter_configs([
         KpConfigResource(ConfigResourceType.TOPIC, "configs", configs={"retention.bytes": "1048576"}),
-        KpConfigResource(ConfigResourceType.BROKER, "3", configs={"log.retention.ms": "86400000"})], incremental=True)
+        KpConfigResource(ConfigResourceType.BROKER, "3", configs={"background.threads": "12"})], incremental=True)
     assert altered == {"topic": {"configs": "OK"}, "broker": {"3": "OK"}}, altered
     image = sim.image()
     assert image.configs[(TOPIC, "configs")] == {"segment.ms": "600000", "retention.bytes": "1048576"}
-    assert image.configs[(BROKER, "3")] == {"log.retention.ms": "86400000"}
+    assert image.configs[(BROKER, "3")] == {"background.threads": "12"}
     broker3 = ck_config(ck, ConfigResource("broker", "3"))
-    assert broker3["log.retention.ms"].value == "86400000" and not broker3["log.retention.ms"].is_default
+    assert broker3["background.threads"].value == "12" and not broker3["background.threads"].is_default
     assert broker3["num.io.threads"].is_default and broker3["num.io.threads"].value == "8"
     assert kp.alter_configs([KpConfigResource(ConfigResourceType.TOPIC, "configs", configs={"flush.ms": "1000"})],
                             incremental=False) == {"topic": {"configs": "OK"}}
-    # kafka-python's legacy alter sends the topic's other set configs along (AlterConfigs replaces all)
+    # kafka-python's legacy alter sends the topic's other modified configs along (AlterConfigs replaces
+    # all); a broker config that is a topic config's synonym (log.retention.ms) would go along too
     assert sim.image().configs[(TOPIC, "configs")] == {"segment.ms": "600000", "retention.bytes": "1048576",
                                                        "flush.ms": "1000"}
     topic_entries = ck_config(ck, ConfigResource("topic", "configs"))
@@ -392,3 +395,30 @@ def test_a_produce_fails_fast_and_the_broker_stays(sim: Sim, ck: AdminClient) ->
     pids = sim.cluster.pids()
     assert all(ours(pids[f"broker-{i}"], sim.cluster.root) for i in (1, 2, 3))
     assert {n.id for n in ck.describe_cluster().result(timeout=CLIENT_TIMEOUT_S).nodes} == {1, 2, 3}
+
+
+# -- log dirs -------------------------------------------------------------------------------
+
+def test_describe_log_dirs_lists_the_replicas_by_directory(sim: Sim, kp: KafkaAdminClient) -> None:
+    """DescribeLogDirs over broker-1's real log dirs and the controller's image, encoded by kio at
+    every version Kafka 4.3 serves (the brokers answer it once broker_node passes its log dirs)."""
+    kp.create_topics([NewTopic("dirs", -1, -1, replica_assignments={0: [1, 2], 1: [2, 3], 2: [3, 1]})])
+    image = sim.wait_image(lambda i: all(p.directories and p.directories[p.replicas.index(1)] not in (None, UNASSIGNED)
+                                         for p in i.topics.topic("dirs").partitions.values() if 1 in p.replicas),
+                           "broker-1's replicas of dirs placed in a directory")
+    paths = [sim.cluster.root / "broker-1" / f"data-{n}" for n in (1, 2)]
+    log_dirs = [LogDir(str(p), read_meta_properties(p).directory_id, online) for p, online in zip(paths, (True, False))]
+    placed = {pid: p.directories[p.replicas.index(1)] for pid, p in image.topics.topic("dirs").partitions.items()
+              if 1 in p.replicas}
+    for version in range(LOG_DIRS_API.min_version, LOG_DIRS_API.max_version + 1):
+        request = protocol_module("describe_log_dirs", version, "request").DescribeLogDirsRequest(topics=None)
+        answer = describe_log_dirs(image, 1, log_dirs, request, version)
+        encode_response(answer, 1)
+        first, second = answer.results
+        assert (first.log_dir, first.error_code, second.log_dir, second.error_code) == \
+            (str(paths[0]), ErrorCode.none, str(paths[1]), ErrorCode.kafka_storage_error)
+        listed = {p.partition_index for t in first.topics if t.name == "dirs" for p in t.partitions}
+        # the offline dir's replicas are not listed; the online one's all are, empty
+        assert listed == {pid for pid, d in placed.items() if d == log_dirs[0].directory_id}
+        assert all(p.partition_size == 0 and p.offset_lag == 0 for t in first.topics for p in t.partitions)
+        assert second.topics == ()

@@ -9,7 +9,8 @@ from it) and ``BrokerApis.handle`` the handler. Three kinds of answers:
 - forwarded to the active controller in an Envelope: the admin writes Kafka 4.x's broker
   forwards (engine.broker.forwarding), advertised at the versions our controller serves;
 - without data: Produce, a client's Fetch, ListOffsets, ListGroups, FindCoordinator
-  (engine.broker.data_answers); another broker's Fetch goes to the replica simulation.
+  (engine.broker.data_answers); another broker's Fetch goes to the replica simulation;
+  DescribeLogDirs from the broker's log dirs (``log_dirs``; not advertised without them).
 
 Anything else is not advertised, so a client never sends it. A request that cannot be
 answered (a bug, or input no check caught) gets its API's UNKNOWN_SERVER_ERROR and a log line;
@@ -23,19 +24,19 @@ import dataclasses
 import logging
 import random
 from datetime import timedelta
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from engine.broker import data_answers, describe_answers, metadata_answers
 from engine.broker.forwarding import Forwarder, error_response, forwarded_apis
 from engine.controller.controller_config import ControllerConfig
 from engine.image.metadata_image import MetadataImage
-from engine.net.kafka_protocol import ApiSpec, api_name
+from engine.net.kafka_protocol import ApiSpec, api_name, response_class
 from engine.net.kafka_server import RequestContext
 from engine.records.kio_codec import ErrorCode, protocol_module
 
 log = logging.getLogger("engine.broker.apis")
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, LIST_GROUPS = 0, 1, 2, 3, 10, 16
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, LIST_GROUPS, DESCRIBE_LOG_DIRS = 0, 1, 2, 3, 10, 16, 35
 DESCRIBE_ACLS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 29, 32, 44
 DESCRIBE_CLIENT_QUOTAS, DESCRIBE_USER_SCRAM_CREDENTIALS, DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 48, 50, 60, 75
 BROKER_LOGGER = 8
@@ -49,6 +50,7 @@ LOCAL_APIS: dict[int, ApiSpec] = {key: ApiSpec(key, name, low, high) for key, na
     (DESCRIBE_CLIENT_QUOTAS, "describe_client_quotas", 0, 1),
     (DESCRIBE_USER_SCRAM_CREDENTIALS, "describe_user_scram_credentials", 0, 0),
     (DESCRIBE_CLUSTER, "describe_cluster", 0, 2), (DESCRIBE_TOPIC_PARTITIONS, "describe_topic_partitions", 0, 0))}
+LOG_DIRS_API = ApiSpec(DESCRIBE_LOG_DIRS, "describe_log_dirs", 1, 5)  # Kafka 4.3's range
 
 NO_LOGGERS = "this simulated broker has no log4j loggers (broker-logger configs belong to a real broker's process)"
 
@@ -66,7 +68,8 @@ class BrokerApis:
                  authorizer: bool = False,
                  replica_fetch: Callable[[RequestContext, Any], Awaitable[Any]] | None = None,
                  request_timeout_ms: int = 30000, config: ControllerConfig | None = None,
-                 rng: random.Random | None = None):
+                 rng: random.Random | None = None,
+                 log_dirs: Callable[[], Sequence[data_answers.LogDir]] | None = None):
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.image = image
@@ -77,7 +80,10 @@ class BrokerApis:
         self.config = dataclasses.replace(config or ControllerConfig(), node_id=broker_id, cluster_id=cluster_id)
         self.rng = rng or random.Random()
         self.forwarder = Forwarder(send_to_controller, request_timeout_ms=request_timeout_ms)
+        self.log_dirs = log_dirs  # log.dirs now (a failed one offline), for DescribeLogDirs
         self.apis: dict[int, ApiSpec] = {**LOCAL_APIS, **forwarded_apis()}
+        if log_dirs is not None:
+            self.apis[DESCRIBE_LOG_DIRS] = LOG_DIRS_API
 
     def finalized_features(self) -> tuple[int, dict[str, int]]:
         """ApiVersions' finalized features (for KafkaServer(finalized_features=...)): the image's,
@@ -113,6 +119,9 @@ class BrokerApis:
             return self._data_answer(ctx, request)
         if key == DESCRIBE_CLIENT_QUOTAS:
             return describe_answers.describe_client_quotas_error(version, code, message)
+        if key == DESCRIBE_LOG_DIRS:
+            return data_answers.make(response_class(key, version), throttle_time=timedelta(0), error_code=code,
+                                     results=())
         return error_response(key, version, request, code, message)
 
     def _data_answer(self, ctx: RequestContext, request: Any) -> Any:
@@ -150,6 +159,8 @@ class BrokerApis:
             return describe_answers.describe_client_quotas(self.image(), request, version)
         if key == DESCRIBE_USER_SCRAM_CREDENTIALS:
             return describe_answers.describe_user_scram_credentials(self.image(), request)
+        if key == DESCRIBE_LOG_DIRS and self.log_dirs is not None:
+            return data_answers.describe_log_dirs(self.image(), self.broker_id, self.log_dirs(), request, version)
         if key == FETCH and data_answers.fetch_replica_id(request) >= 0 and self.replica_fetch is not None:
             return await self.replica_fetch(ctx, request)
         if key == PRODUCE and int(request.acks) == 0:
@@ -183,4 +194,4 @@ class BrokerApis:
         return module.IncrementalAlterConfigsResponse(throttle_time=timedelta(0), responses=tuple(responses))
 
 
-__all__ = ["BrokerApis", "LOCAL_APIS", "NoResponse"]
+__all__ = ["BrokerApis", "LOCAL_APIS", "LOG_DIRS_API", "NoResponse"]

@@ -10,14 +10,25 @@ as Kafka's OffsetFetcher does; it gets no further than that.)
 
 ListGroups (16) is an empty list (there are no groups) and FindCoordinator (10)
 COORDINATOR_NOT_AVAILABLE, the answers admin tools can show.
+
+DescribeLogDirs (35) lists the broker's log dirs as Kafka's ReplicaManager does: each by its
+absolute path with the volume's total and usable bytes, the replicas the image places in it (a
+replica not yet given a directory counts in the first online one, where Kafka's broker would
+have made its log), each empty (size 0, lag 0); an offline dir is KAFKA_STORAGE_ERROR and no
+topics. kafka-reassign-partitions asks it before every --execute.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import uuid
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple, Sequence
 
+from engine.common.directory_id import MIGRATING, UNASSIGNED
+from engine.image.metadata_image import MetadataImage
 from engine.net.kafka_protocol import response_class
 from engine.records.kio_codec import ErrorCode, i32, i64, protocol_module
 
@@ -93,5 +104,63 @@ def find_coordinator(request: Any, version: int) -> Any:
         for key in request.coordinator_keys))
 
 
-__all__ = ["NO_DATA", "fetch", "fetch_replica_id", "find_coordinator", "list_groups", "list_offsets", "make",
+class LogDir(NamedTuple):
+    """One of the broker's log.dirs: its path, its directory id (meta.properties), online or not."""
+    path: str
+    directory_id: uuid.UUID
+    online: bool
+
+
+def _volume_bytes(path: str) -> tuple[int, int]:
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return -1, -1
+    return usage.total, usage.free
+
+
+def _replicas_by_dir(image: MetadataImage, broker_id: int, log_dirs: Sequence[LogDir]
+                     ) -> dict[uuid.UUID, dict[str, list[int]]]:
+    """directory id -> topic -> partitions of this broker's replicas placed there."""
+    first_online = next((d.directory_id for d in log_dirs if d.online), None)
+    placed: dict[uuid.UUID, dict[str, list[int]]] = {}
+    for name in sorted(image.topics.by_name):
+        topic = image.topics.topic(name)
+        for pid, partition in sorted(topic.partitions.items()):
+            if broker_id not in partition.replicas:
+                continue
+            index = partition.replicas.index(broker_id)
+            directory = partition.directories[index] if partition.directories else UNASSIGNED
+            if directory in (UNASSIGNED, MIGRATING, None) and first_online is not None:
+                directory = first_online
+            placed.setdefault(directory, {}).setdefault(name, []).append(pid)
+    return placed
+
+
+def describe_log_dirs(image: MetadataImage, broker_id: int, log_dirs: Sequence[LogDir], request: Any,
+                      version: int) -> Any:
+    m = _module("describe_log_dirs", version)
+    wanted = None if request.topics is None else {(t.topic, int(p)) for t in request.topics for p in t.partitions}
+    placed = _replicas_by_dir(image, broker_id, log_dirs)
+    results = []
+    for log_dir in log_dirs:
+        path = str(Path(log_dir.path).absolute())
+        if not log_dir.online:
+            results.append(make(m.DescribeLogDirsResult, error_code=ErrorCode.kafka_storage_error, log_dir=path,
+                                topics=()))
+            continue
+        topics = []
+        for name, partitions in placed.get(log_dir.directory_id, {}).items():
+            kept = [p for p in partitions if wanted is None or (name, p) in wanted]
+            if kept:
+                topics.append(m.DescribeLogDirsTopic(name=name, partitions=tuple(
+                    m.DescribeLogDirsPartition(partition_index=i32(p), partition_size=i64(0), offset_lag=i64(0),
+                                               is_future_key=False) for p in kept)))
+        total, usable = _volume_bytes(path)
+        results.append(make(m.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=path, topics=tuple(topics),
+                            total_bytes=i64(total), usable_bytes=i64(usable)))
+    return make(response_class(35, version), throttle_time=_ZERO, error_code=ErrorCode.none, results=tuple(results))
+
+
+__all__ = ["LogDir", "NO_DATA", "describe_log_dirs", "fetch", "fetch_replica_id", "find_coordinator", "list_groups", "list_offsets", "make",
            "produce"]
