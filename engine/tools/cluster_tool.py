@@ -53,7 +53,7 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--dir", default=str(default_dir()),
                         help=f"the cluster's state directory (default {default_dir()})")
-    cluster = sub.add_parser("cluster", help="a local cluster of controller and simulated broker processes")
+    cluster = sub.add_parser("cluster", help="a local cluster of our controllers and simulated brokers (or Kafka's own: --kafka-brokers)")
     cs = cluster.add_subparsers(dest="cluster_command", required=True, parser_class=OneLineParser)
 
     def command(name: str, handler: str, help_text: str, timeout_s: float | None = None) -> argparse.ArgumentParser:

@@ -23,14 +23,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from engine.net.ports import ADDRESS_IN_USE
+from engine.tools.kafka_dist import SERVER_JVM_OPTS  # small heaps, a light JIT: CI's two cores
 
 from .distribution import KafkaDistribution
 
 REPO = Path(__file__).resolve().parents[2]  # where `python -m engine.tools.cli` runs
 
-# Small heaps and a light JIT: six JVMs must share CI's two cores. Kafka's scripts use G1 and 1 GiB.
-SERVER_JVM_OPTS = ("-Xmx384m", "-Xms96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                   "-XX:CICompilerCount=1", "-Djava.awt.headless=true")
 READY_TIMEOUT_S = 120.0
 POLL_INTERVAL_S = 0.2
 PORT_ATTEMPTS = 4
