@@ -209,6 +209,7 @@ def bench_sim_brokers(*, brokers: int, brokers_per_process: int | None = None, c
     result = SimResult(brokers, len({layout.process_name(n) for n in layout.of_role("broker")}), controllers,
                        interval_ms)
     from engine.tools.cluster_commands import start_nodes  # late: it imports the CLI's parser module
+    done = False
     try:
         out(f"starting {controllers} controllers and {brokers} brokers in {result.processes} processes "
             f"({per} a process) in {root}")
@@ -217,12 +218,15 @@ def bench_sim_brokers(*, brokers: int, brokers_per_process: int | None = None, c
         result.ready_s = time.monotonic() - began
         out(f"every broker registered and unfenced after {result.ready_s:.1f} s; holding for {seconds:g} s")
         _steady(layout, result, seconds, out)
+        done = True
     finally:
         stop_nodes(layout, layout.of_role("broker"), timeout_s=STOP_TIMEOUT_S, sleep=time.sleep, clock=time.monotonic)
         stop_nodes(layout, layout.of_role("controller"), timeout_s=STOP_TIMEOUT_S, sleep=time.sleep,
                    clock=time.monotonic)
-        if not keep:
+        if done and not keep:
             shutil.rmtree(root, ignore_errors=True)
+        else:
+            out(f"state and logs kept in {root}")
     out(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     report(result, out)
     return result

@@ -79,8 +79,8 @@ def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quoru
 def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIMEOUT_S, *,
                 quorum: bool = True, group_command: GroupCommand = kraftd_start_group) -> None:
     """Start the given (stopped) nodes: controllers first, each until it listens, then the
-    brokers (a group's process by ``group_command``); until every running broker is unfenced
-    and (with ``quorum``) the quorum has a leader."""
+    brokers (a group's process by ``group_command``, each group unfenced before the next
+    starts); until every running broker is unfenced and (with ``quorum``) the quorum has a leader."""
     marks: dict[str, int] = {}
     controllers = [n for n in nodes if n.role == "controller"]
     for node in controllers:
@@ -91,6 +91,10 @@ def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIME
         if node.role == "broker" and node.name not in marks:  # a group's process starts once
             mark = spawn(layout, node, group_command=group_command)
             marks.update((member.name, mark) for member in layout.group(node))
+            if node.process is not None:
+                # one group's registrations at a time: 2,000 brokers registering in the same
+                # seconds stalled the active controller past the fetch timeout on 2 cores
+                wait_ready(layout, marks, timeout_s, quorum=quorum)
     if quorum or any(n.role == "broker" for n in nodes):
         wait_ready(layout, marks, timeout_s, quorum=quorum)
 
