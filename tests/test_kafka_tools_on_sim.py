@@ -36,17 +36,19 @@ def create(sim: Sim, name: str, assignment: dict[int, list[int]]) -> None:
         admin.create_topics([NewTopic(name, -1, -1, replica_assignments=assignment)])
     finally:
         admin.close()
+    sim.synced()
 
 
 def tool(dist: KafkaDistribution, sim: Sim, name: str, *args: str) -> str:
-    """One of Kafka's tools against the brokers; its stdout (a non-zero exit fails the test)."""
+    """One of Kafka's tools against the brokers; its stdout (a non-zero exit fails the test). What
+    a tool reads after a write waits for ``sim.synced()`` first, as every broker learns it late."""
     return dist.run(name, "--bootstrap-server", sim.bootstrap, *args, timeout_s=120).stdout
 
 
 def test_kafka_topics(kafka_dist: KafkaDistribution, sim: Sim) -> None:
     tool(kafka_dist, sim, "kafka-topics", "--create", "--topic", "orders", "--partitions", "3",
          "--replication-factor", "3", "--config", "retention.ms=3600000")
-    image = sim.image()
+    image = sim.synced()
     assert image.configs[(TOPIC, "orders")] == {"retention.ms": "3600000"}
     created = image_partitions(image, "orders")
     assert len(created) == 3 and all(sorted(replicas) == [1, 2, 3] for _, replicas, _ in created.values())
@@ -64,7 +66,7 @@ def test_kafka_topics(kafka_dist: KafkaDistribution, sim: Sim) -> None:
 
     create(sim, "kept", {0: [1, 2]})
     tool(kafka_dist, sim, "kafka-topics", "--delete", "--topic", "orders")
-    assert sim.image().topics.topic("orders") is None
+    assert sim.synced().topics.topic("orders") is None
     assert tool(kafka_dist, sim, "kafka-topics", "--list").split() == ["kept"]
 
 
@@ -74,7 +76,7 @@ def test_kafka_configs(kafka_dist: KafkaDistribution, sim: Sim) -> None:
          "--add-config", "retention.ms=5000,cleanup.policy=[delete,compact]")
     tool(kafka_dist, sim, "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-name", "2",
          "--add-config", "log.cleaner.threads=2")
-    image = sim.image()
+    image = sim.synced()
     assert image.configs[(TOPIC, "configured")] == {"retention.ms": "5000", "cleanup.policy": "delete,compact"}
     assert image.configs[(BROKER, "2")] == {"log.cleaner.threads": "2"}
 
@@ -137,19 +139,20 @@ def test_kafka_leader_election(kafka_dist: KafkaDistribution, sim: Sim) -> None:
     finally:
         admin.close()
     sim.wait_image(lambda i: list(i.topics.topic("electing").partitions[0].replicas) == [2, 3, 1], "the reorder")
-    assert image_partitions(sim.image(), "electing")[0][0] == 1
+    assert image_partitions(sim.synced(), "electing")[0][0] == 1
 
     out = tool(kafka_dist, sim, "kafka-leader-election", "--election-type", "PREFERRED", "--all-topic-partitions")
     assert "Successfully completed leader election (PREFERRED) for partitions electing-0" in out
-    assert image_partitions(sim.image(), "electing")[0][0] == 2
+    assert image_partitions(sim.synced(), "electing")[0][0] == 2
 
 
 def test_kafka_metadata_quorum_through_a_broker(kafka_dist: KafkaDistribution, sim: Sim) -> None:
     """DescribeQuorum sent to a broker, which forwards it to the active controller."""
+    written = sim.synced().provenance.last_offset
     out = tool(kafka_dist, sim, "kafka-metadata-quorum", "describe", "--status")
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", out, re.M))
     controller = sim.cluster.registry()["nodes"][0]
     assert fields["LeaderId"] == "3001" and fields["ClusterId"] == sim.cluster.registry()["cluster_id"]
-    assert int(fields["HighWatermark"]) >= sim.image().provenance.last_offset
+    assert int(fields["HighWatermark"]) >= written
     assert json.loads(fields["CurrentVoters"])[0]["endpoints"] == [f"CONTROLLER://127.0.0.1:{controller['port']}"]
     assert sorted(o["id"] for o in json.loads(fields["CurrentObservers"])) == [1, 2, 3]

@@ -10,6 +10,7 @@ ran is SIGKILLed at the end, failure or not (tests/test_cluster_tool.py's Cluste
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Iterator
 
 import pytest
@@ -34,6 +35,7 @@ from engine.broker.data_answers import LogDir, describe_log_dirs
 from engine.common.directory_id import UNASSIGNED
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import load_log_dir
+from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import encode_response
 from engine.records.kio_codec import ErrorCode, protocol_module
 from engine.storage.meta_properties import read_meta_properties
@@ -56,6 +58,15 @@ class Sim:
     def image(self) -> MetadataImage:
         return load_log_dir(self.cluster.root / "controller-1" / "metadata" / "__cluster_metadata-0")[0]
 
+    def synced(self) -> MetadataImage:
+        """The controller's image, once every broker's image has reached its offset. A broker
+        learns a write from the metadata log after the controller answered it, as Kafka's do, so
+        a read through a client after a write waits for this first."""
+        image = self.image()
+        offset = image.provenance.last_offset
+        poll(lambda: min(asyncio.run(broker_offsets(self.bootstrap))) >= offset, f"every broker at offset {offset}")
+        return image
+
     def wait_image(self, check: Any, what: str) -> MetadataImage:
         found: list[MetadataImage] = []
 
@@ -63,7 +74,23 @@ class Sim:
             found[:] = [self.image()]
             return bool(check(found[0]))
         poll(done, what)
-        return found[0]
+        return self.synced()
+
+
+async def broker_offsets(bootstrap: str) -> list[int]:
+    """Each broker's image offset: its ApiVersions' finalized features epoch (Kafka's too)."""
+    client = KafkaClient(client_id="test-real-clients")
+    request = protocol_module("api_versions", 3, "request").ApiVersionsRequest(
+        client_software_name="metashell-tests", client_software_version="1")
+    try:
+        offsets = []
+        for address in bootstrap.split(","):
+            host, port = address.rsplit(":", 1)
+            answer = await client.send((host, int(port)), request, timeout_ms=int(CLIENT_TIMEOUT_S * 1000))
+            offsets.append(int(answer.finalized_features_epoch))
+        return offsets
+    finally:
+        await client.close()
 
 
 def running_sim(tmp_path_factory: Any, name: str) -> Iterator[Sim]:
@@ -125,7 +152,7 @@ def same_sets(partitions: dict[int, tuple[int, list[int], list[int]]]) -> dict[i
 # -- the cluster ----------------------------------------------------------------------------
 
 def test_both_clients_describe_the_cluster(sim: Sim, ck: AdminClient, kp: KafkaAdminClient) -> None:
-    image = sim.image()
+    image = sim.synced()
     registry_id = sim.cluster.registry().get("cluster_id")
     described = ck.describe_cluster(include_authorized_operations=True).result(timeout=CLIENT_TIMEOUT_S)
     assert sorted((n.id, n.rack) for n in described.nodes) == [(1, "rack-1"), (2, "rack-2"), (3, "rack-3")]
@@ -147,7 +174,7 @@ def test_confluent_creates_grows_and_deletes_topics(sim: Sim, ck: AdminClient, k
         CkNewTopic("ck-configured", 3, 3, config={"retention.ms": "3600000", "cleanup.policy": "compact"}),
         CkNewTopic("ck-placed", 2, replica_assignment=[[1, 2], [3, 1]])], operation_timeout=CLIENT_TIMEOUT_S))
     assert created == {"ck-configured": None, "ck-placed": None}
-    image = sim.image()
+    image = sim.synced()
     assert image.configs[(TOPIC, "ck-configured")] == {"retention.ms": "3600000", "cleanup.policy": "compact"}
     assert image_partitions(image, "ck-placed") == {0: (1, [1, 2], [1, 2]), 1: (3, [3, 1], [1, 3])}
     configured = image_partitions(image, "ck-configured")
@@ -164,14 +191,14 @@ def test_confluent_creates_grows_and_deletes_topics(sim: Sim, ck: AdminClient, k
     assert same_sets(kp_partitions(kp, "ck-configured")) == image_partitions(grown, "ck-configured")
 
     assert results(ck.delete_topics(["ck-placed"], operation_timeout=CLIENT_TIMEOUT_S)) == {"ck-placed": None}
-    assert sim.image().topics.topic("ck-placed") is None
+    assert sim.synced().topics.topic("ck-placed") is None
     poll(lambda: "ck-placed" not in kp.list_topics(), "kafka-python no longer listing ck-placed")
 
 
 def test_kafka_python_creates_grows_and_deletes_topics(sim: Sim, ck: AdminClient, kp: KafkaAdminClient) -> None:
     kp.create_topics([NewTopic("kp-configured", 2, 2, topic_configs={"max.message.bytes": "2000000"}),
                       NewTopic("kp-placed", -1, -1, replica_assignments={0: [2, 3], 1: [3, 1], 2: [1, 2]})])
-    image = sim.image()
+    image = sim.synced()
     assert image.configs[(TOPIC, "kp-configured")] == {"max.message.bytes": "2000000"}
     assert image_partitions(image, "kp-placed") == {0: (2, [2, 3], [2, 3]), 1: (3, [3, 1], [1, 3]),
                                                    2: (1, [1, 2], [1, 2])}
@@ -186,7 +213,7 @@ def test_kafka_python_creates_grows_and_deletes_topics(sim: Sim, ck: AdminClient
     assert same_sets(ck_partitions(ck, "kp-placed")) == image_partitions(grown, "kp-placed")
 
     kp.delete_topics(["kp-placed"])
-    assert sim.image().topics.topic("kp-placed") is None
+    assert sim.synced().topics.topic("kp-placed") is None
     poll(lambda: "kp-placed" not in ck.list_topics(timeout=CLIENT_TIMEOUT_S).topics,
          "confluent-kafka no longer listing kp-placed")
 
@@ -200,6 +227,7 @@ def ck_config(ck: AdminClient, resource: ConfigResource) -> dict[str, ConfigEntr
 def test_configs_altered_by_one_client_are_described_by_the_other(sim: Sim, ck: AdminClient,
                                                                    kp: KafkaAdminClient) -> None:
     results(ck.create_topics([CkNewTopic("configs", 1, 3)]))
+    sim.synced()
     # confluent-kafka: incremental (a topic and a broker), then legacy (a whole topic's set)
     incremental = [
         ConfigResource("topic", "configs", incremental_configs=[
@@ -208,7 +236,7 @@ def test_configs_altered_by_one_client_are_described_by_the_other(sim: Sim, ck: 
         ConfigResource("broker", "2", incremental_configs=[
             ConfigEntry("log.cleaner.threads", "2", incremental_operation=AlterConfigOpType.SET)])]
     assert set(results(ck.incremental_alter_configs(incremental)).values()) == {None}
-    image = sim.image()
+    image = sim.synced()
     assert image.configs[(TOPIC, "configs")] == {"retention.ms": "7200000", "cleanup.policy": "delete,compact"}
     assert image.configs[(BROKER, "2")] == {"log.cleaner.threads": "2"}
     described = kp.describe_configs([KpConfigResource(ConfigResourceType.TOPIC, "configs"),
@@ -222,7 +250,7 @@ def test_configs_altered_by_one_client_are_described_by_the_other(sim: Sim, ck: 
 
     legacy = ConfigResource("topic", "configs", set_config={"segment.ms": "600000"})
     assert results(ck.alter_configs([legacy])) == {legacy: None}  # AlterConfigs replaces the whole set
-    assert sim.image().configs[(TOPIC, "configs")] == {"segment.ms": "600000"}
+    assert sim.synced().configs[(TOPIC, "configs")] == {"segment.ms": "600000"}
 
     # kafka-python: incremental on a topic and a broker (it checks the names against the broker's
     # describe, which must list every broker config), then legacy
@@ -230,7 +258,7 @@ def test_configs_altered_by_one_client_are_described_by_the_other(sim: Sim, ck: 
         KpConfigResource(ConfigResourceType.TOPIC, "configs", configs={"retention.bytes": "1048576"}),
         KpConfigResource(ConfigResourceType.BROKER, "3", configs={"background.threads": "12"})], incremental=True)
     assert altered == {"topic": {"configs": "OK"}, "broker": {"3": "OK"}}, altered
-    image = sim.image()
+    image = sim.synced()
     assert image.configs[(TOPIC, "configs")] == {"segment.ms": "600000", "retention.bytes": "1048576"}
     assert image.configs[(BROKER, "3")] == {"background.threads": "12"}
     broker3 = ck_config(ck, ConfigResource("broker", "3"))
@@ -240,7 +268,7 @@ def test_configs_altered_by_one_client_are_described_by_the_other(sim: Sim, ck: 
                             incremental=False) == {"topic": {"configs": "OK"}}
     # kafka-python's legacy alter sends the topic's other modified configs along (AlterConfigs replaces
     # all); a broker config that is a topic config's synonym (log.retention.ms) would go along too
-    assert sim.image().configs[(TOPIC, "configs")] == {"segment.ms": "600000", "retention.bytes": "1048576",
+    assert sim.synced().configs[(TOPIC, "configs")] == {"segment.ms": "600000", "retention.bytes": "1048576",
                                                        "flush.ms": "1000"}
     topic_entries = ck_config(ck, ConfigResource("topic", "configs"))
     assert topic_entries["flush.ms"].value == "1000" and not topic_entries["flush.ms"].is_default
@@ -263,7 +291,7 @@ def test_preferred_election_after_a_reordering_reassignment(sim: Sim, ck: AdminC
     outcome = elected.result(timeout=CLIENT_TIMEOUT_S)
     assert {(tp.topic, tp.partition): (err.code() if err else None) for tp, err in outcome.items()} == \
         {("elect", 0): None, ("elect", 1): KafkaError.ELECTION_NOT_NEEDED}
-    image = sim.image()
+    image = sim.synced()
     assert image_partitions(image, "elect")[0][0] == 3
     assert image.topics.topic("elect").partitions[0].leader_epoch >= 1
     assert kp_partitions(kp, "elect")[0][0] == 3
@@ -387,6 +415,7 @@ def test_scram_users_upserted_described_and_deleted(sim: Sim, ck: AdminClient, k
 
 def test_a_produce_fails_fast_and_the_broker_stays(sim: Sim, ck: AdminClient) -> None:
     results(ck.create_topics([CkNewTopic("no-data", 1, 3)]))
+    sim.synced()
     errors: list[Any] = []
     producer = Producer({"bootstrap.servers": sim.bootstrap, "message.timeout.ms": 5000, "retries": 0})
     producer.produce("no-data", b"value", on_delivery=lambda err, msg: errors.append(err))
