@@ -111,8 +111,6 @@ def test_kafka_acls(kafka_dist: KafkaDistribution, sim: Sim) -> None:
     assert [a.operation for a in left.values()] == [8]
 
 
-@pytest.mark.xfail(strict=True, reason="--execute asks each broker DescribeLogDirs, which BrokerApis answers only "
-                   "once engine/server/broker_node.py passes it log_dirs=... (remove this mark then)")
 def test_kafka_reassign_partitions(kafka_dist: KafkaDistribution, sim: Sim, tmp_path: Path) -> None:
     create(sim, "moving", {0: [1, 2]})
     plan = tmp_path / "plan.json"

@@ -110,6 +110,7 @@ class BrokerNode:
 
     async def start(self) -> None:
         from engine.broker.broker_apis import BrokerApis
+        from engine.broker.data_answers import LogDir
         from engine.raft.election_store import FileElectionStore
         from engine.raft.file_raft_log import FileRaftLog
         from engine.raft.raft_driver import RaftDriver
@@ -144,7 +145,9 @@ class BrokerNode:
         self.apis = BrokerApis(broker_id=s.node_id, cluster_id=self.cluster_id, image=lambda: self.image,
                                send_to_controller=self._forward, listener_name=s.inter_broker_listener,
                                authorizer=s.authorizer, replica_fetch=self.replicas.handle_fetch,
-                               config=s.static_configs)
+                               config=s.static_configs,
+                               log_dirs=lambda: [LogDir(str(d), self.dir_ids[d], d not in self.faults.failed_dirs)
+                                                 for d in s.log_dirs])
         advertised = []
         for (name, bind), listener in zip(s.binds, s.advertised):
             server = KafkaServer(self.apis.handle, host=bind[0], port=bind[1], apis=self.apis.apis,
