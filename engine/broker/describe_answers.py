@@ -108,8 +108,8 @@ def _broker_config(ctx: ControllerContext, broker: str, name: str, describe: tup
     key = defs.BROKER_DYNAMIC_CONFIGS.get(name)
     unset = name not in configs.get((BROKER_RESOURCE, broker), {}) and name not in configs.get((BROKER_RESOURCE, ""), {})
     if unset and key is not None and key.default is None and name not in defs.SERVER_DEFAULTS:
-        return config_control._entry(describe, name, None, key.type == "PASSWORD", [], key.type, read_only=False)
-    return config_control._broker_entry(ctx, broker, name, describe)
+        return config_control.config_entry(describe, name, None, key.type == "PASSWORD", [], key.type, read_only=False)
+    return config_control.broker_entry(ctx, broker, name, describe)
 
 
 def describe_configs(image: MetadataImage, config: ControllerConfig, request: Any, version: int) -> Any:

@@ -359,7 +359,7 @@ def _topic_entry(ctx: ControllerContext, topic: str, key: ConfigKey, describe: A
             if found is not None:
                 value = _scaled(key, found, factor)
                 break
-    return _entry(describe, key.name, value, False, synonyms, key.type, read_only=False)
+    return config_entry(describe, key.name, value, False, synonyms, key.type, read_only=False)
 
 
 def _scaled(key: ConfigKey, text: str, factor: int) -> str:
@@ -368,7 +368,7 @@ def _scaled(key: ConfigKey, text: str, factor: int) -> str:
     return str(int(text.strip()) * factor) if re.fullmatch(r"\s*[+-]?[0-9]+\s*", text) else text
 
 
-def _broker_entry(ctx: ControllerContext, node: str | None, name: str, describe: Any) -> Any:
+def broker_entry(ctx: ControllerContext, node: str | None, name: str, describe: Any) -> Any:
     key = defs.BROKER_DYNAMIC_CONFIGS.get(name)
     kind = key.type if key else defs.SERVER_TYPES.get(name)
     sensitive = kind is None or kind == "PASSWORD"  # KafkaConfig.maybeSensitive: untyped names are hidden
@@ -377,10 +377,10 @@ def _broker_entry(ctx: ControllerContext, node: str | None, name: str, describe:
     default = key.default if key else defs.SERVER_DEFAULTS.get(name)
     if default is not None:
         synonyms.append((name, default, defs.DEFAULT_CONFIG))
-    return _entry(describe, name, synonyms[0][1], sensitive, synonyms, kind, read_only=key is None)
+    return config_entry(describe, name, synonyms[0][1], sensitive, synonyms, kind, read_only=key is None)
 
 
-def _entry(describe: Any, name: str, value: str | None, sensitive: bool,
+def config_entry(describe: Any, name: str, value: str | None, sensitive: bool,
            synonyms: list[tuple[str, str, int]], kind: str | None, read_only: bool) -> Any:
     include, _ = describe
     return _describe.DescribeConfigsResourceResult(
@@ -414,7 +414,7 @@ def _describe_resource(ctx: ControllerContext, resource: Any, describe: Any) -> 
         names = set(ctx.image.configs.get((BROKER, ""), {}))
         if node_name is not None:
             names |= set(ctx.image.configs.get((BROKER, node_name), {}))
-        return (ErrorCode.none, None), [_broker_entry(ctx, node_name, key, describe) for key in sorted(names)
+        return (ErrorCode.none, None), [broker_entry(ctx, node_name, key, describe) for key in sorted(names)
                                         if wanted is None or key in wanted]
     return (ErrorCode.invalid_request, f"Unsupported resource type: {_type_name(rtype)}"), []
 
