@@ -91,13 +91,31 @@ def test_pause_says_it_pauses_the_whole_process(cluster):
     assert cluster.ok("resume", "broker-12").strip().startswith("broker-12: resumed, with its whole process brokers-2")
 
 
+def test_chaos_never_takes_down_a_group_bigger_than_its_budget(cluster):
+    # a topic of replication factor 3: at most 2 brokers down at once, less than a group of 6,
+    # so chaos may only fail disks and delay fetches, one broker at a time
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.up_output.splitlines()[-2].split("=", 1)[1].split(","))
+    try:
+        admin.create_topics([NewTopic("three", num_partitions=2, replication_factor=3)])
+    finally:
+        admin.close()
+    out = cluster.ok("chaos", "--seconds", "3", "--interval-ms", "300", "--seed", "3").splitlines()
+    actions = [line.split()[1] for line in out if re.match(r" *\d+\.\ds  ", line)]
+    assert actions and not {"kill", "stop", "pause"} & set(actions)
+    assert out[-1].startswith("controllers' images identical")
+
+
 def test_down_stops_each_process_once(cluster):
     pids = cluster.pids()
+    log_path = cluster.root / "logs" / "brokers-2.log"
+    before = len(log_path.read_text())  # what earlier tests' restarts logged is not this down's
     out = cluster.ok("down").splitlines()
     assert out == ["brokers-1 (broker-1 .. broker-6): stopped", "brokers-2 (broker-7 .. broker-12): stopped",
                    "controller-1: stopped"]
     assert not [pid for pid in pids.values() if ours(pid, cluster.root)]
-    log = (cluster.root / "logs" / "brokers-2.log").read_text()
+    log = log_path.read_text()[before:]
     assert log.count("starting a controlled shutdown") == PER_PROCESS  # one SIGTERM: no second one cut it short
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.tools.cluster_layout import load_layout
+from engine.tools.cluster_view import observe
 from engine.tools.process_cluster import kraftd
 from tests.test_controller_processes import poll
 
@@ -152,6 +154,16 @@ def test_a_killed_broker_is_fenced_and_unfenced_after_start(cluster):
     poll(lambda: cluster.state("broker-1") == "fenced", "broker-1 fenced after its session expired")
     cluster.ok("start", "broker-1")  # returns once it is unfenced
     assert cluster.state("broker-1") == "unfenced"
+
+
+def test_start_right_after_kill_waits_for_the_new_registration(cluster):
+    # the killed broker's old registration stays unfenced until its session expires: `start`
+    # must not take that for the new process being ready
+    before = observe(load_layout(cluster.root)).image.cluster.brokers[2].epoch
+    cluster.ok("kill", "broker-2")
+    cluster.ok("start", "broker-2")
+    after = observe(load_layout(cluster.root)).image.cluster.brokers[2]
+    assert after.epoch > before and not after.fenced
 
 
 def test_pause_and_resume(cluster):

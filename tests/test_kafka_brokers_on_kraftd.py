@@ -23,7 +23,7 @@ from tests.kafka_peer.nodes import metadata_brokers, wait_until
 pytestmark = pytest.mark.kafka
 
 CLIENT_TIMEOUT_S = 60
-SNAPSHOT_BYTES = 20_000  # small: our controllers snapshot often, for Kafka's shell to read
+SNAPSHOT_BYTES = 4_000  # small: our controllers snapshot often, for Kafka's shell to read (the test waits for one)
 _CLUSTERS: dict[str, KafkaCluster] = {}
 
 
@@ -264,7 +264,7 @@ def test_kafkas_metadata_shell_reads_our_snapshots(cluster: KafkaCluster, tmp_pa
         newest = snapshots[-1] if snapshots else None
         return newest if newest is not None and int(newest.name.split("-")[0]) > created else None
 
-    # the NoOps every 500 ms fill 20 kB soon; the policy's interval does the rest
+    # the NoOps every 500 ms fill SNAPSHOT_BYTES soon; the policy's interval does the rest
     snapshot = wait_until(newest_snapshot, "a snapshot after the topic", cluster.live_nodes())
     tree = kafka_tree(cluster.dist, snapshot, tmp_path)
     image, _ = load_log_dir(node.metadata_dir)

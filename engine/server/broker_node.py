@@ -53,6 +53,7 @@ from engine.storage.snapshot_writer import SnapshotId
 
 QUORUM_STATE_FILE = "quorum-state"
 FAULTS_POLL_MS = 500
+FORWARD_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms, for a forwarded admin request
 
 
 class _Wakeup:
@@ -104,6 +105,7 @@ class BrokerNode:
         self._tasks: list[asyncio.Task] = []
         self._requests: set[asyncio.Task] = set()
         self._logged_state: tuple | None = None
+        self._controlled = False  # a controlled shutdown was asked (its end is no failure)
         self._closed = False
 
     # -- start ------------------------------------------------------------------------------
@@ -216,7 +218,7 @@ class BrokerNode:
         return image.provenance.last_offset, features
 
     async def _forward(self, request: Any) -> Any:
-        return await self.channel.send(request, timeout_ms=self.settings.raft.request_timeout_ms * 15)
+        return await self.channel.send(request, timeout_ms=FORWARD_TIMEOUT_MS)
 
     def _snapshot_due(self, end_offset: int, image: MetadataImage, timestamp_ms: int, reason: str) -> bool:
         def done(snapshot_id: SnapshotId) -> None:
@@ -252,8 +254,6 @@ class BrokerNode:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(None if due is None else max(0, due - now) / 1000):
                     await self._wake.wait()
-
-    _controlled = False
 
     async def _send_lifecycle(self, request: Any) -> None:
         lifecycle = self.lifecycle

@@ -91,10 +91,11 @@ class Chaos:
                 if self.impaired(node):
                     continue
                 simulated = role == "broker" and not cluster_kafka.is_kafka(self.layout, node)  # faults file
-                if room > 0:
+                # a process fault takes the node's whole process down: every broker of its group
+                if room >= (len(self.layout.group(node)) if role == "broker" else 1):
                     choices += [("kill", node), ("stop", node), ("pause", node)]
-                    if simulated:
-                        choices.append(("disk-fail", node))
+                if room > 0 and simulated:
+                    choices.append(("disk-fail", node))
                 if simulated and node.name not in self.lagging:
                     choices.append(("lag", node))  # slows, takes nothing offline: outside the budget
         return choices

@@ -24,7 +24,7 @@ from engine.tools.cluster_layout import (
     GroupCommand, kraftd_start_group, spawn, stop_nodes, write_configs, write_faults,
 )
 from engine.tools import cluster_kafka
-from engine.tools.cluster_view import UNFENCED, observe, status_lines
+from engine.tools.cluster_view import UNFENCED, ClusterView, observe, status_lines
 from engine.tools.cluster_tool import READY_TIMEOUT_S
 from engine.tools.process_cluster import LISTEN_TIMEOUT_S, PORT_ATTEMPTS, ClusterError, PortTaken
 
@@ -57,9 +57,13 @@ def _wait_listening(layout: Layout, node: Node, mark: int, timeout_s: float) -> 
         time.sleep(0.02)
 
 
-def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quorum: bool) -> None:
+def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quorum: bool,
+               epochs_before: dict[str, int] | None = None) -> None:
     """Until every running broker is unfenced (and, with ``quorum``, the quorum has a leader);
-    a broker whose process ends is an error."""
+    a broker whose process ends is an error. A broker in ``epochs_before`` (name -> its broker
+    epoch before it was started, -1 for none) counts only once registered anew: a killed broker's
+    old registration stays unfenced until its session expires."""
+    epochs_before = epochs_before or {}
     deadline = time.monotonic() + timeout_s
     while True:
         brokers = [n for n in layout.of_role("broker") if n.pid is not None]
@@ -67,7 +71,8 @@ def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quoru
             if not is_alive(node):
                 raise _why_exited(layout, node, marks.get(node.name, 0))
         view = observe(layout)
-        waiting = [n for n in brokers if view.processes[n.name] == "running" and view.state(n) != UNFENCED]
+        waiting = [n for n in brokers if view.processes[n.name] == "running" and
+                   (view.state(n) != UNFENCED or _registered_before(view, n, epochs_before))]
         if not waiting and (view.quorum is not None or not quorum):
             return
         if time.monotonic() > deadline:
@@ -76,12 +81,28 @@ def wait_ready(layout: Layout, marks: dict[str, int], timeout_s: float, *, quoru
         time.sleep(POLL_S)
 
 
+def _registered_before(view: ClusterView, node: Node, epochs_before: dict[str, int]) -> bool:
+    """Whether the broker's registration is still the one from before its start (or unknown)."""
+    if node.name not in epochs_before:
+        return False
+    registration = view.image.cluster.brokers.get(node.node_id) if view.image is not None else None
+    return registration is None or registration.epoch <= epochs_before[node.name]
+
+
+def broker_epochs(layout: Layout, nodes: list[Node]) -> dict[str, int]:
+    """Each broker's registered epoch now (-1: not registered or not known)."""
+    image = observe(layout).image
+    brokers = image.cluster.brokers if image is not None else {}
+    return {n.name: brokers[n.node_id].epoch if n.node_id in brokers else -1 for n in nodes if n.role == "broker"}
+
+
 def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIMEOUT_S, *,
                 quorum: bool = True, group_command: GroupCommand = kraftd_start_group) -> None:
     """Start the given (stopped) nodes: controllers first, each until it listens, then the
     brokers (a group's process by ``group_command``, each group unfenced before the next
     starts); until every running broker is unfenced and (with ``quorum``) the quorum has a leader."""
     marks: dict[str, int] = {}
+    epochs = broker_epochs(layout, nodes)
     controllers = [n for n in nodes if n.role == "controller"]
     for node in controllers:
         marks[node.name] = spawn(layout, node)
@@ -94,9 +115,9 @@ def start_nodes(layout: Layout, nodes: list[Node], timeout_s: float = READY_TIME
             if node.process is not None:
                 # one group's registrations at a time: 2,000 brokers registering in the same
                 # seconds stalled the active controller past the fetch timeout on 2 cores
-                wait_ready(layout, marks, timeout_s, quorum=quorum)
+                wait_ready(layout, marks, timeout_s, quorum=quorum, epochs_before=epochs)
     if quorum or any(n.role == "broker" for n in nodes):
-        wait_ready(layout, marks, timeout_s, quorum=quorum)
+        wait_ready(layout, marks, timeout_s, quorum=quorum, epochs_before=epochs)
 
 
 def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
