@@ -29,7 +29,7 @@ from engine.net.kafka_client import KafkaClient
 from engine.net.ports import pick_ports
 from engine.records.kio_codec import ErrorCode, i8, i16, i32, protocol_module
 from engine.server.broker_node import BrokerNode
-from engine.server.broker_settings import CLEAN_SHUTDOWN_FILE, load_broker_settings
+from engine.server.broker_settings import CLEAN_SHUTDOWN_FILE, load_broker_settings, read_faults
 from engine.server.node_process import build_nodes
 from engine.tools.process_cluster import SOURCE_ROOT, kraftd
 from engine.tools.storage_tool import format_storage
@@ -192,6 +192,12 @@ def test_bad_broker_configs_and_storage_are_one_line(tmp_path: Path) -> None:
     assert "not PLAINTEXT" in error(**{"listener.security.protocol.map": "PLAINTEXT:SSL"})
     assert "inter.broker.listener.name" in error(**{"inter.broker.listener.name": "OTHER"})
     assert "broker.heartbeat.interval.ms" in error(**{"broker.heartbeat.interval.ms": "often"})
+    faults = tmp_path / "faults.properties"
+    faults.write_text("replica.fetch.failure.rate=2\n")
+    with pytest.raises(ConfigError, match="a probability from 0 to 1"):
+        read_faults(faults, "x")
+    faults.write_text("replica.fetch.failure.rate=0.25\nreplica.fetch.delay.ms=7\n")
+    assert (read_faults(faults, "x").fetch_failure_rate, read_faults(faults, "x").fetch_delay_ms) == (0.25, 7)
     assert "process.roles" in error(**{"process.roles": "controller"})
 
     config = broker_config(tmp_path / "c", "127.0.0.1:9093")
@@ -259,6 +265,13 @@ async def test_two_brokers_replicate_shrink_and_expand_the_isr_and_assign_direct
         await wait_until(lambda: all(sorted(p.isr) == [11, 12] for p in led_by_11()), DEADLINE_S,
                          "the ISR expanded back")
         assert brokers[0].replicas.sim.counters.isr_shrinks_sent >= 1
+        # the failure model: every fetch of broker 12 lost, then none
+        (tmp_path / "broker12" / "faults.properties").write_text("replica.fetch.failure.rate=1\n")
+        await wait_until(lambda: all(p.isr == (11,) for p in led_by_11()), DEADLINE_S, "the ISR shrunk again")
+        assert brokers[1].replicas.sim.fetcher.counters.fetches_lost > 0
+        (tmp_path / "broker12" / "faults.properties").write_text("replica.fetch.failure.rate=0\n")
+        await wait_until(lambda: all(sorted(p.isr) == [11, 12] for p in led_by_11()), DEADLINE_S,
+                         "the ISR expanded again")
     finally:
         for node in brokers:
             await node.stop()

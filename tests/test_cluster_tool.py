@@ -181,9 +181,13 @@ def test_pause_and_resume(cluster):
 def test_lag_and_disk_fail_reach_the_broker(cluster):
     faults = cluster.root / "broker-2" / "faults.properties"
     log = cluster.root / "logs" / "broker-2.log"
-    cluster.ok("lag", "broker-2", "250")
-    assert faults.read_text() == "replica.fetch.delay.ms=250\n"
-    poll(lambda: "replica fetch delay 250 ms" in log.read_text(), "the broker taking the fetch delay")
+    assert cluster.ok("lag", "broker-2", "250", "--failure-rate", "0.5").strip() == \
+        "broker-2: replica.fetch.delay.ms=250 replica.fetch.failure.rate=0.5"
+    assert faults.read_text() == "replica.fetch.delay.ms=250\nreplica.fetch.failure.rate=0.5\n"
+    poll(lambda: "replica fetch delay 250 ms, fetch failure rate 0.5" in log.read_text(),
+         "the broker taking the fetch delay and failure rate")
+    refused = cluster.run("lag", "broker-2", "5", "--failure-rate", "1.5")
+    assert refused.returncode == 1 and "a probability from 0 to 1" in refused.stderr
     cluster.ok("lag", "broker-2", "0")
     assert faults.read_text() == ""
     assert cluster.ok("disk-fail", "broker-2").strip() == \

@@ -302,7 +302,7 @@ class BrokerNode:
             self.log.warning("%s the faults file fails %s, not a log dir of this broker", self.prefix,
                              ", ".join(map(str, sorted(unknown))))
         newly = failed - self.faults.failed_dirs
-        self.faults = Faults(faults.fetch_delay_ms, frozenset(failed))
+        self.faults = Faults(faults.fetch_delay_ms, frozenset(failed), faults.fetch_failure_rate)
         for directory in sorted(newly):
             self.log.info("%s log dir %s failed (directory id %s)", self.prefix, directory, self.dir_ids[directory])
         if self.settings.metadata_log_dir in failed:
@@ -312,8 +312,10 @@ class BrokerNode:
             self.lifecycle.set_offline_dirs({self.dir_ids[d] for d in failed}, now)
             self.replicas.set_failed_dirs(self.dir_ids[d] for d in failed)
         self.replicas.set_fetch_delay_ms(faults.fetch_delay_ms)
-        self.log.info("%s faults now: replica fetch delay %d ms, failed log dirs: %s", self.prefix,
-                      faults.fetch_delay_ms, ", ".join(map(str, sorted(failed))) or "none")
+        self.replicas.set_fetch_failure_rate(faults.fetch_failure_rate)
+        self.log.info("%s faults now: replica fetch delay %d ms, fetch failure rate %g, failed log dirs: %s",
+                      self.prefix, faults.fetch_delay_ms, faults.fetch_failure_rate,
+                      ", ".join(map(str, sorted(failed))) or "none")
         self.wake()
 
     # -- stop ------------------------------------------------------------------------------

@@ -68,6 +68,10 @@ class BrokerReplicas:
         self.sim.set_fetch_delay_ms(delay_ms)
         self.wake()
 
+    def set_fetch_failure_rate(self, rate: float) -> None:
+        self.sim.set_fetch_failure_rate(rate)
+        self.wake()
+
     async def handle_fetch(self, ctx: RequestContext, request: Any) -> Any:
         """A follower's Fetch, answered by the leader's core."""
         self._refresh()

@@ -7,7 +7,8 @@ the metadata log in ``metadata.log.dir`` (by default the first of ``log.dirs``),
 registration names (KIP-966: a broker back from a clean shutdown keeps its place in the ELR).
 
 Our own key ``kraftd.sim.faults.file`` names a properties file the broker watches, through which
-``kraftd cluster lag`` and ``disk-fail`` inject faults: ``replica.fetch.delay.ms`` and
+``kraftd cluster lag`` and ``disk-fail`` inject faults: ``replica.fetch.delay.ms``,
+``replica.fetch.failure.rate`` (the probability that a follower's fetch is lost) and
 ``failed.log.dirs``.
 """
 
@@ -38,6 +39,7 @@ from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties,
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
 FAULTS_FILE_KEY = "kraftd.sim.faults.file"
 FETCH_DELAY_KEY = "replica.fetch.delay.ms"
+FETCH_FAILURE_RATE_KEY = "replica.fetch.failure.rate"
 FAILED_DIRS_KEY = "failed.log.dirs"
 
 
@@ -187,10 +189,12 @@ def write_clean_shutdown(directories: tuple[Path, ...], broker_epoch: int) -> No
 
 @dataclass(frozen=True)
 class Faults:
-    """What the faults file injects: a follower's extra delay per fetch, and failed log dirs."""
+    """What the faults file injects: a follower's extra delay per fetch, the share of its
+    fetches lost, and failed log dirs."""
 
     fetch_delay_ms: int = 0
     failed_dirs: frozenset[Path] = frozenset()
+    fetch_failure_rate: float = 0.0
 
 
 def read_faults(path: Path | None, where: str) -> Faults:
@@ -200,7 +204,14 @@ def read_faults(path: Path | None, where: str) -> Faults:
     props: Mapping[str, str] = load_properties(path)
     delay = int_setting(props, FETCH_DELAY_KEY, 0, 0, JAVA_INT_MAX, str(path))
     failed = frozenset(Path(d.strip()) for d in props.get(FAILED_DIRS_KEY, "").split(",") if d.strip())
-    return Faults(delay, failed)
+    text = props.get(FETCH_FAILURE_RATE_KEY, "").strip() or "0"
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = -1.0
+    if not 0.0 <= rate <= 1.0:
+        raise ConfigError(f"{FETCH_FAILURE_RATE_KEY} must be a probability from 0 to 1, got {text!r}", path=str(path))
+    return Faults(delay, failed, rate)
 
 
 def directory_ids(metas: Mapping[Path, MetaProperties]) -> dict[Path, uuid.UUID]:

@@ -171,7 +171,7 @@ class Chaos:
             if node.name in self.failed_disk:
                 self.act("disk-heal", node)
             elif read_faults(layout, node):
-                self.set_faults(node, delay_ms=0, failed="")
+                write_faults(layout, node, {})  # every injected fault, a fetch failure rate too
                 self.lagging.discard(node.name)
         for node in [*layout.of_role("controller"), *layout.of_role("broker")]:
             if not is_alive(node):

@@ -18,7 +18,7 @@ from typing import Callable
 
 from engine.net.ports import is_address_in_use, pick_ports
 from engine.tools.cluster_layout import (
-    FAILED_DIRS_KEY, FETCH_DELAY_KEY, REGISTRY_FILE, Layout, Node, Settings, default_brokers_per_process,
+    FAILED_DIRS_KEY, FETCH_DELAY_KEY, FETCH_FAILURE_RATE_KEY, REGISTRY_FILE, Layout, Node, Settings, default_brokers_per_process,
     forget_dead, format_nodes,
     is_alive, kill_node, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal,
     GroupCommand, kraftd_start_group, spawn, stop_nodes, write_configs, write_faults,
@@ -285,8 +285,9 @@ def cmd_lag(args: argparse.Namespace, out: Out) -> int:
     node = _broker(layout, args.node)
     faults = read_faults(layout, node)
     faults[FETCH_DELAY_KEY] = str(args.ms) if args.ms else ""
+    faults[FETCH_FAILURE_RATE_KEY] = f"{args.failure_rate:g}" if args.failure_rate else ""
     write_faults(layout, node, faults)
-    out(f"{node.name}: {FETCH_DELAY_KEY}={args.ms}")
+    out(f"{node.name}: {FETCH_DELAY_KEY}={args.ms} {FETCH_FAILURE_RATE_KEY}={args.failure_rate:g}")
     return 0
 
 

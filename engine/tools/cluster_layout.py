@@ -48,6 +48,7 @@ HOST = "127.0.0.1"
 BROKER_LOG_DIRS = ("data-1", "data-2")  # two, so a failed disk leaves the broker one
 FAULTS_FILE = "faults.properties"
 FETCH_DELAY_KEY = "replica.fetch.delay.ms"
+FETCH_FAILURE_RATE_KEY = "replica.fetch.failure.rate"
 FAILED_DIRS_KEY = "failed.log.dirs"
 ROLES = ("controller", "broker")
 # Brokers per process when `up` is not told: one each for a small cluster (a kill is one
@@ -386,7 +387,7 @@ def stop_nodes(layout: Layout, nodes: Sequence[Node], *, timeout_s: float, sleep
 
 
 __all__ = ["BROKERS_PER_PROCESS_MAX", "BROKER_LOG_DIRS", "CONTROLLER_ID_BASE", "default_brokers_per_process",
-           "GroupCommand", "kraftd_start_group", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "Layout", "Node",
+           "GroupCommand", "kraftd_start_group", "FAILED_DIRS_KEY", "FETCH_DELAY_KEY", "FETCH_FAILURE_RATE_KEY", "Layout", "Node",
            "REGISTRY_FILE", "Settings", "format_nodes", "forget_dead", "is_alive", "kill_node", "load_layout",
            "log_since", "plan_layout", "process_state", "read_faults", "remove_state", "send_signal", "spawn",
            "stop_nodes", "write_configs", "write_faults"]

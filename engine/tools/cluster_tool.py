@@ -39,6 +39,16 @@ def _non_negative(text: str) -> int:
     return int(text)
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a probability from 0 to 1, got {text!r}")
+    return value
+
+
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
@@ -96,6 +106,8 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                   "slow a broker's replication: its followers fetch MS later (replica.fetch.delay.ms in its faults file)")
     lag.add_argument("node")
     lag.add_argument("ms", type=_non_negative, help="milliseconds (0: no delay)")
+    lag.add_argument("--failure-rate", type=_probability, default=0.0, metavar="P",
+                     help="also lose this share of its fetches, 0 to 1 (replica.fetch.failure.rate; default 0)")
     disk = command("disk-fail", "cluster_commands:cmd_disk_fail",
                    "fail one of a broker's log dirs (failed.log.dirs in its faults file)")
     disk.add_argument("node")
