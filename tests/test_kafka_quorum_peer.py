@@ -25,6 +25,7 @@ controller whose voters the voter test changes.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
 import signal
 import subprocess
@@ -347,12 +348,10 @@ def snapshot_ids(metadata_dir: Path) -> list[SnapshotId]:
     return sorted(s for s in (parse_snapshot_name(p.name) for p in metadata_dir.iterdir()) if s is not None)
 
 
-@pytest.fixture(scope="module")
-def snapshotting_node(kafka_dist, tmp_path_factory):
+def _snapshotting_cluster(kafka_dist, root: Path) -> tuple[KafkaCluster, SnapshotId]:
     """One combined Kafka node whose log starts at its newest snapshot, with records after it.
-    Yields (cluster, that snapshot's id)."""
-    cluster = KafkaCluster(kafka_dist, tmp_path_factory.mktemp(f"kafka-snapshots-{kafka_dist.version}"),
-                           voters=1, combined=True, config=SNAPSHOTTING)
+    Most of its minute is Kafka's wait for its metadata log cleaning (every 60 s, fixed)."""
+    cluster = KafkaCluster(kafka_dist, root, voters=1, combined=True, config=SNAPSHOTTING)
     try:
         cluster.start()
         node = cluster.nodes[0]
@@ -364,9 +363,47 @@ def snapshotting_node(kafka_dist, tmp_path_factory):
         wait_until(lambda: snapshot_ids(directory)[0].end_offset > 0, "Kafka's cleaning of its metadata log",
                    [node], timeout_s=CLEANING_DEADLINE_S)
         assert snapshot_ids(directory) == [snapshot], "a snapshot after the last topics: AFTER is too big"
-        yield cluster, snapshot
-    finally:
+    except BaseException:
         cluster.close()
+        raise
+    return cluster, snapshot
+
+
+# Kafka's cleaning wait, started with the module's first test of a version on a thread of its own,
+# so this module's other tests run meanwhile (the node takes no part in them): per version a
+# minute less of the suite. The fixture below only collects it; what is never collected is
+# closed when the module ends.
+_PREPARED: dict[str, concurrent.futures.Future] = {}
+_PREPARER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-snapshots")
+
+
+@pytest.fixture(autouse=True)
+def _prepare_snapshotting_node(kafka_dist, tmp_path_factory) -> None:
+    if kafka_dist.version not in _PREPARED:
+        root = tmp_path_factory.mktemp(f"kafka-snapshots-{kafka_dist.version}")
+        _PREPARED[kafka_dist.version] = _PREPARER.submit(_snapshotting_cluster, kafka_dist, root)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_prepared_nodes():
+    yield
+    for future in _PREPARED.values():
+        if not future.cancel():  # running or done: its cluster is closed once it is there
+            try:
+                future.result(timeout=DEADLINE_S + CLEANING_DEADLINE_S)[0].close()
+            except Exception:  # noqa: BLE001 - it failed: _snapshotting_cluster closed what it started
+                pass
+    _PREPARED.clear()
+
+
+@pytest.fixture(scope="module")
+def snapshotting_node(kafka_dist, tmp_path_factory):
+    """Yields (cluster, the snapshot its log starts at) for this Kafka version."""
+    if kafka_dist.version not in _PREPARED:  # a run of only the tests that use it
+        root = tmp_path_factory.mktemp(f"kafka-snapshots-{kafka_dist.version}")
+        _PREPARED[kafka_dist.version] = _PREPARER.submit(_snapshotting_cluster, kafka_dist, root)
+    cluster, snapshot = _PREPARED[kafka_dist.version].result(timeout=DEADLINE_S + CLEANING_DEADLINE_S)
+    yield cluster, snapshot
 
 
 def kafka_snapshot_bytes(directory: Path, snapshot: SnapshotId) -> bytes:
