@@ -75,10 +75,13 @@ def test_a_topic_made_through_the_kafka_brokers(cluster):
     admin = KafkaAdminClient(bootstrap_servers=bootstrap(cluster), request_timeout_ms=CLIENT_TIMEOUT_MS)
     try:
         admin.create_topics([NewTopic("through-kafka", 3, 2)])
-        described = admin.describe_topics(["through-kafka"])[0]
+        # CreateTopics answers once our controller commits; the answering broker's metadata cache
+        # learns the topic a moment later (Kafka's own brokers behave so), so describe until it has
+        described = poll(lambda: next((t for t in admin.describe_topics(["through-kafka"]) if t["error_code"] == 0), None),
+                         "the Kafka broker's metadata to carry the new topic", interval_s=0.2)
     finally:
         admin.close()
-    assert described["error_code"] == 0 and len(described["partitions"]) == 3
+    assert len(described["partitions"]) == 3
     # the Kafka broker forwarded it to our controller: it is in our metadata log
     image, _ = load_log_dir(cluster.root / "controller-1" / "metadata")
     topic = image.topics.topic("through-kafka")
