@@ -576,6 +576,24 @@ def test_fetch_long_poll_released_by_a_new_high_watermark() -> None:
     assert all(part(x).high_watermark == 2 for x in released)
 
 
+def test_anonymous_fetcher_long_poll_released_by_a_new_high_watermark() -> None:
+    # Replica id -1 (a live attachment, a tool) has no progress at the leader; Kafka's leader still
+    # completes its parked fetch when the high watermark moves, so a commit reaches it at once.
+    r = Replica()
+    now = r.elect()
+    r.commit_leader_change(now, node_id=2)
+    r.client.append_now(1, [data_record("a")], now)
+    (response,) = r.fetch(now, -1, 1, 1)  # it gets the uncommitted record, high watermark 1
+    assert part(response).high_watermark == 1 and len(part(response).records) > 0
+    assert r.fetch(now, -1, 2, 1, max_wait_ms=500) == []  # nothing more for it: parked
+    r.fetch(now + 5, 2, 2, 1)  # node 2 reaches offset 2: the high watermark moves
+    assert r.client.high_watermark == 2
+    answers = _parked_fetch_answers(r)  # node 2's and the parked one, released
+    assert len(answers) == 2 and all(part(a).high_watermark == 2 and not part(a).records for a in answers)
+    assert r.client.parked_fetches == []
+    assert r.client.quorum.state.observers == {}  # and it is still tracked nowhere
+
+
 def _parked_fetch_answers(r: Replica) -> list:
     return [m.response for m in r.ready.messages
             if isinstance(m, OutboundResponse) and type(m.response).__name__ == "FetchResponse"]

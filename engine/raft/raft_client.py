@@ -195,7 +195,7 @@ class RaftClient(ReplicaContext):
     def _next_poll_ms(self, now_ms: int) -> int:
         times = [raft_polls.state_deadline_ms(self, now_ms)]
         times.extend(f.deadline_ms for f in self.inflight.values())
-        times.extend(deadline for _, _, deadline in self.parked_fetches)
+        times.extend(entry[2] for entry in self.parked_fetches)
         times.extend(t for t in self.backoff_until.values() if t > now_ms)
         if self.pending_since_ms is not None:
             times.append(self.pending_since_ms + self.config.append_linger_ms)

@@ -253,8 +253,10 @@ def answer_fetch(client: ReplicaContext, now_ms: int, token: object, request: An
         client.complete_parked_fetches(now_ms, force=False)
     progress = leader.progress_of(replica)
     if park and request.max_wait.total_seconds() > 0 and not fetch_has_news(client, request):
-        # Long poll: hold the fetch until there is data or a newer high watermark for it.
-        client.parked_fetches.append((token, request, now_ms + int(request.max_wait.total_seconds() * 1000)))
+        # Long poll: hold the fetch until there is data or a newer high watermark for it (the one
+        # now is kept: a fetcher with no progress here, replica id -1, is told of every move too).
+        client.parked_fetches.append((token, request, now_ms + int(request.max_wait.total_seconds() * 1000),
+                                      leader.high_watermark))
         return
     # The request's MaxBytes, as Kafka's leader reads it: Kafka's fetchers leave PartitionMaxBytes at 0.
     max_bytes = min(int(request.max_bytes), MAX_FETCH_SIZE_BYTES)
@@ -267,11 +269,12 @@ def complete_parked_fetches(client: ReplicaContext, now_ms: int, force: bool) ->
     """Answer the parked fetches that have news or whose wait is over (all of them with ``force``:
     this replica no longer leads, they are answered as such)."""
     parked, client.parked_fetches = client.parked_fetches, []
-    for token, request, deadline_ms in parked:
-        if force or now_ms >= deadline_ms or fetch_has_news(client, request):
+    for entry in parked:
+        token, request, deadline_ms, parked_hw = entry
+        if force or now_ms >= deadline_ms or fetch_has_news(client, request, parked_hw):
             answer_fetch(client, now_ms, token, request, park=False)
         else:
-            client.parked_fetches.append((token, request, deadline_ms))
+            client.parked_fetches.append(entry)
 
 
 def _needs_snapshot(client: ReplicaContext, fetch_offset: int, last_epoch: int) -> bool:
@@ -285,13 +288,17 @@ def _needs_snapshot(client: ReplicaContext, fetch_offset: int, last_epoch: int) 
             or last_epoch < earliest.epoch)
 
 
-def fetch_has_news(client: ReplicaContext, request: Any) -> bool:
-    """New records past the fetch offset, or a high watermark the fetcher has not been told."""
+def fetch_has_news(client: ReplicaContext, request: Any, parked_hw: int | None = None) -> bool:
+    """New records past the fetch offset, or a high watermark the fetcher has not been told: for a
+    tracked replica, the last one sent to it; for any fetcher, a move since its fetch was parked
+    (``parked_hw``), as Kafka's leader completes every parked fetch when its high watermark moves."""
     part = rm.only_partition(request)
     leader = client.quorum.state
     if part is None or not isinstance(leader, LeaderState):
         return True
     if part.fetch_offset < client.log.end_offset:
+        return True
+    if parked_hw is not None and leader.high_watermark != parked_hw:
         return True
     progress = leader.progress_of(ReplicaKey(request.replica_state.replica_id, part.replica_directory_id))
     hw = leader.high_watermark if leader.high_watermark is not None else -1

@@ -51,7 +51,7 @@ class ReplicaContext(ABC):
         self.high_watermark: int | None = None
         self.outbox: list = []
         self.inflight: dict[int, InFlight] = {}
-        self.parked_fetches: list = []  # (token, request, deadline_ms)
+        self.parked_fetches: list = []  # (token, request, deadline_ms, high watermark when parked)
         self.backoff_until: dict[tuple[int, str], int] = {}
         self.pending_records: list[AnyRecord] = []
         self.pending_since_ms: int | None = None
