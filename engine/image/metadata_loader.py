@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from engine.common.errors import MetadataError, StorageError
 from engine.storage.log_reader import (
@@ -48,19 +48,26 @@ class LoadInfo:
 def load_snapshot(path: Path) -> tuple[MetadataImage, LoadInfo]:
     """The image a snapshot file holds."""
     path = Path(path)
+    snapshot_id = _snapshot_id_of(path)
+    image, skipped = image_of_snapshot(read_file(path, snapshot=True), snapshot_id)
+    end = snapshot_id.end_offset if snapshot_id else 0
+    return image, LoadInfo(path, snapshot_id, None, end, end, skipped_records=skipped)
+
+
+def image_of_snapshot(entries: Iterable[LogEntry], snapshot_id: SnapshotId | None) -> tuple[MetadataImage, int]:
+    """The image a snapshot's records hold (from a file, or downloaded by FetchSnapshot), stamped
+    with the snapshot's end; and how many records were of unknown types."""
     delta = MetadataDelta(MetadataImage())
     header_ts = -1
     with collector_paused():
-        for entry in read_file(path, snapshot=True):
+        for entry in entries:
             if entry.record.type_name == "SNAPSHOT_HEADER":
                 header_ts = entry.record.message.last_contained_log_timestamp
             delta.replay(entry.record)
         image = delta.apply()
-    snapshot_id = _snapshot_id_of(path)
     if snapshot_id is not None:
         image = replace(image, provenance=Provenance(snapshot_id.end_offset - 1, snapshot_id.epoch, header_ts))
-    end = snapshot_id.end_offset if snapshot_id else 0
-    return image, LoadInfo(path, snapshot_id, None, end, end, skipped_records=delta.skipped)
+    return image, delta.skipped
 
 
 @dataclass(frozen=True, slots=True)

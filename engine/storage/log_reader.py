@@ -175,8 +175,15 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
 def entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
                       in_snapshot: bool) -> Iterator[list[LogEntry]]:
     """The decoded records of a file, a list per batch (fewer generator hops than per record)."""
-    buf = read_segment_bytes(path)
-    for pos, header, end in iter_batches(buf, str(path), decode_records=False, on_torn_tail=on_torn_tail):
+    for _, entries in batches_of_bytes(read_segment_bytes(path), str(path), on_torn_tail, in_snapshot):
+        yield entries
+
+
+def batches_of_bytes(buf: bytes | memoryview, where: str, on_torn_tail: TornTailHandler | None,
+                     in_snapshot: bool) -> Iterator[tuple[RecordBatch, list[LogEntry]]]:
+    """(batch header, its decoded records) for every batch of a file's or a Fetch answer's bytes;
+    damage raises an error naming ``where``."""
+    for pos, header, end in iter_batches(buf, where, decode_records=False, on_torn_tail=on_torn_tail):
         entries = None
         if header.compression == NONE and not header.is_control:
             count = int.from_bytes(buf[pos + HEADER_SIZE - 4:pos + HEADER_SIZE], "big", signed=True)
@@ -185,9 +192,9 @@ def entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
             try:
                 batch, _ = decode_batch(buf, pos, verify_crc=False)  # the CRC was checked above
             except MetadataError as exc:
-                raise exc.at(path=str(path)) from None
+                raise exc.at(path=where) from None
             entries = list(entries_of_batch(batch, in_snapshot))
-        yield entries
+        yield header, entries
 
 
 def resolve_metadata_dir(path: Path) -> Path:

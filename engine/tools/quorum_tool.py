@@ -226,6 +226,22 @@ def _leader_address(came_in: Address, leader_id: int, nodes: Mapping[int, tuple]
     return None if chosen is None else (chosen[1], chosen[2])
 
 
+def _quorum_info(p, response) -> QuorumInfo:
+    return QuorumInfo(p.leader_id, p.leader_epoch, p.high_watermark, tuple(p.current_voters), tuple(p.observers),
+                      _nodes(response))
+
+
+def quorum_info(response) -> QuorumInfo | None:
+    """The quorum a leader's DescribeQuorum answer describes; None when the answerer does not
+    lead (NOT_LEADER_OR_FOLLOWER); QuorumToolError for any other error."""
+    p = _partition_of(response)
+    if p.error_code == _kio().ErrorCode.not_leader_or_follower:
+        return None
+    if p.error_code != _kio().ErrorCode.none:
+        raise QuorumToolError(error_line(p.error_code, p.error_message))
+    return _quorum_info(p, response)
+
+
 def describe_cluster(address: Address, send: Send, endpoint_types: Sequence[int] = CONTROLLERS_FIRST):
     """The DescribeCluster (v2) answer of one node, or None: asked for each endpoint type in turn."""
     kio = _kio()
@@ -255,8 +271,7 @@ def find_leader(bootstrap: Sequence[Address], send: Send,
             continue
         p = partition = _partition_of(response)
         if partition.error_code == errors.none:
-            return address, QuorumInfo(p.leader_id, p.leader_epoch, p.high_watermark, tuple(p.current_voters),
-                                       tuple(p.observers), _nodes(response))
+            return address, _quorum_info(p, response)
         if partition.error_code != errors.not_leader_or_follower:
             raise QuorumToolError(error_line(partition.error_code, partition.error_message))
         leader = _leader_address(address, partition.leader_id, _nodes(response))
