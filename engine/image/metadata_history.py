@@ -16,6 +16,16 @@ demand: asked for a point before its start, it reads an older span of the log on
 newest snapshot (or the log's start) at or before that point up to where the next span
 begins, and keeps it for the next question.
 
+A history that grows (``growing``, the live tools'): ``extend`` replays the batches a live
+attachment hands over after the last entry, the observer seeing them as in the single pass.
+Memory is bounded by a window: past about ``window_records`` entries, the oldest are dropped
+up to a checkpoint, whose image becomes the new starting image (``first_offset`` moves on);
+a point below the window is then an ``OutsideWindowError``, not a silent answer from
+elsewhere. ``reset`` starts anew from another image (the attachment fetched a snapshot again).
+Each ``extend`` ends at a checkpoint (the next one replays from there), and the previous
+end's is dropped unless it is a checkpoint by the rules above: a drain a second does not
+keep an image a second.
+
 A metadata transaction (KIP-868) is carried from batch to batch and checkpoint to checkpoint
 (``MetadataDelta.open_transaction``); one still open at a point is in no image of it, as in
 Kafka, and the LoadInfo of that point says so in a note.
@@ -23,12 +33,13 @@ Kafka, and the LoadInfo of that point says so in a note.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, NamedTuple, Protocol
 
+from engine.common.errors import MetadataError
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import (
@@ -42,6 +53,11 @@ CHECKPOINT_BUDGET = 4_000_000  # ... while those checkpoints add fewer mapping e
 CHEAP_BATCH_IMAGE = 2048  # mapping entries a batch-end image may add and still be kept ...
 BATCH_IMAGE_BUDGET = 1_000_000  # ... and all of them together
 RECENT_IMAGES = 8  # images built last, so stepping replays from the one shown, not a checkpoint
+WINDOW_SLACK = 8  # a window trims an eighth more than it must: trims (which renumber the entries) stay rare
+
+
+class OutsideWindowError(MetadataError):
+    """A point the history held once but dropped: before its window, or before its last reset."""
 
 
 class ReplayState(NamedTuple):
@@ -95,6 +111,15 @@ class MetadataHistory:
         self._older: list[MetadataHistory] = []  # spans before the starting snapshot, read on demand
         self._spacing = CHECKPOINT_RECORDS  # records between checkpoints (doubles past CHECKPOINT_BUDGET)
         self._spaced: dict[int, int] = {}  # index -> cost of the checkpoints kept for the spacing
+        self._kept: dict[int, int] = {}  # index -> cost of the cheap batch-end checkpoints (an observer's)
+        self._kept_cost = 0  # their sum, against BATCH_IMAGE_BUDGET
+        self._since_checkpoint = 0  # records replayed since the last spaced or kept checkpoint
+        self._tail: int | None = None  # a checkpoint kept only as the last entry's (dropped once passed)
+        self.window_records: int | None = None  # growing: the entries kept at most (about)
+        self.dropped_records = 0  # by the window, since the start or the last reset
+        self.resets = 0
+        self._observer: ReplayObserver | None = None  # a growing history's, for extend
+        self._start_ts = start.provenance.last_timestamp_ms  # the starting image's time (window checks)
         if observer is not None:
             observer.replay_started(start, start_offset)
         with collector_paused():  # the heap only grows during the pass
@@ -154,13 +179,107 @@ class MetadataHistory:
         image, info = load_snapshot(Path(path))
         return cls(info, image, (), image.provenance.last_offset)
 
+    # -- growing ------------------------------------------------------------------------------
+
+    @classmethod
+    def growing(cls, info: LoadInfo, start: MetadataImage, start_offset: int, *, window_records: int,
+                observer: ReplayObserver | None = None) -> MetadataHistory:
+        """An empty history at ``start`` (offset ``start_offset``; -1: the empty image) that
+        ``extend`` grows, keeping about ``window_records`` entries (at least 1)."""
+        if window_records < 1:
+            raise ValueError(f"window_records must be at least 1, not {window_records}")
+        history = cls(info, start, (), start_offset, observer=observer)
+        history.window_records, history._observer = window_records, observer
+        return history
+
+    def extend(self, batches: Iterable[list[LogEntry]]) -> int:
+        """Replay ``batches`` after the last entry (entries at or below it are passed over: a
+        batch handed over twice); the observer sees them; then trim to the window. Returns the
+        records added."""
+        before = len(self.entries)
+        with collector_paused():
+            self._replay_all(self._after_last(batches), self._observer)
+        added = len(self.entries) - before
+        if added:
+            self._moved()
+            self._trim()
+        return added
+
+    def reset(self, image: MetadataImage, offset: int) -> None:
+        """Start anew from ``image`` at ``offset`` (the attachment fetched a snapshot again): every
+        entry goes; the observer sees a new start."""
+        for kept in (self.entries, self.offsets, self.ts_max, self.batch_starts, self.batch_ends):
+            kept.clear()  # in place: a wrapper holds these lists
+        self.start_image, self.start_offset, self._begin = image, offset, offset + 1
+        self.skipped = self._start_skipped = self.dropped_records = 0
+        self._checkpoints = {-1: ReplayState(image, None, 0)}
+        self._checkpoint_idx = [-1]
+        self._recent.clear()
+        self._spaced, self._kept, self._kept_cost, self._since_checkpoint, self._tail = {}, {}, 0, 0, None
+        self._spacing = CHECKPOINT_RECORDS
+        self._older = []
+        self._start_ts = image.provenance.last_timestamp_ms
+        self.resets += 1
+        if self._observer is not None:
+            self._observer.replay_started(image, offset)
+        self._moved()
+
+    def _after_last(self, batches: Iterable[list[LogEntry]]) -> Iterable[list[LogEntry]]:
+        for batch in batches:
+            last = self.offsets[-1] if self.offsets else self.start_offset
+            if batch and batch[0].offset <= last:
+                batch = [entry for entry in batch if entry.offset > last]
+            if batch:
+                yield batch
+
+    def _moved(self) -> None:
+        self.first_offset = self.offsets[0] if self.offsets else self.start_offset
+        self.last_offset = self.offsets[-1] if self.offsets else self.start_offset
+        self.info = self.info_at(len(self.entries) - 1)
+
+    def _trim(self) -> None:
+        """Past the window: drop the oldest entries up to a checkpoint, the new starting image."""
+        window = self.window_records
+        if window is None or len(self.entries) <= window:
+            return
+        need = len(self.entries) - window + window // WINDOW_SLACK - 1  # cut at this entry or after
+        idx = self._checkpoint_idx
+        cut = idx[min(bisect_left(idx, need), len(idx) - 1)]  # the last entry's is always one
+        state, k = self._checkpoints[cut], cut + 1
+        self.start_image, self.start_offset = state.image, self.offsets[cut]
+        self._start_ts = self.ts_max[cut]
+        self._begin = self.start_offset + 1
+        del self.entries[:k], self.offsets[:k], self.ts_max[:k]
+        gone = bisect_right(self.batch_ends, cut)
+        del self.batch_starts[:gone], self.batch_ends[:gone]
+        self.batch_ends[:] = [i - k for i in self.batch_ends]
+        self._checkpoints = {i - k: s for i, s in self._checkpoints.items() if i >= cut}  # cut becomes -1
+        self._checkpoint_idx = sorted(self._checkpoints)
+        self._recent = OrderedDict((i - k, s) for i, s in self._recent.items() if i > cut)
+        self._spaced = {i - k: c for i, c in self._spaced.items() if i > cut}
+        self._kept_cost -= sum(c for i, c in self._kept.items() if i <= cut)
+        self._kept = {i - k: c for i, c in self._kept.items() if i > cut}
+        self._tail = None if self._tail is None or self._tail <= cut else self._tail - k
+        self.dropped_records += k
+        self._moved()
+
+    def _check_window(self, offset: int | None, time_ms: int | None) -> None:
+        if not (self.dropped_records or self.resets):
+            return
+        if (offset is not None and offset < self.start_offset) or \
+                (offset is None and time_ms is not None and time_ms < self._start_ts):
+            point = f"offset {offset}" if offset is not None else f"time {time_ms}"
+            raise OutsideWindowError(
+                f"{point} is before what this session keeps: from offset {self.start_offset} on "
+                f"(the last {self.window_records or len(self.entries):,} records at most)")
+
     # -- the single pass ----------------------------------------------------------------------
 
     def _replay_all(self, batches: Iterable[list[LogEntry]], observer: ReplayObserver | None) -> None:
         """Replay ``batches`` after the last entry (whose state is always a checkpoint)."""
         state = self._checkpoints[self._checkpoint_idx[-1]]
         delta = MetadataDelta(state.image, state.open_transaction)
-        since_checkpoint = kept_cost = 0
+        since_checkpoint, kept_cost, tail = self._since_checkpoint, self._kept_cost, self._tail
         offsets, ts_max, entries = self.offsets, self.ts_max, self.entries
         for batch in batches:
             for entry in batch:
@@ -188,13 +307,20 @@ class MetadataHistory:
                 since_checkpoint = 0
             elif observer is not None and cost <= CHEAP_BATCH_IMAGE and kept_cost + cost <= BATCH_IMAGE_BUDGET:
                 kept_cost += cost  # a batch end that costs little: stepping batch by batch replays nothing
+                self._kept[last] = cost
                 self._checkpoint(last, state)
                 since_checkpoint = 0
             delta = MetadataDelta(after, state.open_transaction)
+        self._since_checkpoint, self._kept_cost = since_checkpoint, kept_cost
         last = len(entries) - 1
+        if tail is not None and tail != last and tail in self._checkpoints:  # passed: the next end is the tail
+            del self._checkpoints[tail], self._checkpoint_idx[bisect_left(self._checkpoint_idx, tail)]
+            self._recent.pop(tail, None)
+            self._tail = None
         if last not in self._checkpoints:  # the latest image: the one asked for most
             self.skipped += delta.skipped
             self._checkpoint(last, ReplayState(delta.apply(), delta.open_transaction, self.skipped))
+            self._tail = last
 
     def _checkpoint(self, index: int, state: ReplayState) -> None:
         self._checkpoints[index] = state
@@ -259,6 +385,7 @@ class MetadataHistory:
         """As ``load_log_dir``: the latest image, or the one at or before ``offset`` (inclusive) or
         ``time_ms``. A point before this history's starting snapshot is answered by an older span
         of the log, read once (from the newest snapshot at or before it, as the loader would)."""
+        self._check_window(offset, time_ms)
         history = self._span_for(offset, time_ms)
         if offset is not None:
             index = history.index_of(offset)
