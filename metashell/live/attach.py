@@ -1,0 +1,288 @@
+"""The live attachment: a thread of its own follows the quorum's metadata log over the wire.
+
+``Attachment`` runs engine.raft.log_follower's deterministic core on its own thread and asyncio
+loop, with two connections of engine.net's KafkaClient: one for Fetch / FetchSnapshot, one for
+DescribeQuorum about once a second (``.quorum``: the QuorumInfo ``kraftd quorum describe``
+prints). The tools only ever call the thread-safe methods below; nothing here blocks them
+except ``wait_caught_up``, which is meant for command-line use, not for a UI thread.
+
+The command config (``--command-config FILE``, Java properties) may set Kafka's client names
+``request.timeout.ms`` and ``retry.backoff.ms``, ``controller.quorum.fetch.timeout.ms``, and
+``cluster.id`` (sent in every Fetch, so that a controller of another cluster refuses us;
+without it the Fetch carries a null cluster id, which Kafka accepts, as its own tools send).
+Only PLAINTEXT is spoken: SSL and SASL are refused (issue 15) rather than tried in clear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import threading
+import time
+from typing import Callable, Mapping
+
+from engine.common.errors import ConfigError, MetadataError
+from engine.common.java_properties import load_properties
+from engine.net.errors import NetError
+from engine.net.kafka_client import KafkaClient
+from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
+from engine.raft.raft_io import InboundResponse, OutboundRequest
+from engine.tools import quorum_tool
+from metashell.live.feed import AttachStatus, FeedUpdate
+
+FETCH_API_KEY = 1
+DESCRIBE_INTERVAL_S = 1.0
+CLIENT_ID = "metashell-attach"
+SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
+
+
+class AttachError(MetadataError):
+    """The attachment stopped (or did not catch up in time): one line saying why."""
+
+
+def load_command_config(path: str) -> dict[str, str]:
+    """``--command-config FILE`` as Java properties; ConfigError names the file."""
+    return load_properties(path)
+
+
+def follower_settings(config: Mapping[str, str], where: str = "--command-config") -> FollowerSettings:
+    """The follower's timeouts from a command config, Kafka's defaults for what it leaves out;
+    ConfigError for a bad number or a security protocol we do not speak yet."""
+    protocol = config.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in SUPPORTED_PROTOCOLS:
+        raise ConfigError(f"security.protocol={protocol} is not supported yet (issue 15): only PLAINTEXT",
+                          path=where)
+    defaults = FollowerSettings()
+
+    def number(key: str, default: int, low: int) -> int:
+        text = config.get(key)
+        if text is None:
+            return default
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, got {text!r}", path=where) from None
+        if value < low:
+            raise ConfigError(f"{key} must be at least {low}, got {value}", path=where)
+        return value
+
+    return FollowerSettings(request_timeout_ms=number("request.timeout.ms", defaults.request_timeout_ms, 1),
+                            retry_backoff_ms=number("retry.backoff.ms", defaults.retry_backoff_ms, 0),
+                            fetch_timeout_ms=number("controller.quorum.fetch.timeout.ms",
+                                                    defaults.fetch_timeout_ms, 1))
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class Attachment:
+    def __init__(self, bootstrap: str, *, command_config: dict[str, str] | None = None,
+                 on_update: Callable[[], None] | None = None):
+        """ConfigError (one line) for a bad --bootstrap-controller or command config."""
+        config = dict(command_config or {})
+        self.bootstrap = bootstrap
+        self._addresses = quorum_tool.parse_bootstrap(bootstrap, "--bootstrap-controller")
+        self._settings = follower_settings(config)
+        self._cluster_id = config.get("cluster.id") or None
+        self._on_update = on_update
+        self._lock = threading.Condition()
+        self._status = AttachStatus(bootstrap=bootstrap)
+        self._quorum: quorum_tool.QuorumInfo | None = None
+        self._reset: tuple | None = None
+        self._batches: list = []
+        self._first_high_watermark = -1
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._stopping = False
+
+    # -- the tools' side (any thread) --------------------------------------------------------
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None or self._stopping:
+                return
+            self._thread = threading.Thread(target=self._run, name=f"metashell attach {self.bootstrap}",
+                                            daemon=True)
+        self._thread.start()
+
+    @property
+    def status(self) -> AttachStatus:
+        with self._lock:
+            return self._status
+
+    @property
+    def quorum(self) -> quorum_tool.QuorumInfo | None:
+        with self._lock:
+            return self._quorum
+
+    def drain(self) -> FeedUpdate:
+        """Everything committed since the last drain, merged (the reset first, if any)."""
+        with self._lock:
+            update = FeedUpdate(self._status, self._reset, self._batches)
+            self._reset, self._batches = None, []
+            return update
+
+    def wait_caught_up(self, timeout_s: float) -> FeedUpdate:
+        """Block until the first high watermark seen is handed over; AttachError on a fatal error
+        or at the timeout. Not for a UI thread."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while True:
+                status = self._status
+                if status.error is not None:
+                    raise AttachError(status.error)
+                if self._first_high_watermark >= 0 and status.applied_offset + 1 >= self._first_high_watermark:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AttachError(f"not caught up with {self.bootstrap} after {timeout_s:g} s: {status.note}")
+                self._lock.wait(left)
+        return self.drain()
+
+    def close(self) -> None:
+        """Stop the thread and close its sockets; idempotent."""
+        with self._lock:
+            self._stopping = True
+            thread, loop, wake = self._thread, self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                loop.call_soon_threadsafe(wake.set)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def __enter__(self) -> "Attachment":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the attachment's thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except Exception as err:  # noqa: BLE001 - never a traceback: the feed stops with one line
+            self._publish_error(f"the attachment stopped: {type(err).__name__}: {err}")
+
+    async def _main(self) -> None:
+        s = self._settings
+        self._wake = asyncio.Event()
+        with self._lock:
+            self._loop = asyncio.get_running_loop()
+            if self._stopping:
+                return
+        core = LogFollower(self._addresses, cluster_id=self._cluster_id, settings=s, now_ms=_monotonic_ms())
+        clients = [KafkaClient(client_id=CLIENT_ID, request_timeout_ms=s.request_timeout_ms,
+                               reconnect_backoff_ms=min(50, s.retry_backoff_ms or 50)) for _ in range(2)]
+        tasks: set[asyncio.Task] = set()
+        describe = asyncio.create_task(self._describe_loop(core, clients[1]))
+        try:
+            while not self._stopping:
+                self._wake.clear()
+                ready = core.poll(_monotonic_ms())
+                for message in ready.messages:
+                    task = asyncio.create_task(self._exchange(core, clients[0], message))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                self._publish(core)
+                if core.error is not None:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), max(0, ready.next_poll_ms - _monotonic_ms()) / 1000)
+        finally:
+            for task in (*tasks, describe):
+                task.cancel()
+            await asyncio.gather(*tasks, describe, return_exceptions=True)
+            for client in clients:
+                await client.close()
+
+    async def _exchange(self, core: LogFollower, client: KafkaClient, message: OutboundRequest) -> None:
+        """Send one of the core's requests; its answer (or failure) goes back to the core."""
+        address, request = message.destination.address, message.request
+        timeout_ms = self._settings.request_timeout_ms
+        try:
+            if type(request).__name__ == "FetchRequest":
+                timeout_ms += self._settings.fetch_max_wait_ms
+                served = (await client.api_versions(address)).get(FETCH_API_KEY)
+                sent = fetch_at_version(request, served, core.high_watermark)
+                if sent is None:
+                    offered = f"v{served[0]}-v{served[1]}" if served else "no Fetch at all"
+                    core.fail(f"controller {quorum_tool.format_address(address)} offers {offered}; "
+                              "attaching needs Fetch v13 to v18")
+                    self._wake.set()
+                    return
+                request = sent
+            response = await client.send(address, request, timeout_ms=timeout_ms, adapt=True)
+            answer = InboundResponse(message.correlation_id, response)
+        except NetError as err:
+            answer = InboundResponse(message.correlation_id, None, str(err))
+        core.receive(_monotonic_ms(), answer)
+        self._wake.set()
+
+    async def _describe_loop(self, core: LogFollower, client: KafkaClient) -> None:
+        """DescribeQuorum at the leader about once a second, for the voters' and observers' columns."""
+        while True:
+            address = core.leader_address
+            if address is not None:
+                try:
+                    response = await client.send(address, quorum_tool.describe_quorum_request(), adapt=True,
+                                                 timeout_ms=min(self._settings.request_timeout_ms, 5_000))
+                    info = quorum_tool.quorum_info(response)
+                except (NetError, MetadataError):
+                    info = None
+                if info is not None:
+                    with self._lock:
+                        self._quorum = info
+                    self._notify()
+            await asyncio.sleep(DESCRIBE_INTERVAL_S)
+
+    def _publish(self, core: LogFollower) -> None:
+        """Hand the core's committed batches and status to the tools' side; wake them if anything changed."""
+        taken = core.take()
+        status = AttachStatus(bootstrap=self.bootstrap, connected=core.connected, leader_id=core.leader_id,
+                              leader_epoch=core.epoch if core.leader_id >= 0 else -1,
+                              high_watermark=core.high_watermark, applied_offset=core.applied_offset,
+                              error=core.error, note=_note(core))
+        with self._lock:
+            changed = taken.reset is not None or bool(taken.batches) or status != self._status
+            if taken.reset is not None:
+                self._reset, self._batches = taken.reset, []
+            self._batches.extend(taken.batches)
+            if self._first_high_watermark < 0 and status.high_watermark >= 0:
+                self._first_high_watermark = status.high_watermark
+            self._status = status
+            self._lock.notify_all()
+        if changed:
+            self._notify()
+
+    def _publish_error(self, error: str) -> None:
+        with self._lock:
+            self._status = dataclasses.replace(self._status, error=error, connected=False,
+                                               note=f"stopped: {error}")
+            self._lock.notify_all()
+        self._notify()
+
+    def _notify(self) -> None:
+        if self._on_update is not None:
+            with contextlib.suppress(Exception):  # the tool's wake-up must not end the feed
+                self._on_update()
+
+
+def _note(core: LogFollower) -> str:
+    if core.error is not None:
+        return f"stopped: {core.error}"
+    if core.connected:
+        downloading = core.downloading
+        if downloading is not None:
+            return (f"downloading snapshot {downloading.end_offset}-{downloading.epoch} from leader "
+                    f"{core.leader_id} (epoch {core.epoch})")
+        return f"following leader {core.leader_id} (epoch {core.epoch})"
+    if core.applied_offset < 0 and core.high_watermark < 0:
+        return "connecting"
+    return f"disconnected, retrying (at offset {core.applied_offset + 1})"
+
+
+__all__ = ["AttachError", "Attachment", "follower_settings", "load_command_config"]
