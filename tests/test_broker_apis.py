@@ -39,7 +39,7 @@ FENCED_ID = 101
 DEADLINE_S = 30
 
 
-def _registration(broker_id: int, port: int, image: Any) -> Any:
+def broker_registration_request(broker_id: int, port: int, image: Any) -> Any:
     module = protocol_module("broker_registration", 4, "request")
     levels = {**image.features, "kraft.version": image.quorum.kraft_version or 0}
     features = tuple(module.Feature(name=name, min_supported_version=i16(1 if name == "metadata.version" else 0),
@@ -50,7 +50,7 @@ def _registration(broker_id: int, port: int, image: Any) -> Any:
         features=features, rack="rack-a", log_dirs=(uuid.uuid4(),), previous_broker_epoch=i64(-1))
 
 
-async def _heartbeats(client: KafkaClient, address: Any, node: Any, epoch: int) -> None:
+async def broker_heartbeats(client: KafkaClient, address: Any, node: Any, epoch: int) -> None:
     """The broker's heartbeats (unfencing it once caught up), until cancelled."""
     while True:
         beat = request("broker_heartbeat", 1, broker_id=i32(BROKER_ID), broker_epoch=i64(epoch),
@@ -101,12 +101,12 @@ async def _start(root: Any, closers: list) -> SimpleNamespace:
     acl_address = await serve(make_apis(authorizer=True))
     client = KafkaClient(client_id="test-admin", request_timeout_ms=10000)
     closers.append(client.close)
-    registered = await client.send(controller, _registration(BROKER_ID, address[1], node.image))
+    registered = await client.send(controller, broker_registration_request(BROKER_ID, address[1], node.image))
     assert registered.error_code == ErrorCode.none, registered
     # a second broker that stays fenced (it never heartbeats): DescribeCluster v2 lists it on request
-    fenced = await client.send(controller, _registration(FENCED_ID, pick_ports(1)[0], node.image))
+    fenced = await client.send(controller, broker_registration_request(FENCED_ID, pick_ports(1)[0], node.image))
     assert fenced.error_code == ErrorCode.none, fenced
-    beats = asyncio.create_task(_heartbeats(client, controller, node, int(registered.broker_epoch)))
+    beats = asyncio.create_task(broker_heartbeats(client, controller, node, int(registered.broker_epoch)))
 
     async def stop_beats() -> None:
         beats.cancel()

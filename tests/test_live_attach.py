@@ -27,7 +27,7 @@ from engine.server.controller_node import ControllerNode, load_controller_settin
 from metashell.live.attach import AttachError, Attachment
 from metashell.live.feed import FeedUpdate
 from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
-from tests.test_broker_apis import BROKER_ID, _heartbeats, _registration
+from tests.test_broker_apis import BROKER_ID, broker_heartbeats, broker_registration_request
 from tests.test_broker_node import create_topic_request
 
 DEADLINE_S = 30
@@ -93,8 +93,8 @@ async def test_topic_creations_reach_the_feed_and_the_image_equals_the_leaders_l
         caught = await asyncio.to_thread(feed.attachment.wait_caught_up, DEADLINE_S)
         feed.apply(caught)
         assert feed.resets == 1 and caught.reset[1] == -1  # the log starts at 0: the empty image
-        registered = await client.send(active.driver.address, _registration(BROKER_ID, 9092, active.image))
-        beats = asyncio.create_task(_heartbeats(client, active.driver.address, active, int(registered.broker_epoch)))
+        registered = await client.send(active.driver.address, broker_registration_request(BROKER_ID, 9092, active.image))
+        beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active, int(registered.broker_epoch)))
         await wait_until(lambda: not active.image.cluster.brokers[BROKER_ID].fenced, DEADLINE_S, "broker unfenced")
         for name in ("orders", "payments"):
             response = await client.send(active.driver.address, create_topic_request(name, 3, 1))

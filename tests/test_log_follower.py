@@ -19,7 +19,7 @@ import pytest
 from engine.raft import raft_messages as rm
 from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
 from engine.raft.raft_io import InboundResponse
-from engine.raft.sim_runner import _Chaos, _check_liveness
+from engine.raft.sim_runner import Chaos, check_liveness
 from engine.raft.sim_state_machine import InvariantViolation
 from engine.raft.simulation import CLUSTER_ID, SimConfig, Simulation, address_of
 from engine.records.kio_codec import ErrorCode as E
@@ -108,11 +108,11 @@ class AttachedSimulation(Simulation):
 @pytest.mark.parametrize("seed", [1, 3, 4])  # 1 and 4 download a snapshot midway, 3 truncates
 def test_follower_in_a_chaotic_simulated_quorum_hands_over_only_committed_records_once_in_order(seed: int) -> None:
     sim = AttachedSimulation(seed, SimConfig(voters=3, observers=1))
-    chaos = _Chaos(sim)
+    chaos = Chaos(sim)
     chaos.schedule_next()
     while sim.events < 4000 and sim.step():
         pass
-    _check_liveness(sim)
+    check_liveness(sim)
     leader = sim.leader()
     target = leader.client.high_watermark
     assert sim.run_until(lambda: sim.follower.applied_offset + 1 >= target, 20_000), sim.follower.__dict__

@@ -29,7 +29,7 @@ class SeedResult:
     violation: str | None = None
 
 
-class _Chaos:
+class Chaos:
     def __init__(self, sim: Simulation):
         self.sim = sim
         self.rng = sim.rng
@@ -117,12 +117,12 @@ class _Chaos:
 def run_seed(seed: int, events: int, config: SimConfig | None = None,
              trace: Callable[[str], None] | None = None) -> SeedResult:
     sim = Simulation(seed, config, trace=trace)
-    chaos = _Chaos(sim)
+    chaos = Chaos(sim)
     chaos.schedule_next()
     try:
         while sim.events < events and sim.step():
             pass
-        _check_liveness(sim)
+        check_liveness(sim)
     except InvariantViolation as e:
         return _result(sim, f"{e} (event {sim.events}, t={sim.now_ms} ms)")
     return _result(sim, None)
@@ -132,7 +132,7 @@ def _result(sim: Simulation, violation: str | None) -> SeedResult:
     return SeedResult(sim.seed, sim.events, sim.now_ms, sim.commits.highest, len(sim.leaders), violation)
 
 
-def _check_liveness(sim: Simulation) -> None:
+def check_liveness(sim: Simulation) -> None:
     """Heal everything; a leader must emerge and commit a new record everywhere in time."""
     sim.queue = [e for e in sim.queue if e[2] != "fault"]
     sim.heal()

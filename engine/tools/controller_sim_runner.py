@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from engine.raft.sim_runner import SeedResult as QuorumSeedResult, _Chaos as QuorumChaos
+from engine.raft.sim_runner import Chaos as QuorumChaos, SeedResult as QuorumSeedResult
 from engine.raft.sim_state_machine import InvariantViolation
 from engine.raft.simulation import SimConfig
 from engine.tools.controller_sim import ControllerSimulation, RecordEdit
