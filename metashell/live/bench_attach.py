@@ -1,0 +1,360 @@
+"""``metashell bench attach``: how fast the live attachment catches up, and how far the tree trails a commit.
+
+For each side (our ``kraftd`` controllers, then Apache Kafka's, same shape, same run):
+
+1. a quorum of ``voters`` controller processes on 127.0.0.1, each starting from a snapshot of
+   ``partitions`` partitions (metashell.live.bench_attach_cluster), is launched; the bench waits
+   until DescribeQuorum names a leader and the controllers are idle (loading done);
+2. *attach*: the attached tool, a process of its own (metashell.live.bench_attach_tool), runs
+   ``Attachment.start()`` to caught up and builds the tree — the total, then, apart, the
+   FetchSnapshot download alone and the decoding and replay alone, and the tool's memory growth;
+3. *commit to tree*: a load process (metashell.live.bench_attach_load) commits ``records_per_s``
+   config records per second for ``seconds``, ``records_per_request`` per IncrementalAlterConfigs;
+   the commit time of a record is when the controller's answer arrived (it answers once the
+   records are committed), the appearance time when the attached tool's tree first showed it
+   (drained, replayed into its MetadataHistory, looked up). Both are ``time.monotonic()``, one clock
+   for all processes. Reported: p50/p99/max of appearance minus commit, and of appearance minus
+   the request's send, and the records per second committed.
+
+Prints as it goes and a table of both sides at the end; asserts nothing (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+from engine.common.command_line import OneLineParser
+from engine.common.errors import MetadataError
+from engine.tools.bench_controller import SETTINGS
+from engine.tools.bench_controller_load import ControllerLoad, LoadError, percentile
+from engine.tools.kafka_dist import KafkaUnavailable, find_distribution
+from engine.tools.process_cluster import SOURCE_ROOT, ClusterError, ProcessCluster
+from metashell.live.bench_attach_cluster import SeededKafka, SeededKraftd, SnapshotSeed
+
+Out = Callable[[str], None]
+READY_TIMEOUT_S = 300.0  # a safety net: three JVMs loading a million partitions on two cores
+IDLE_CPU_SHARE = 0.3  # controllers together below this share of one core for a second: loaded
+TOOL_TIMEOUT_S = 600.0
+
+
+class BenchError(MetadataError):
+    """A side could not be measured (the message says which and why)."""
+
+
+@dataclass
+class SideFigures:
+    name: str
+    partitions: int = 0
+    ready_s: float = float("nan")  # launch to a leader named and the controllers idle
+    attached: dict = field(default_factory=dict)  # the tool's "attached" figures
+    split: dict | None = None  # FetchSnapshot alone, replay alone
+    commit_to_tree_ms: list[float] = field(default_factory=list)
+    send_to_tree_ms: list[float] = field(default_factory=list)
+    commit_ms: list[float] = field(default_factory=list)  # send to answer: the controller's commit latency
+    requests: int = 0
+    failed_requests: int = 0
+    unseen: int = 0  # answered without an error, never shown by the tree
+    committed_records_per_s: float = float("nan")
+    error: str | None = None
+
+
+def _controllers_arg(cluster: ProcessCluster) -> str:
+    return ",".join(f"{i}@{cluster.address(i)[0]}:{cluster.address(i)[1]}" for i in sorted(cluster.ports))
+
+
+def _cpu_s(pids: list[int]) -> float:
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / ticks
+
+
+def wait_ready(cluster: ProcessCluster, timeout_s: float = READY_TIMEOUT_S) -> float:
+    """Until DescribeQuorum names a leader and the controllers use less than IDLE_CPU_SHARE of a
+    core over a second (they have loaded the snapshot): seconds waited."""
+    started = time.monotonic()
+
+    async def leader() -> None:
+        load = ControllerLoad({i: cluster.address(i) for i in cluster.ports}, cluster.cluster_id, connections=1)
+        try:
+            await load.find_active(timeout_s)
+        finally:
+            await load.close()
+
+    asyncio.run(leader())
+    pids = [p.pid for p in cluster.procs.values()]
+    while True:
+        before = _cpu_s(pids)
+        time.sleep(1.0)
+        if _cpu_s(pids) - before < IDLE_CPU_SHARE:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout_s:
+            raise BenchError(f"the controllers still busy {timeout_s:.0f} s after the launch")
+
+
+class _Lines:
+    """A child's standard output, one JSON object a line, read on a thread (waits have deadlines)."""
+
+    def __init__(self, stream: TextIO):
+        self._queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: TextIO) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def next(self, key: str, timeout_s: float, who: str) -> dict:
+        """The next object holding ``key`` (or ``failed``: BenchError); others are passed over."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise BenchError(f"{who}: no {key!r} within {timeout_s:.0f} s") from None
+            if line is None:
+                raise BenchError(f"{who} ended before {key!r}")
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if "failed" in obj:
+                raise BenchError(f"{who}: {obj['failed']}")
+            if key in obj:
+                return obj
+
+    def rest(self) -> list[dict]:
+        out = []
+        while True:
+            line = self._queue.get()
+            if line is None:
+                return out
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+
+
+def _child(module: str, *args: str, stdin: bool = False) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE, text=True,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, cwd=SOURCE_ROOT)
+
+
+def _end(process: subprocess.Popen | None) -> None:
+    if process is not None and process.poll() is None:
+        process.kill()
+    if process is not None:
+        process.wait()
+
+
+def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s: float, records_per_request: int,
+                 seconds: float, out: Out) -> None:
+    launched = time.monotonic()
+    cluster.launch()
+    wait_ready(cluster)
+    figures.ready_s = time.monotonic() - launched
+    out(f"{figures.name}: {cluster.voters} controllers up, a leader named and idle after {figures.ready_s:.1f} s")
+    controllers = _controllers_arg(cluster)
+    tool = load = None
+    try:
+        tool = _child("metashell.live.bench_attach_tool", "--bootstrap", cluster.bootstrap, "--controllers",
+                      controllers, stdin=True)
+        lines = _Lines(tool.stdout)
+        figures.attached = lines.next("attached", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["attached"]
+        a = figures.attached
+        figures.partitions = a["partitions"]
+        out(f"{figures.name}: attached to {a['partitions']:,} partitions (snapshot at offset {a['snapshot_offset']:,}) "
+            f"in {a['total_s']:.2f} s: caught up {a['caught_up_s']:.2f} s + tree {a['tree_s']:.2f} s; "
+            f"the tool's RSS grew {a['rss_growth_mb']:,.0f} MB")
+
+        load = _child("metashell.live.bench_attach_load", "--controllers", controllers, "--cluster-id",
+                      cluster.cluster_id, "--records-per-s", str(records_per_s), "--records-per-request",
+                      str(records_per_request), "--seconds", str(seconds))
+        load_lines = _Lines(load.stdout)
+        load_lines.next("ready", 120, f"{figures.name}: the load")
+        out(f"{figures.name}: committing {records_per_s:,.0f} records/s ({records_per_request} per request) "
+            f"for {seconds:.0f} s")
+        rest = load_lines.rest()
+        load.wait()
+        answers = [r for r in rest if "n" in r]
+        done = next((r for r in rest if "done" in r), None)
+        failed = next((r for r in rest if "failed" in r), None)
+        if done is None:
+            raise BenchError(f"{figures.name}: the load failed: {failed['failed'] if failed else 'no summary'}")
+        ok = [r for r in answers if r["error"] is None]
+        tool.stdin.write(f"stop {max((r['n'] for r in ok), default=-1)}\n")
+        tool.stdin.flush()
+        followed = lines.next("followed", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["followed"]
+        figures.split = lines.next("split", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["split"]
+        tool.wait()
+        _latencies(figures, answers, ok, followed["seen"], done, records_per_request)
+        out(f"{figures.name}: {len(ok):,} of {len(answers):,} requests committed "
+            f"({figures.committed_records_per_s:,.0f} records/s), {figures.unseen} never shown; commit to tree "
+            f"p50 {percentile(figures.commit_to_tree_ms, 0.5):.1f} / p99 {percentile(figures.commit_to_tree_ms, 0.99):.1f}"
+            f" / max {max(figures.commit_to_tree_ms, default=float('nan')):.1f} ms")
+        if figures.split:
+            s = figures.split
+            out(f"{figures.name}: apart: FetchSnapshot of {s['bytes'] / 1e6:,.1f} MB {s['fetch_s']:.2f} s, "
+                f"decode and replay {s['replay_s']:.2f} s")
+    finally:
+        _end(load)
+        _end(tool)
+
+
+def _latencies(figures: SideFigures, answers: list[dict], ok: list[dict], seen: dict[str, float], done: dict,
+               records_per_request: int) -> None:
+    figures.requests, figures.failed_requests = len(answers), len(answers) - len(ok)
+    for r in ok:
+        at = seen.get(str(r["n"]))
+        figures.commit_ms.append((r["answered"] - r["sent"]) * 1000)
+        if at is None:
+            figures.unseen += 1
+            continue
+        figures.commit_to_tree_ms.append((at - r["answered"]) * 1000)
+        figures.send_to_tree_ms.append((at - r["sent"]) * 1000)
+    if ok:
+        span = max(r["answered"] for r in ok) - done["started"]
+        figures.committed_records_per_s = len(ok) * records_per_request / span if span > 0 else float("nan")
+
+
+def _row(label: str, values: list[str], width: int = 24) -> str:
+    return f"  {label:<44}" + "".join(f"{v:>{width}}" for v in values)
+
+
+def _ms3(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    return f"{percentile(values, 0.5):.1f} / {percentile(values, 0.99):.1f} / {max(values):.1f}"
+
+
+def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, out: Out) -> None:
+    out("summary:")
+    out(_row("", [s.name for s in sides]))
+    for s in sides:
+        if s.error:
+            out(f"  {s.name}: not measured: {s.error}")
+
+    def col(fmt: Callable[[SideFigures], str]) -> list[str]:
+        return [fmt(s) if not s.error or s.attached else "-" for s in sides]
+
+    out(_row("partitions", col(lambda s: f"{s.partitions:,}")))
+    out(_row("launch to leader and idle controllers (s)", col(lambda s: f"{s.ready_s:.1f}")))
+    out(_row("attach: start() to tree shown (s)", col(lambda s: f"{s.attached.get('total_s', float('nan')):.2f}")))
+    out(_row("  of which: start() to caught up (s)", col(lambda s: f"{s.attached.get('caught_up_s', float('nan')):.2f}")))
+    out(_row("  of which: history and tree (s)", col(lambda s: f"{s.attached.get('tree_s', float('nan')):.2f}")))
+    out(_row("apart: FetchSnapshot alone (s)", col(lambda s: f"{s.split['fetch_s']:.2f}" if s.split else "n/a")))
+    out(_row("apart: decode + replay alone (s)", col(lambda s: f"{s.split['replay_s']:.2f}" if s.split else "n/a")))
+    out(_row("snapshot size (MB)", col(lambda s: f"{s.split['bytes'] / 1e6:,.1f}" if s.split else "n/a")))
+    out(_row("the tool's RSS growth at attach (MB)", col(lambda s: f"{s.attached.get('rss_growth_mb', float('nan')):,.0f}")))
+    out(_row(f"records/s committed (asked {records_per_s:,.0f}, {seconds:.0f} s)",
+             col(lambda s: f"{s.committed_records_per_s:,.0f}")))
+    out(_row("requests failed / committed but never shown", col(lambda s: f"{s.failed_requests} / {s.unseen}")))
+    out(_row("commit to tree p50 / p99 / max (ms)", col(lambda s: _ms3(s.commit_to_tree_ms))))
+    out(_row("send to tree p50 / p99 / max (ms)", col(lambda s: _ms3(s.send_to_tree_ms))))
+    out(_row("send to commit answered p50 / p99 / max (ms)", col(lambda s: _ms3(s.commit_ms))))
+
+
+def _load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def bench_attach(*, partitions: int = 1_000_000, records_per_s: float = 1000.0, seconds: float = 30.0,
+                 records_per_request: int = 10, voters: int = 3, kafka: str | None = "4.3.1",
+                 kafka_home: Path | None = None, kafka_heap: str = "4G", kraftd: bool = True,
+                 out: Out = print) -> list[SideFigures]:
+    """Measure each side; the figures (printed as they come, and a summary table)."""
+    out(f"metashell bench attach: {partitions:,} partitions, {voters} controllers a side, then "
+        f"{records_per_s:,.0f} records/s for {seconds:.0f} s")
+    out(f"machine: {os.cpu_count()} cpus, load average {_load_average()}")
+    sides: list[tuple[SideFigures, Callable[[Path, SnapshotSeed | None], ProcessCluster]]] = []
+    if kraftd:
+        sides.append((SideFigures("kraftd"), lambda root, seed: SeededKraftd(root, SETTINGS, seed, voters)))
+    if kafka:
+        try:
+            dist = find_distribution(kafka, kafka_home)
+            sides.append((SideFigures(f"Kafka {dist.version}"),
+                          lambda root, seed: SeededKafka(root, dist.libs, kafka_heap, SETTINGS, seed, voters)))
+            out(f"Kafka {dist.version}: {dist.libs}, controllers with -Xmx{kafka_heap}")
+        except KafkaUnavailable as err:
+            side = SideFigures(f"Kafka {kafka}", error=f"no Kafka quorum: {err}")
+            sides.append((side, lambda root, seed: None))  # type: ignore[arg-type,return-value]
+            out(f"Kafka {kafka}: not run: {err}")
+    started = time.perf_counter()
+    seed = SnapshotSeed(partitions) if partitions > 0 else None
+    for figures, make in sides:
+        if figures.error:
+            continue
+        root = Path(tempfile.mkdtemp(prefix="metashell-bench-attach-"))
+        cluster = make(root, seed)
+        try:
+            measure_side(cluster, figures, records_per_s=records_per_s, records_per_request=records_per_request,
+                         seconds=seconds, out=out)
+        except (BenchError, ClusterError, LoadError) as err:
+            figures.error = f"{err.one_line() if hasattr(err, 'one_line') else err} (logs in {root})"
+            out(f"{figures.name}: {figures.error}")
+        finally:
+            cluster.kill()
+        if figures.error is None:
+            shutil.rmtree(root, ignore_errors=True)
+    if seed is not None:
+        out(f"(the snapshot's records were encoded in {seed.encode_s:.1f} s, not counted; "
+            f"the whole bench took {time.perf_counter() - started:.0f} s)")
+    out(f"load average after: {_load_average()}")
+    summary([f for f, _ in sides], records_per_s=records_per_s, seconds=seconds, out=out)
+    return [f for f, _ in sides]
+
+
+def build_bench_attach_parser() -> OneLineParser:
+    parser = OneLineParser(prog="metashell bench attach",
+                           description="Attach time to a quorum of many partitions and commit-to-tree latency, "
+                                       "kraftd's controllers and Apache Kafka's side by side (docs/performance.md).")
+    parser.add_argument("--partitions", type=int, default=1_000_000, help="the controllers start from a snapshot "
+                        "of this many partitions (0: an empty cluster)")
+    parser.add_argument("--records-per-s", type=float, default=1000.0, help="the committed records' rate")
+    parser.add_argument("--seconds", type=float, default=30.0, help="how long the load commits")
+    parser.add_argument("--records-per-request", type=int, default=10,
+                        help="config records per IncrementalAlterConfigs (one committed batch)")
+    parser.add_argument("--voters", type=int, default=3, help="controllers a side")
+    parser.add_argument("--kafka", default="4.3.1", metavar="VERSION",
+                        help="Apache Kafka's version for the second side ('none': ours alone)")
+    parser.add_argument("--kafka-home", type=Path, metavar="DIR",
+                        help="an unpacked Kafka release (default: the test suite's jar cache)")
+    parser.add_argument("--kafka-heap", default="4G", help="-Xmx and -Xms of each Kafka controller")
+    parser.add_argument("--kafka-only", action="store_true", help="Kafka's side alone")
+    return parser
+
+
+def run_bench_attach(args) -> int:
+    """``metashell bench attach ARGS`` (parsed by build_bench_attach_parser): 0 once measured, 1 if a side failed."""
+    if args.partitions < 0 or args.records_per_s <= 0 or args.seconds <= 0 or args.records_per_request < 1 \
+            or args.voters < 1:
+        print("metashell bench attach: --partitions must be at least 0, --records-per-s and --seconds positive, "
+              "--records-per-request and --voters at least 1", file=sys.stderr)
+        return 2
+    kafka = None if args.kafka.lower() == "none" else args.kafka
+    sides = bench_attach(partitions=args.partitions, records_per_s=args.records_per_s, seconds=args.seconds,
+                         records_per_request=args.records_per_request, voters=args.voters, kafka=kafka,
+                         kafka_home=args.kafka_home, kafka_heap=args.kafka_heap, kraftd=not args.kafka_only)
+    return 1 if any(s.error for s in sides) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_bench_attach(build_bench_attach_parser().parse_args()))

@@ -1,0 +1,227 @@
+"""The attached tool of ``metashell bench attach``, in a process of its own (as a shell would be).
+
+``python -m metashell.live.bench_attach_tool --bootstrap HOST:PORT,... --controllers ID@HOST:PORT,...``
+
+1. *attach*: ``Attachment.start()``, ``wait_caught_up``, then the tool's part, the starting image
+   and what came with it replayed into a growing MetadataHistory and the tree built over its
+   newest image (``/`` listed), as the live shell does before its first prompt. Prints one JSON
+   line ``{"attached": ...}``: seconds to caught up, to the tree, the partitions, and how much
+   this process's resident memory grew (VmRSS; the process held nothing big before).
+2. *follow*: woken by the attachment's ``on_update``, it drains, extends the history and looks
+   the load's config up in the tree (``/configs/TOPIC/bench-attach-0/retention.ms``, as
+   ``watch`` would re-read it). Every request number of the load (metashell.live.bench_attach_load)
+   found in the drained records is stamped ``time.monotonic()`` once the tree shows it. Ends
+   when standard input says ``stop N`` and request N was seen (or ``--grace-s`` later), or at EOF.
+3. *split*: how the attach time divides, measured apart after the attachment is closed, on the
+   same leader and snapshot: the FetchSnapshot chunks alone (the attachment's chunk size, the
+   bytes only kept), then the decoding and replay of those bytes alone (the functions the
+   attachment's follower uses). Prints ``{"followed": ...}`` and ``{"split": ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.image.metadata_history import MetadataHistory
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import LoadInfo, image_of_snapshot
+from engine.net.kafka_client import KafkaClient
+from engine.raft import raft_messages as rm
+from engine.raft.log_follower import ANONYMOUS, FollowerSettings
+from engine.records.kio_codec import ErrorCode
+from engine.storage.log_reader import LogEntry, batches_of_bytes
+from engine.storage.snapshot_writer import SnapshotId
+from metashell.live.attach import AttachError, Attachment
+from metashell.live.bench_attach_load import CONFIG_NAME, TOPIC_PREFIX, request_of_value
+from metashell.tree.nodes import resolve
+from metashell.tree.root import build_tree
+
+WINDOW_RECORDS = 100_000  # the history's window: the load writes 30,000 records in a default run
+WATCHED = f"/configs/TOPIC/{TOPIC_PREFIX}0/{CONFIG_NAME}"
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class LiveTree:
+    """The tool's state: a MetadataHistory grown by the drained batches, the tree over its newest image."""
+
+    def __init__(self, bootstrap: str, image: MetadataImage, offset: int, batches: list[list[LogEntry]]):
+        self.history = MetadataHistory.growing(LoadInfo(Path(bootstrap)), image, offset,
+                                               window_records=WINDOW_RECORDS)
+        self.extend(batches)
+
+    def extend(self, batches: list[list[LogEntry]]) -> None:
+        if batches:
+            self.history.extend(batches)
+
+    def reset(self, image: MetadataImage, offset: int, batches: list[list[LogEntry]]) -> None:
+        self.history.reset(image, offset)
+        self.extend(batches)
+
+    def tree(self) -> Any:
+        image, info = self.history.image_at(offset=self.history.last_offset)
+        return build_tree(image, info)
+
+    def watched_value(self) -> str | None:
+        try:
+            return str(resolve(self.tree(), WATCHED).value())
+        except Exception:  # noqa: BLE001 - not there yet (before the load made the topic)
+            return None
+
+
+def load_requests(batches: list[list[LogEntry]]) -> set[int]:
+    """The load's request numbers among the ConfigRecords of ``batches``."""
+    found = set()
+    for batch in batches:
+        for entry in batch:
+            message = entry.record.message
+            if entry.record.type_name == "CONFIG_RECORD" and message.name == CONFIG_NAME \
+                    and message.resource_name.startswith(TOPIC_PREFIX) and message.value is not None:
+                number = request_of_value(message.value)
+                if number is not None:
+                    found.add(number)
+    return found
+
+
+def attach(bootstrap: str, timeout_s: float, wake: threading.Event) -> tuple[Attachment, LiveTree, dict]:
+    before = rss_mb()
+    started = time.monotonic()
+    attachment = Attachment(bootstrap, on_update=wake.set)
+    attachment.start()
+    update = attachment.wait_caught_up(timeout_s)
+    caught_up = time.monotonic()
+    if update.reset is None:
+        raise AttachError("caught up without a starting image")
+    image, offset = update.reset
+    live = LiveTree(bootstrap, image, offset, update.batches)
+    live.tree().child_names()  # the root listed: what the first prompt shows
+    done = time.monotonic()
+    return attachment, live, {
+        "caught_up_s": caught_up - started, "tree_s": done - caught_up, "total_s": done - started,
+        "rss_growth_mb": rss_mb() - before, "partitions": image.partition_count, "snapshot_offset": offset,
+        "snapshot_epoch": image.provenance.last_epoch,
+        "offset": live.history.last_offset, "leader_id": update.status.leader_id,
+        "leader_epoch": update.status.leader_epoch}
+
+
+def follow(attachment: Attachment, live: LiveTree, wake: threading.Event, grace_s: float) -> dict:
+    seen: dict[int, float] = {}
+    stop: list[int] = []  # the last request number, once the parent says stop
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            if line.startswith("stop"):
+                stop.append(int(line.split()[1]))
+                break
+        else:
+            stop.append(-1)
+        wake.set()
+
+    threading.Thread(target=read_stdin, daemon=True).start()
+    lookups = resets = 0
+    shown = None
+    stop_at = None
+    while True:
+        wake.wait(0.5)
+        wake.clear()
+        update = attachment.drain()
+        if update.status.error is not None:
+            raise AttachError(update.status.error)
+        if update.reset is not None:  # fell behind the leader's log start: the shell starts anew too
+            resets += 1
+            live.reset(*update.reset, update.batches)
+        else:
+            live.extend(update.batches)
+        numbers = load_requests(update.batches)
+        if numbers:
+            shown = live.watched_value()
+            lookups += 1
+            now = time.monotonic()
+            for number in numbers:
+                seen.setdefault(number, now)
+        if stop and stop_at is None:
+            stop_at = time.monotonic() + grace_s
+        if stop and (stop[0] < 0 or stop[0] in seen or time.monotonic() > stop_at):
+            break
+    return {"seen": seen, "lookups": lookups, "resets": resets, "shown": shown,
+            "offset": live.history.last_offset}
+
+
+async def fetch_snapshot_alone(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> tuple[float, bytes]:
+    """The leader's snapshot downloaded as the attachment does (its chunk size), timed."""
+    client = KafkaClient(client_id="metashell-bench-attach", request_timeout_ms=30_000)
+    data = bytearray()
+    try:
+        started = time.monotonic()
+        while True:
+            response = await client.send(address, rm.fetch_snapshot_request(
+                None, ANONYMOUS, epoch, (snapshot.end_offset, snapshot.epoch), len(data),
+                FollowerSettings().snapshot_max_bytes), adapt=True)
+            part = rm.only_partition(response)
+            if response.error_code != ErrorCode.none or part is None or part.error_code != ErrorCode.none:
+                raise AttachError(f"FetchSnapshot {snapshot} from {address[0]}:{address[1]} failed: "
+                                  f"{ErrorCode(part.error_code if part else response.error_code).name}")
+            data += bytes(part.unaligned_records or b"")
+            if len(data) >= part.size:
+                return time.monotonic() - started, bytes(data)
+    finally:
+        await client.close()
+
+
+def split(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> dict:
+    fetch_s, data = asyncio.run(fetch_snapshot_alone(address, epoch, snapshot))
+    started = time.monotonic()
+    entries = [e for _, batch in batches_of_bytes(data, "the snapshot", None, True) for e in batch]
+    image, _ = image_of_snapshot(entries, snapshot)
+    return {"fetch_s": fetch_s, "replay_s": time.monotonic() - started, "bytes": len(data),
+            "partitions": image.partition_count}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m metashell.live.bench_attach_tool")
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--controllers", required=True, help="ID@HOST:PORT,... (to find the leader for the split)")
+    parser.add_argument("--attach-timeout-s", type=float, default=300.0)
+    parser.add_argument("--grace-s", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    addresses = {}
+    for item in args.controllers.split(","):
+        node, _, address = item.partition("@")
+        host, _, port = address.rpartition(":")
+        addresses[int(node)] = (host, int(port))
+    wake = threading.Event()
+    try:
+        attachment, live, attached = attach(args.bootstrap, args.attach_timeout_s, wake)
+        print(json.dumps({"attached": attached}), flush=True)
+        try:
+            followed = follow(attachment, live, wake, args.grace_s)
+        finally:
+            attachment.close()
+        print(json.dumps({"followed": followed}), flush=True)
+        status = attachment.status
+        snapshot = SnapshotId(attached["snapshot_offset"] + 1, attached["snapshot_epoch"])
+        if status.leader_id in addresses and attached["snapshot_offset"] >= 0:
+            print(json.dumps({"split": split(addresses[status.leader_id], status.leader_epoch, snapshot)}), flush=True)
+        else:
+            print(json.dumps({"split": None}), flush=True)
+    except (AttachError, OSError) as err:
+        print(json.dumps({"failed": str(err)}), flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
