@@ -45,7 +45,8 @@ from metashell.live.bench_attach_cluster import SeededKafka, SeededKraftd, Snaps
 
 Out = Callable[[str], None]
 READY_TIMEOUT_S = 300.0  # a safety net: three JVMs loading a million partitions on two cores
-IDLE_CPU_SHARE = 0.3  # controllers together below this share of one core for a second: loaded
+IDLE_CPU_SHARE = 0.3  # controllers together below this share of one core ...
+IDLE_WINDOW_S = 0.5  # ... over this long: they have loaded
 TOOL_TIMEOUT_S = 600.0
 
 
@@ -62,6 +63,7 @@ class SideFigures:
     split: dict | None = None  # FetchSnapshot alone, replay alone
     commit_to_tree_ms: list[float] = field(default_factory=list)
     send_to_tree_ms: list[float] = field(default_factory=list)
+    tool_work_ms: list[float] = field(default_factory=list)  # per update: drain, replay, tree lookup
     commit_ms: list[float] = field(default_factory=list)  # send to answer: the controller's commit latency
     requests: int = 0
     failed_requests: int = 0
@@ -89,7 +91,7 @@ def _cpu_s(pids: list[int]) -> float:
 
 def wait_ready(cluster: ProcessCluster, timeout_s: float = READY_TIMEOUT_S) -> float:
     """Until DescribeQuorum names a leader and the controllers use less than IDLE_CPU_SHARE of a
-    core over a second (they have loaded the snapshot): seconds waited."""
+    core over IDLE_WINDOW_S (they have loaded the snapshot): seconds waited."""
     started = time.monotonic()
 
     async def leader() -> None:
@@ -103,8 +105,8 @@ def wait_ready(cluster: ProcessCluster, timeout_s: float = READY_TIMEOUT_S) -> f
     pids = [p.pid for p in cluster.procs.values()]
     while True:
         before = _cpu_s(pids)
-        time.sleep(1.0)
-        if _cpu_s(pids) - before < IDLE_CPU_SHARE:
+        time.sleep(IDLE_WINDOW_S)
+        if _cpu_s(pids) - before < IDLE_CPU_SHARE * IDLE_WINDOW_S:
             return time.monotonic() - started
         if time.monotonic() - started > timeout_s:
             raise BenchError(f"the controllers still busy {timeout_s:.0f} s after the launch")
@@ -206,6 +208,7 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         figures.split = lines.next("split", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["split"]
         tool.wait()
         _latencies(figures, answers, ok, followed["seen"], done, records_per_request)
+        figures.tool_work_ms = followed["work_ms"]
         out(f"{figures.name}: {len(ok):,} of {len(answers):,} requests committed "
             f"({figures.committed_records_per_s:,.0f} records/s), {figures.unseen} never shown; commit to tree "
             f"p50 {percentile(figures.commit_to_tree_ms, 0.5):.1f} / p99 {percentile(figures.commit_to_tree_ms, 0.99):.1f}"
@@ -236,7 +239,7 @@ def _latencies(figures: SideFigures, answers: list[dict], ok: list[dict], seen: 
 
 
 def _row(label: str, values: list[str], width: int = 24) -> str:
-    return f"  {label:<44}" + "".join(f"{v:>{width}}" for v in values)
+    return f"  {label:<50}" + "".join(f"{v:>{width}}" for v in values)
 
 
 def _ms3(values: list[float]) -> str:
@@ -268,6 +271,7 @@ def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, o
              col(lambda s: f"{s.committed_records_per_s:,.0f}")))
     out(_row("requests failed / committed but never shown", col(lambda s: f"{s.failed_requests} / {s.unseen}")))
     out(_row("commit to tree p50 / p99 / max (ms)", col(lambda s: _ms3(s.commit_to_tree_ms))))
+    out(_row("  the tool's work per update p50 / p99 / max (ms)", col(lambda s: _ms3(s.tool_work_ms))))
     out(_row("send to tree p50 / p99 / max (ms)", col(lambda s: _ms3(s.send_to_tree_ms))))
     out(_row("send to commit answered p50 / p99 / max (ms)", col(lambda s: _ms3(s.commit_ms))))
 

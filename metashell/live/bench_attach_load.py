@@ -41,6 +41,16 @@ TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 HEARTBEAT_INTERVAL_MS = 2000
 
 
+def parse_controllers(text: str) -> dict[int, tuple[str, int]]:
+    """``ID@HOST:PORT,...`` (how the bench passes a quorum's voters to its processes)."""
+    addresses = {}
+    for item in text.split(","):
+        node, _, address = item.partition("@")
+        host, _, port = address.rpartition(":")
+        addresses[int(node)] = (host, int(port))
+    return addresses
+
+
 def topic_names(count: int) -> list[str]:
     return [f"{TOPIC_PREFIX}{n}" for n in range(count)]
 
@@ -109,13 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records-per-request", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
     args = parser.parse_args(argv)
-    addresses = {}
-    for item in args.controllers.split(","):
-        node, _, address = item.partition("@")
-        host, _, port = address.rpartition(":")
-        addresses[int(node)] = (host, int(port))
     try:
-        asyncio.run(drive(addresses, args.cluster_id, records_per_s=args.records_per_s,
+        asyncio.run(drive(parse_controllers(args.controllers), args.cluster_id, records_per_s=args.records_per_s,
                           records_per_request=args.records_per_request, seconds=args.seconds, out=sys.stdout))
     except LoadError as err:
         print(json.dumps({"failed": str(err)}), flush=True)

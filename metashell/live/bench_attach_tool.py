@@ -39,7 +39,7 @@ from engine.records.kio_codec import ErrorCode
 from engine.storage.log_reader import LogEntry, batches_of_bytes
 from engine.storage.snapshot_writer import SnapshotId
 from metashell.live.attach import AttachError, Attachment
-from metashell.live.bench_attach_load import CONFIG_NAME, TOPIC_PREFIX, request_of_value
+from metashell.live.bench_attach_load import CONFIG_NAME, TOPIC_PREFIX, parse_controllers, request_of_value
 from metashell.tree.nodes import resolve
 from metashell.tree.root import build_tree
 
@@ -134,9 +134,11 @@ def follow(attachment: Attachment, live: LiveTree, wake: threading.Event, grace_
     lookups = resets = 0
     shown = None
     stop_at = None
+    work_ms: list[float] = []  # per update with load records: drain, replay, tree lookup
     while True:
         wake.wait(0.5)
         wake.clear()
+        drained = time.monotonic()
         update = attachment.drain()
         if update.status.error is not None:
             raise AttachError(update.status.error)
@@ -150,13 +152,14 @@ def follow(attachment: Attachment, live: LiveTree, wake: threading.Event, grace_
             shown = live.watched_value()
             lookups += 1
             now = time.monotonic()
+            work_ms.append((now - drained) * 1000)
             for number in numbers:
                 seen.setdefault(number, now)
         if stop and stop_at is None:
             stop_at = time.monotonic() + grace_s
         if stop and (stop[0] < 0 or stop[0] in seen or time.monotonic() > stop_at):
             break
-    return {"seen": seen, "lookups": lookups, "resets": resets, "shown": shown,
+    return {"seen": seen, "work_ms": work_ms, "lookups": lookups, "resets": resets, "shown": shown,
             "offset": live.history.last_offset}
 
 
@@ -197,11 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attach-timeout-s", type=float, default=300.0)
     parser.add_argument("--grace-s", type=float, default=10.0)
     args = parser.parse_args(argv)
-    addresses = {}
-    for item in args.controllers.split(","):
-        node, _, address = item.partition("@")
-        host, _, port = address.rpartition(":")
-        addresses[int(node)] = (host, int(port))
+    addresses = parse_controllers(args.controllers)
     wake = threading.Event()
     try:
         attachment, live, attached = attach(args.bootstrap, args.attach_timeout_s, wake)

@@ -1,0 +1,48 @@
+"""``metashell bench attach`` end to end at a tiny size: real kraftd controllers started from a
+seeded snapshot, the attached tool and the load in their own processes. Asserts the shape of
+what it prints and that every figure is there, never a timing (docs/performance.md has those)."""
+
+from __future__ import annotations
+
+import re
+
+from metashell.live.bench_attach import bench_attach, build_bench_attach_parser, run_bench_attach
+
+NUMBER = r"\d[\d,]*(\.\d+)?"
+
+
+def test_tiny_run_prints_every_figure_and_says_why_kafka_did_not_run(tmp_path):
+    lines: list[str] = []
+    sides = bench_attach(partitions=300, records_per_s=40, seconds=1, records_per_request=4, voters=1,
+                         kafka="4.3.1", kafka_home=tmp_path, out=lines.append)
+
+    ours, kafka = sides
+    assert ours.error is None, ours.error
+    assert ours.partitions == 300
+    assert ours.requests == 10 and ours.failed_requests == 0 and ours.unseen == 0
+    assert len(ours.commit_to_tree_ms) == 10
+    assert kafka.error is not None and "no Kafka server jar" in kafka.error
+    assert any(line.startswith("Kafka 4.3.1: not run: ") for line in lines)
+
+    summary = lines[lines.index("summary:") + 1:]
+    assert summary[0].split() == ["kraftd", "Kafka", "4.3.1"]
+    assert summary[1].startswith("  Kafka 4.3.1: not measured: no Kafka quorum:")
+    partitions = next(line for line in summary if line.strip().startswith("partitions"))
+    assert partitions.split()[1:] == ["300", "-"]
+    for label in ("attach: start() to tree shown (s)", "apart: FetchSnapshot alone (s)",
+                  "apart: decode + replay alone (s)", "the tool's RSS growth at attach (MB)"):
+        row = next(line for line in summary if line.strip().startswith(label))
+        assert re.fullmatch(rf"\s+{re.escape(label)}\s+-?{NUMBER}\s+-", row), row
+    for label in ("commit to tree p50 / p99 / max (ms)", "send to tree p50 / p99 / max (ms)"):
+        row = next(line for line in summary if line.strip().startswith(label))
+        assert re.fullmatch(rf"\s+{re.escape(label)}\s+(-?{NUMBER} / ){{2}}-?{NUMBER}\s+-", row), row
+    committed = next(line for line in summary if line.strip().startswith("records/s committed (asked 40, 1 s)"))
+    assert re.fullmatch(rf".*\)\s+{NUMBER}\s+-", committed), committed
+
+
+def test_parser_defaults_are_the_issue_s_and_bad_values_are_refused(capsys):
+    args = build_bench_attach_parser().parse_args([])
+    assert (args.partitions, args.records_per_s, args.seconds, args.kafka) == (1_000_000, 1000.0, 30.0, "4.3.1")
+    assert run_bench_attach(build_bench_attach_parser().parse_args(["--records-per-s", "0"])) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--records-per-s" in err
