@@ -1,4 +1,5 @@
-"""The metashell dashboard: a Textual app over a History (time travel) or, later, a live feed.
+"""The metashell dashboard: a Textual app over a FrameSource — a History (time travel over a
+file) or a live source (metashell.dashboard.live_source, which grows as the quorum commits).
 
     app = DashboardApp(History.open_log_dir(path), theme="metashell-dark")
     app.run()
@@ -16,13 +17,12 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 import themes
-from metashell.dashboard.model import Frame
+from metashell.dashboard.model import Frame, FrameSource
 from metashell.dashboard.screens import HelpScreen, MainScreen
 from metashell.dashboard.widgets import PartitionsTable, RowTable
 from themes.textual_themes import OPPOSITE, THEMES
 
 if TYPE_CHECKING:
-    from metashell.dashboard.history import History
     from metashell.dashboard.ticker import Ticker
 
 
@@ -36,10 +36,11 @@ class DashboardApp(App):
         Binding("question_mark", "help", "Help"),
     ]
 
-    def __init__(self, source: "History", *, theme: str = "metashell-dark", offset: int | None = None,
-                 ticker: "Ticker | None" = None) -> None:
+    def __init__(self, source: FrameSource, *, theme: str = "metashell-dark", offset: int | None = None,
+                 ticker: "Ticker | None" = None, poll_ticker: "Ticker | None" = None) -> None:
         """``offset``: the record to open at (default: the last one); ``ticker``: what play mode
-        ticks on (default: Textual's timers; tests pass a ManualTicker and tick it themselves)."""
+        ticks on, ``poll_ticker`` what a growing source is polled on (default: Textual's timers;
+        tests pass ManualTickers and tick them themselves)."""
         super().__init__()
         for definition in THEMES.values():
             self.register_theme(definition)
@@ -47,9 +48,10 @@ class DashboardApp(App):
         self.source = source
         self._offset = offset
         self._ticker = ticker
+        self._poll_ticker = poll_ticker
 
     def get_default_screen(self) -> MainScreen:
-        return MainScreen(self.source, self._offset, ticker=self._ticker)
+        return MainScreen(self.source, self._offset, ticker=self._ticker, poll_ticker=self._poll_ticker)
 
     @property
     def main(self) -> MainScreen:

@@ -5,13 +5,19 @@ MetadataHistory (the shell's ``seek`` and the export ask the same kind of object
 checkpoint images and answers the image after any record by replaying at most ~1000 records
 from the nearest checkpoint or recently shown frame. This module watches that single pass
 (as its ReplayObserver) to find the events and track the series for the charts.
+
+``History`` is the dashboard's FrameSource (metashell.dashboard.model): a file's history is
+one that never grows. ``History.growing`` makes one that ``extend`` grows and a window bounds
+(metashell.dashboard.live_source feeds it from a live attachment); the events and series grow
+in place (appended, never copied), and are cut at the front when the window moves.
 """
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left, bisect_right
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from pathlib import Path
 
 from engine.image.metadata_history import MetadataHistory, ReplayedBatch
@@ -23,25 +29,94 @@ from metashell.dashboard.model import Event, Frame
 from engine.image.metadata_image import min_isr
 
 CHANGED_CAP = 1000  # a frame's ``changed`` holds at most this many entries (the last ones)
+_X = itemgetter(0)
 
 
 class History:
-    """A FrameSource over a finished log: built once, then queried at will."""
+    """A FrameSource over a log: a file's (built once, then queried at will) or a growing one."""
+
+    live = None  # a live source's AttachStatus (metashell.live.feed); None: a file, which never grows
+    quorum = None  # a live source's latest DescribeQuorum answer (engine.tools.quorum_tool.QuorumInfo)
+    clock_ms: Callable[[], int] = staticmethod(lambda: time.time_ns() // 1_000_000)  # "now" of a live panel
 
     def __init__(self, info: LoadInfo, start: MetadataImage, batches: Iterable[list[LogEntry]], start_offset: int):
         self._adopt(MetadataHistory(info, start, batches, start_offset, observer=self))
 
     def _adopt(self, replay: MetadataHistory) -> None:
         self.replay = replay
-        self.info = replay.info
-        self.start_offset = replay.start_offset  # the starting image's offset (-1: the empty image)
         self.entries = replay.entries
         self.batch_starts = replay.batch_starts
-        self.skipped = replay.skipped  # records replay passed over (see MetadataDelta.skipped)
         self._offsets, self._ts_max, self._batch_ends = replay.offsets, replay.ts_max, replay.batch_ends
-        self.events.sort(key=lambda e: e.offset)  # stable: a batch's own order stays
-        self._event_offsets = [e.offset for e in self.events]
+        self.generation = 0  # bumped whenever what the source holds changed (grown, cut, reset)
+        self.reshaped = 0  # bumped when events or series changed other than by appending
+        self.records_in = 0  # records taken in by extend since opening: "+K new" counts from it
+        self._sync()
+
+    def _sync(self) -> None:
+        """Take in what the replay holds now; cut the events and series below its window."""
+        replay = self.replay
+        self.info = replay.info
+        self.skipped = replay.skipped  # records replay passed over (see MetadataDelta.skipped)
         self.first_offset, self.last_offset = replay.first_offset, replay.last_offset
+        if replay.start_offset != self.start_offset and self.events is self._started_events:
+            self._cut(replay.start_offset)  # the window moved (a reset starts new lists instead)
+        self.start_offset = replay.start_offset  # the starting image's offset (-1: the empty image)
+        self._started_events = self.events
+
+    # -- growing ------------------------------------------------------------------------
+
+    @classmethod
+    def growing(cls, info: LoadInfo, start: MetadataImage, start_offset: int, *, window_records: int) -> History:
+        """An empty history at ``start`` that ``extend`` grows, keeping about ``window_records``
+        records (MetadataHistory.growing)."""
+        history = cls.__new__(cls)
+        history._adopt(MetadataHistory.growing(info, start, start_offset, window_records=window_records,
+                                               observer=history))
+        return history
+
+    def extend(self, batches: Iterable[list[LogEntry]]) -> int:
+        """Replay ``batches`` after the last record; the records added (0: nothing new)."""
+        added = self.replay.extend(batches)
+        if added:
+            self.records_in += added
+            self.generation += 1
+            self._sync()
+        return added
+
+    def reset(self, image: MetadataImage, offset: int) -> None:
+        """Start anew from ``image`` at ``offset`` (a live attachment fetched a snapshot again)."""
+        self.replay.reset(image, offset)  # calls replay_started: new events and series
+        self.generation += 1
+        self.reshaped += 1
+        self._sync()
+
+    def poll(self) -> bool:
+        """Take in what arrived since the last poll: True when anything changed. A file: never."""
+        return False
+
+    def watch(self, wake: Callable[[], None]) -> None:
+        """Have ``wake`` called (from any thread) when ``poll`` has something: a file never does."""
+
+    @property
+    def grows(self) -> bool:
+        return self.live is not None
+
+    @property
+    def event_offsets(self) -> list[int]:
+        """The events' offsets, in order (read only: the feed bisects it)."""
+        return self._event_offsets
+
+    def _cut(self, start_offset: int) -> None:
+        """Drop what is at or below the new starting image's offset: its frames are gone."""
+        low = bisect_right(self._event_offsets, start_offset)
+        del self.events[:low], self._event_offsets[:low]
+        for points in (self._fenced, self._under):
+            at = bisect_right(points, start_offset, key=_X)
+            if at >= 1:
+                points[:at] = [(start_offset, points[at - 1][1])]  # the value at the new start
+        start_ms = self.replay.start_image.provenance.last_timestamp_ms
+        del self._rate[:bisect_right(self._rate, start_ms // 1000 * 1000 - 1, key=_X)]
+        self.reshaped += 1
 
     # -- opening ------------------------------------------------------------------------
 
@@ -66,17 +141,18 @@ class History:
 
     def replay_started(self, image: MetadataImage, start_offset: int) -> None:
         self.events: list[Event] = []
+        self._event_offsets: list[int] = []
+        self._started_events: list[Event] | None = None
+        self.start_offset = start_offset
         self._broker_seen: dict[int, int] = {b: start_offset for b in image.cluster.brokers}  # id -> first offset
-        self._rate: Counter[int] = Counter()
+        self._rate: list[tuple[int, float]] = []  # (second start ms, records stamped in it), in time order
         self._fenced: list[tuple[int, float]] = [(start_offset, float(_fenced_count(image)))]
         self._under_by_topic: dict = {t.id: n for t in image.topics.by_id.values() if (n := _under_count(image, t))}
         self._under: list[tuple[int, float]] = [(start_offset, float(sum(self._under_by_topic.values())))]
         self._open_scope: list[LogEntry] = []  # entries since a transaction opened: applied at its end
 
     def batch_replayed(self, batch: ReplayedBatch) -> None:
-        rate = self._rate
-        for entry in batch.entries:
-            rate[entry.timestamp_ms // 1000] += 1
+        self._count_rate(batch.entries)
         before, after = batch.before, batch.after
         scope = self._open_scope + batch.entries if self._open_scope else batch.entries
         self._open_scope = scope if batch.in_transaction else []
@@ -84,8 +160,39 @@ class History:
                 or after.configs is not before.configs or after.quorum is not before.quorum:
             # skipped for the many batches that change nothing shown (NoOpRecords, features)
             t = touched(scope)
-            self.events.extend(events_of_batch(before, scope, after, t))
+            self._add_events(events_of_batch(before, scope, after, t))
             self._track(before, after, t, batch.entries[-1].offset)
+
+    def _count_rate(self, entries: list[LogEntry]) -> None:
+        rate = self._rate
+        for entry in entries:
+            second = entry.timestamp_ms // 1000 * 1000
+            if rate and rate[-1][0] == second:
+                rate[-1] = (second, rate[-1][1] + 1)
+            elif not rate or second > rate[-1][0]:
+                rate.append((second, 1.0))
+            else:  # a record stamped before the last one (clocks differ between leaders): rare
+                at = bisect_left(rate, second, key=_X)
+                if at < len(rate) and rate[at][0] == second:
+                    rate[at] = (second, rate[at][1] + 1)
+                else:
+                    rate.insert(at, (second, 1.0))
+                self.reshaped += 1
+
+    def _add_events(self, events: list[Event]) -> None:
+        """Append in offset order (a batch's own order kept, as a stable sort would)."""
+        offsets = self._event_offsets
+        if not events:
+            return
+        if not offsets or events[0].offset >= offsets[-1]:
+            self.events.extend(events)
+            offsets.extend(e.offset for e in events)
+            return
+        for event in events:
+            at = bisect_right(offsets, event.offset)
+            self.events.insert(at, event)
+            offsets.insert(at, event.offset)
+        self.reshaped += 1
 
     def _track(self, before: MetadataImage, after: MetadataImage, t: Touched, offset: int) -> None:
         if after.cluster is not before.cluster:
@@ -194,9 +301,9 @@ class History:
 
     def series(self) -> dict[str, list[tuple[int, float]]]:
         """records_per_s: (second start ms, records stamped in it), seconds with none left out;
-        fenced_brokers, under_min_isr: (offset, count) at the start and where a batch changed it."""
-        return {"records_per_s": [(second * 1000, float(n)) for second, n in sorted(self._rate.items())],
-                "fenced_brokers": list(self._fenced), "under_min_isr": list(self._under)}
+        fenced_brokers, under_min_isr: (offset, count) at the start and where a batch changed it.
+        The lists themselves, which grow with the history (read only)."""
+        return {"records_per_s": self._rate, "fenced_brokers": self._fenced, "under_min_isr": self._under}
 
     # -- internals ----------------------------------------------------------------------------
 

@@ -1,19 +1,24 @@
 """What the dashboard shows, as plain data: no Textual here.
 
 The app is fed ``Frame``s — (offset, image, the records applied to reach it) — from a
-``History`` (time travel over a log directory or a snapshot) today and from a live feed in the
-next wave. Every panel is a pure function of a frame (and, for the feed and the charts, of the
-history's events), so panels are tested without a terminal and redrawn only when their rows
-change.
+``FrameSource``: a ``History`` (time travel over a log directory or a snapshot) or a live
+source that grows as a controller quorum commits. Every panel is a pure function of a frame
+(and, for the feed and the charts, of the source's events), so panels are tested without a
+terminal and redrawn only when their rows change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Protocol, Sequence
 
 from engine.storage.log_reader import LogEntry
 from engine.image.metadata_image import MetadataImage
+
+if TYPE_CHECKING:
+    from engine.image.metadata_loader import LoadInfo
+    from engine.tools.quorum_tool import QuorumInfo
+    from metashell.live.feed import AttachStatus
 
 # Partition flags (short codes shown in the table; names for filters and help).
 FLAG_LEADERLESS = "leaderless"
@@ -50,10 +55,65 @@ class Event:
 
 
 class FrameSource(Protocol):
-    """Where frames come from: a History now, a live controller feed later."""
+    """Where the dashboard's frames come from: a History over a file (which never grows) or a live
+    source (metashell.dashboard.live_source), which grows as records are committed.
 
-    def frames(self) -> Iterator[Frame]:
-        ...
+    Growth: the screen calls ``poll()`` (on a timer, and when the ``wake`` given to ``watch``
+    is called from the feed's thread); True means something changed: new frames
+    (``generation`` moved), a new status or quorum. ``events`` and ``series()`` are the
+    source's own lists, appended to as it grows; ``reshaped`` moves when they changed
+    otherwise (cut at the front by the memory window, a reset, an event out of order), so a
+    view over them knows to start over. Frame methods clamp to what is held; stepping methods
+    return ``frame`` itself when they cannot move.
+    """
+
+    info: LoadInfo
+    first_offset: int
+    last_offset: int
+    start_offset: int  # the starting image's offset (-1: the empty image)
+    events: Sequence[Event]
+    generation: int
+    reshaped: int
+    records_in: int  # records taken in since opening (a live source's "+K new" counts from it)
+    live: AttachStatus | None  # None: a file
+    quorum: QuorumInfo | None  # a live source's latest DescribeQuorum answer
+    clock_ms: Callable[[], int]  # "now" (wall clock ms) for a live source's ages
+
+    @property
+    def grows(self) -> bool: ...
+
+    @property
+    def event_offsets(self) -> Sequence[int]: ...
+
+    def poll(self) -> bool: ...
+
+    def watch(self, wake: Callable[[], None]) -> None: ...
+
+    def frame_at(self, offset: int, previous: Frame | None = None) -> Frame: ...
+
+    def first(self, previous: Frame | None = None) -> Frame: ...
+
+    def last(self, previous: Frame | None = None) -> Frame: ...
+
+    def at_time(self, time_ms: int, previous: Frame | None = None) -> Frame: ...
+
+    def frames(self) -> Iterator[Frame]: ...
+
+    def step(self, frame: Frame, records: int) -> Frame: ...
+
+    def next_batch(self, frame: Frame) -> Frame: ...
+
+    def prev_batch(self, frame: Frame) -> Frame: ...
+
+    def next_event(self, frame: Frame, kinds: set[str] | None = None) -> Frame: ...
+
+    def prev_event(self, frame: Frame, kinds: set[str] | None = None) -> Frame: ...
+
+    def events_between(self, low: int, high: int) -> list[Event]: ...
+
+    def known_broker_ids(self, frame: Frame) -> frozenset[int]: ...
+
+    def series(self) -> dict[str, list[tuple[int, float]]]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from engine.common.kafka_uuid import uuid_to_kafka
+from engine.common.kafka_uuid import ZERO_UUID, uuid_to_kafka
 from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.image.metadata_loader import LoadInfo
 from engine.image.metadata_version import version_name
@@ -105,6 +105,51 @@ def voter_rows(frame: Frame, info: LoadInfo | None) -> list[VoterRow]:
         rows.append(VoterRow(voter_id, voter["directoryId"] or "-", endpoints,
                              "leader" if voter_id == leader_id else "voter"))
     return rows
+
+
+def live_voter_rows(image: MetadataImage, quorum: Any, now_ms: int) -> list[VoterRow]:
+    """The quorum as its leader tells it now (a DescribeQuorum answer, quorum_tool.QuorumInfo):
+    voters (controller-only nodes too), then observers, with their log end offset, lag behind
+    the leader's, and how long ago they last fetched and were caught up. Endpoints from the
+    answer's nodes, else the image's voters."""
+    known = quorum_voters(image, None)
+    leader_end = next((r.log_end_offset for r in quorum.voters if r.replica_id == quorum.leader_id), -1)
+    rows = []
+    for role, replicas in (("voter", quorum.voters), ("observer", quorum.observers)):
+        for r in sorted(replicas, key=lambda r: r.replica_id):
+            node = known.get(r.replica_id, {})
+            listeners = quorum.nodes.get(r.replica_id) or \
+                [(e["name"], e["host"], e["port"]) for e in node.get("endpoints", ())]
+            directory = r.replica_directory_id
+            lag = leader_end - r.log_end_offset if leader_end >= 0 and r.log_end_offset >= 0 else None
+            rows.append(VoterRow(
+                r.replica_id,
+                uuid_to_kafka(directory) if directory not in (None, ZERO_UUID) else node.get("directoryId") or "-",
+                ", ".join(f"{n}://{h}:{p}" for n, h, p in listeners) or "-",
+                "leader" if r.replica_id == quorum.leader_id else role,
+                str(r.log_end_offset) if r.log_end_offset >= 0 else "-", "-" if lag is None else str(lag),
+                age(r.last_fetch_timestamp, now_ms), age(r.last_caught_up_timestamp, now_ms)))
+    return rows
+
+
+def live_state(status: Any, *, following: bool, offset: int, new_records: int) -> tuple[str, str]:
+    """The header's word on a live feed (an AttachStatus): (text, kind: live, paused or down)."""
+    paused = f"⏸ paused @{offset}, +{new_records:,} new"
+    if status.error:
+        return f"✖ {status.error}" + ("" if following else f" · {paused}"), "down"
+    if not following:
+        return paused + ("" if status.connected else f" · {status.note}"), "paused" if status.connected else "down"
+    if not status.connected:
+        return f"◌ {status.note}", "down"
+    lag = f" · lag {status.lag:,}" if status.lag else ""
+    return f"● live @{status.applied_offset}{lag} · {status.note}", "live"
+
+
+def age(timestamp_ms: int, now_ms: int) -> str:
+    """``1.2 s ago``; "-" for -1 (never, or not told)."""
+    if timestamp_ms < 0:
+        return "-"
+    return f"{max(0, now_ms - timestamp_ms) / 1000:.1f} s ago"
 
 
 def leader_history(image: MetadataImage) -> list[str]:

@@ -1,39 +1,44 @@
 """The dashboard's one screen: every panel, the time-travel keys, play mode.
 
-Frames reach the panels through ``show(frame)`` only — stepping, jumping, play mode and (next
-wave) the live feed all take that path. Each panel compares what it is given with what it
+Frames reach the panels through ``show(frame)`` only — stepping, jumping, play mode and the
+live feed all take that path. Each panel compares what it is given with what it
 shows and redraws only the difference; panels over parts of the image the frame shares with
 the previous one (images are immutable and share what a batch did not touch) are skipped.
 
 Play mode is two reactive attributes, ``playing`` and ``speed``; their watchers start and stop a
 ticker (Textual's timers, or one the app was given: tests advance a ManualTicker by hand).
+
+A source that grows (a live one) is polled on a ticker of its own and whenever it wakes the
+screen (``SourceChanged``, posted from the feed's thread). At the last frame the screen
+follows: new frames are shown as they come. Anywhere else it stays where the user is and the
+header says "paused @N, +K new"; ``end`` follows again.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from metashell.dashboard import panels
-from metashell.dashboard.model import Frame
+from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
 from metashell.dashboard.widgets import (BrokersPanel, Charts, EventsFeed, HeaderBar, NodeBrowser, PartitionsPanel,
                                          QuorumPanel, RowTable)
 from metashell.dashboard.widgets.controller_panel import ControllerPanel
 
-if TYPE_CHECKING:
-    from metashell.dashboard.history import History
-
+POLL_SECONDS = 0.25  # a growing source is drained at least this often (and whenever it wakes us)
 SPEEDS = (0.5, 1, 2, 4, 8, 16, 32, 64)
 BATCH_SECONDS = 0.5  # at 1x, one batch every half second
 TICK_SECONDS = 1 / 30  # never faster than this: at high speeds a tick takes several batches
@@ -50,6 +55,10 @@ def play_cadence(speed: float) -> tuple[float, int]:
     tick takes, so the pace is exactly ``speed / BATCH_SECONDS`` batches a second."""
     batches = max(1, math.ceil(TICK_SECONDS * speed / BATCH_SECONDS))
     return batches * BATCH_SECONDS / speed, batches
+
+
+class SourceChanged(Message):
+    """The source has something new to poll (posted from the live feed's thread)."""
 
 
 class MainScreen(Screen):
@@ -79,15 +88,22 @@ class MainScreen(Screen):
     playing = var(False, init=False)
     speed = var(1.0, init=False)
 
-    def __init__(self, source: "History", offset: int | None = None, *, ticker: Ticker | None = None) -> None:
-        """``ticker``: what play mode ticks on (default: Textual's timers)."""
+    def __init__(self, source: FrameSource, offset: int | None = None, *, ticker: Ticker | None = None,
+                 poll_ticker: Ticker | None = None) -> None:
+        """``ticker``: what play mode ticks on, ``poll_ticker`` what a growing source is polled
+        on (default: Textual's timers for both)."""
         super().__init__()
         self.source = source
         self.frame: Frame | None = None
         self.frames_shown = 0
+        self.following = True  # at the last frame: a growing source's new frames are shown
+        self._paused_in = 0  # the source's records_in when the screen stopped following
         self._start_offset = offset
         self._ticker: Ticker = ticker if ticker is not None else IntervalTicker(self)
         self._ticking: Ticking | None = None
+        self._poll_ticker: Ticker = poll_ticker if poll_ticker is not None else IntervalTicker(self)
+        self._polling: Ticking | None = None
+        self._seen = (source.generation, source.reshaped)
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -99,16 +115,78 @@ class MainScreen(Screen):
             with Vertical(id="right"):
                 yield Charts(id="charts")
                 yield ControllerPanel(id="controller")
-                yield EventsFeed(self.source.events, id="events-panel")
+                yield EventsFeed(self.source, id="events-panel")
                 yield NodeBrowser(id="nodes")
         yield Footer()
 
     def on_mount(self) -> None:
         src = self.source
-        self.query_one(Charts).set_series(src.series(), src.first_offset, src.last_offset)
+        self.query_one(Charts).follow(src)
         frame = src.last() if self._start_offset is None else src.frame_at(self._start_offset)
         self.show(frame)
         self.query_one(PartitionsPanel).table.focus()
+        if src.grows:
+            src.watch(lambda: self.post_message(SourceChanged()))  # post_message is thread-safe
+            self._polling = self._poll_ticker.start(POLL_SECONDS, self.poll_source)
+
+    def on_unmount(self) -> None:
+        if self._polling is not None:
+            self._polling.stop()
+        self.source.watch(lambda: None)
+
+    def on_source_changed(self, _: SourceChanged) -> None:
+        self.poll_source()
+
+    # -- a growing source ------------------------------------------------------------------------
+
+    def poll_source(self) -> None:
+        """Take in what the source has: following, show its last frame; else stay, and say so."""
+        src = self.source
+        if not src.poll() or self.frame is None:
+            return
+        if (src.generation, src.reshaped) != self._seen:
+            grown = src.reshaped == self._seen[1]
+            self._seen = (src.generation, src.reshaped)
+            self.query_one(Charts).follow(src, grown=grown)
+        if self.following:
+            self.show(src.last(self.frame))
+            return
+        frame = self.frame  # where the user is looking: only what tells of the present moves
+        self._refresh_header()
+        self._show_quorum(frame)
+        self.query_one(EventsFeed).show(frame.offset, _changed_from(frame))
+        self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
+
+    def live_state(self) -> tuple[str, str]:
+        """The header's word on a live source: ("", "") for a file."""
+        src, frame = self.source, self.frame
+        if src.live is None or frame is None:
+            return "", ""
+        return panels.live_state(src.live, following=self.following, offset=frame.offset,
+                                 new_records=src.records_in - self._paused_in)
+
+    def _show_quorum(self, frame: Frame) -> None:
+        """At a live source's last frame, the quorum as its leader tells it now; else the frame's."""
+        src, image = self.source, frame.image
+        quorum, status = src.quorum, src.live
+        if status is not None and self.following and quorum is not None:
+            rows = panels.live_voter_rows(image, quorum, src.clock_ms())
+            note = f"live · leader {quorum.leader_id} · epoch {quorum.leader_epoch} · " \
+                   f"high watermark {quorum.high_watermark}"
+        else:
+            rows, note = panels.voter_rows(frame, src.info), ""
+            if status is not None and self.following and status.leader_id >= 0:  # the Raft leader, not the log's
+                rows = [replace(r, role="leader" if r.node_id == status.leader_id else "voter") for r in rows]
+        self.query_one(QuorumPanel).show(rows, panels.leader_history(image), note)
+
+    def _header(self, frame: Frame) -> HeaderInfo:
+        header = panels.header_info(frame, self.source.info)
+        if frame.last_offset != self.source.last_offset:  # a frame shown before the source grew
+            header = replace(header, position=f"offset {frame.offset} / {self.source.last_offset}")
+        status = self.source.live
+        if status is not None and self.following and status.leader_id >= 0:
+            header = replace(header, leader=f"{status.leader_id} (epoch {status.leader_epoch})")
+        return header
 
     # -- frames -------------------------------------------------------------------------------
 
@@ -116,18 +194,20 @@ class MainScreen(Screen):
         """Update every panel from ``frame``; each redraws only what differs from before."""
         previous, self.frame = self.frame, frame
         self.frames_shown += 1
+        following = frame.offset >= self.source.last_offset
+        if self.following and not following:
+            self._paused_in = self.source.records_in
+        self.following = following
         info = self.source.info
         image, old = frame.image, previous.image if previous else None
-        self.query_one(HeaderBar).show(panels.header_info(frame, info), self.play_state())
-        self.query_one(QuorumPanel).show(panels.voter_rows(frame, info), panels.leader_history(image))
+        self.query_one(HeaderBar).show(self._header(frame), self.play_state(), self.live_state())
+        self._show_quorum(frame)
         if old is None or image.cluster is not old.cluster or image.topics is not old.topics:
-            known = self.source.known_broker_ids(frame) if hasattr(self.source, "known_broker_ids") else ()
-            self.query_one(BrokersPanel).show(panels.broker_rows(image, known))
+            self.query_one(BrokersPanel).show(panels.broker_rows(image, self.source.known_broker_ids(frame)))
         if old is None or image.topics is not old.topics or image.configs is not old.configs:
             self.query_one(PartitionsPanel).show(panels.partition_rows(image))
         # the feed marks the events of the records applied since the last frame shown
-        changed_from = frame.changed[0].offset - 1 if frame.changed else frame.offset - 1
-        self.query_one(EventsFeed).show(frame.offset, changed_from)
+        self.query_one(EventsFeed).show(frame.offset, _changed_from(frame))
         self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
         self.query_one(ControllerPanel).show(image)
         if old is None or image is not old:
@@ -239,7 +319,7 @@ class MainScreen(Screen):
 
     def _refresh_header(self) -> None:
         if self.frame is not None:
-            self.query_one(HeaderBar).show(panels.header_info(self.frame, self.source.info), self.play_state())
+            self.query_one(HeaderBar).show(self._header(self.frame), self.play_state(), self.live_state())
 
     # -- panels ------------------------------------------------------------------------------------
 
@@ -284,6 +364,11 @@ class MainScreen(Screen):
             row = focused.cursor_value
             return None if row is None else subject_path(row[0].subject)
         return None
+
+
+def _changed_from(frame: Frame) -> int:
+    """The offset before the first record applied since the frame shown before."""
+    return frame.changed[0].offset - 1 if frame.changed else frame.offset - 1
 
 
 def _panel_of(widget: Widget | None) -> Widget | None:

@@ -1,4 +1,8 @@
-"""The events up to the frame shown, newest first, coloured by kind; the current ones marked."""
+"""The events up to the frame shown, newest first, coloured by kind; the current ones marked.
+
+The feed reads the source's own event list (no copy): a live source appends to it, and the
+feed's view is a window over it, so a growing feed costs nothing per update but the redraw.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Sequence
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from metashell.dashboard.model import EVENT_KINDS, Event
+from metashell.dashboard.model import EVENT_KINDS, Event, FrameSource
 from metashell.dashboard.widgets.row_table import Cell, Column, RowTable
 
 # No kind column: the text says what happened and the colour says the kind (room is short here).
@@ -21,9 +25,13 @@ FeedRow = tuple[Event, bool]  # the event, and whether it is in the frame just s
 class NewestFirst(Sequence[FeedRow]):
     """The first ``count`` events, reversed, without copying: O(1) per frame however long the log."""
 
-    def __init__(self, events: Sequence[Event], count: int, current_from: int, current_to: int) -> None:
+    def __init__(self, events: Sequence[Event], count: int, current_from: int, current_to: int,
+                 shape: int = 0) -> None:
+        """``shape``: the source's ``reshaped`` count (the same count over a list cut or reordered
+        since is another view)."""
         self.events, self.count = events, count
         self.current = (current_from, current_to)
+        self.shape = shape
 
     def __len__(self) -> int:
         return self.count
@@ -39,11 +47,11 @@ class NewestFirst(Sequence[FeedRow]):
         return event, self.current[0] <= event.offset <= self.current[1]
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, NewestFirst) and (other.events, other.count, other.current) == \
-            (self.events, self.count, self.current)
+        return isinstance(other, NewestFirst) and other.events is self.events and \
+            (other.count, other.current, other.shape) == (self.count, self.current, self.shape)
 
     def __hash__(self) -> int:
-        return hash((id(self.events), self.count, self.current))
+        return hash((id(self.events), self.count, self.current, self.shape))
 
 
 def _time(ms: int) -> str:
@@ -60,11 +68,14 @@ def feed_cells(row: FeedRow) -> list[Cell]:
 
 
 class EventsFeed(Vertical):
-    def __init__(self, events: Sequence[Event] = (), *, id: str | None = None) -> None:
+    def __init__(self, source: FrameSource, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="panel")
         self.border_title = "Events"
-        self.events = list(events)
-        self._offsets = [e.offset for e in self.events]  # sorted: events come in log order
+        self.source = source
+
+    @property
+    def events(self) -> Sequence[Event]:
+        return self.source.events
 
     def compose(self) -> ComposeResult:
         table = RowTable(FEED_COLUMNS, feed_cells, lambda row: "current" if row[1] else None, id="events")
@@ -77,11 +88,16 @@ class EventsFeed(Vertical):
 
     def show(self, offset: int, changed_from: int) -> None:
         """Events at offsets <= ``offset``; those in (changed_from, offset] are the current ones."""
-        count = bisect_right(self._offsets, offset)
-        view = NewestFirst(self.events, count, changed_from + 1, offset)
-        if view != self.table.rows:
-            self.table.set_rows(view)
-            self.border_subtitle = f"{count:,} of {len(self.events):,}"
+        source, table = self.source, self.table
+        count = bisect_right(source.event_offsets, offset)
+        view = NewestFirst(source.events, count, changed_from + 1, offset, source.reshaped)
+        if view != table.rows:
+            if len(source.events) > table.capacity:  # grown past the room: more room, with some to spare,
+                table.capacity = len(source.events) * 3 // 2 + 64  # so a live feed relays out rarely
+            table.set_rows(view)
+        subtitle = f"{count:,} of {len(source.events):,}"
+        if subtitle != self.border_subtitle:  # a growing source: the total moves while the view stays
+            self.border_subtitle = subtitle
 
     def texts(self) -> list[str]:
         """The feed's event texts, newest first (tests)."""

@@ -1,4 +1,6 @@
-"""The bar across the top: which cluster, which versions, who leads, where in history we are."""
+"""The bar across the top: which cluster, which versions, who leads, where in history we are;
+attached live, first of all how the feed stands (following, paused with records arriving,
+disconnected, an error)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ from textual.markup import escape
 from textual.widget import Widget
 
 from metashell.dashboard.model import HeaderInfo
+
+# the live state's kinds: following (all is well), paused (looking at the past), down (not following)
+LIVE_STYLES = {"live": "b $success", "paused": "b $warning", "down": "b $error"}
 
 
 class HeaderBar(Widget):
@@ -17,15 +22,16 @@ class HeaderBar(Widget):
         super().__init__(id=id)
         self.info: HeaderInfo | None = None
         self.play_state = ""
+        self.live: tuple[str, str] = ("", "")  # (text, one of LIVE_STYLES)
         self._content = Content("")
 
     def render(self) -> Content:
         return self._content
 
-    def show(self, info: HeaderInfo, play_state: str = "") -> bool:
-        if info == self.info and play_state == self.play_state:
+    def show(self, info: HeaderInfo, play_state: str = "", live: tuple[str, str] = ("", "")) -> bool:
+        if info == self.info and play_state == self.play_state and live == self.live:
             return False
-        self.info, self.play_state = info, play_state
+        self.info, self.play_state, self.live = info, play_state, live
         self._content = Content.from_markup(self._markup())
         self.refresh()
         return True
@@ -39,8 +45,11 @@ class HeaderBar(Widget):
 
         features = " ".join(f"{escape(name)}={level}" for name, level in i.features) or "-"
         # the line that changes with every frame first; the long feature list last (cut if need be)
+        live_text, live_kind = self.live
         line1 = "   ".join(filter(None, [
-            "[b $accent]metashell[/]", f"[b $primary]{escape(i.position)}[/]", field("record time", i.record_time),
+            "[b $accent]metashell[/]",
+            f"[{LIVE_STYLES.get(live_kind, 'b')}]{escape(live_text)}[/]" if live_text else "",
+            f"[b $primary]{escape(i.position)}[/]", field("record time", i.record_time),
             field("quorum leader", i.leader), f"[b $warning]{escape(self.play_state)}[/]" if self.play_state else ""]))
         line2 = "   ".join([
             field("cluster", i.cluster_id), field("metadata.version", i.metadata_version),

@@ -1,4 +1,5 @@
-"""The quorum: its voters (the leader highlighted) and the history of leader changes."""
+"""The quorum: its voters (the leader highlighted) and the history of leader changes; attached
+live, the voters and observers as the leader tells them now (log end offset, lag, last fetch)."""
 
 from __future__ import annotations
 
@@ -39,9 +40,12 @@ class QuorumPanel(Vertical):
     def table(self) -> RowTable:
         return self.query_one("#voters", RowTable)
 
-    def show(self, voters: list[VoterRow], history: list[str]) -> None:
+    def show(self, voters: list[VoterRow], history: list[str], live: str = "") -> None:
+        """``live``: the subtitle of a live quorum (its leader, epoch and high watermark)."""
         if list(self.table.rows) != voters:
             self.table.set_rows(voters)
+        if live != (self.border_subtitle or ""):
+            self.border_subtitle = live
         if history != self.history:
             self.history = history
             # newest first; the panel has room for the latest few
