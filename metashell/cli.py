@@ -4,7 +4,10 @@
     metashell --snapshot FILE -- ls -l /topics
     metashell --log-dir DIR --offset 1200 -c "cd /brokers; ls"
     metashell --demo -c summary             a generated cluster history
+    metashell --bootstrap-controller HOST:PORT[,HOST:PORT...] [--command-config FILE]
+                                            a running quorum, live: the shell follows its commits
     metashell dash --log-dir DIR [--offset N | --time T]    the dashboard (a terminal)
+    metashell dash --bootstrap-controller HOST:PORT         the dashboard, live
     metashell demo [--dir DIR]              the dashboard on a generated history of a bad day
     metashell export --log-dir DIR /topics --out OUT [--format parquet|json|csv|orc]    a Spark table
 
@@ -12,6 +15,11 @@ Exit code 0 when every command succeeded, 1 otherwise; errors are one line. With
 (stdin or stdout not a TTY, or CI set) ``dash`` and ``demo`` do not start the dashboard: they
 say so in one line on stderr and print the summary of the frame they would have opened at (and,
 for ``demo``, its story) with exit code 0; ``--print`` prints that without the note.
+
+Live (``--bootstrap-controller``), one-shot commands (``-c``, after ``--``, or from stdin that is
+not a terminal), ``dash`` without a terminal and ``export`` answer from the state at attach
+time: the attachment catches up with the high watermark it first saw, then nothing more is
+taken, so a script gets one consistent answer. The interactive shell and the dashboard follow.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from engine.common.command_line import OneLineParser, run_guarded, stderr_line
 from engine.common.errors import ConfigError
 from metashell.shell.registry import ExitShell
 from metashell.shell.session import Session
-from metashell.source import Source
+from metashell.source import LiveSource, Source
 
 
 DASHBOARD_COMMANDS = ("dash", "demo")
@@ -38,9 +46,18 @@ def _add_source_and_point(parser: OneLineParser, source) -> None:
     source.add_argument("--snapshot", help="a .checkpoint snapshot file")
     source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
     source.add_argument("--demo", action="store_true", help="a small generated cluster history")
+    _add_live_source(parser, source)
     point = parser.add_mutually_exclusive_group()
     point.add_argument("--offset", type=int, help="the image as of this offset (log directories)")
     point.add_argument("--time", help="the image as of this time: ISO 8601 or epoch milliseconds")
+
+
+def _add_live_source(parser: OneLineParser, source) -> None:
+    """A running quorum, as Kafka's tools name it (kafka-metadata-quorum --bootstrap-controller)."""
+    source.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
+                        help="a running quorum's controllers: attach live, as an observer that never writes")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client settings for --bootstrap-controller (a .properties file, Kafka's names)")
 
 
 def build_parser() -> OneLineParser:
@@ -58,10 +75,12 @@ def build_parser() -> OneLineParser:
 
 def build_dashboard_parser(command: str) -> OneLineParser:
     if command == "dash":
-        parser = OneLineParser(prog="metashell dash", description="The dashboard over a log directory or a snapshot.")
+        parser = OneLineParser(prog="metashell dash",
+                               description="The dashboard over a log directory, a snapshot or a running quorum.")
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--snapshot", help="a .checkpoint snapshot file")
         source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
+        _add_live_source(parser, source)
     else:
         parser = OneLineParser(prog="metashell demo",
                                description="The dashboard on a generated cluster history (written to a "
@@ -100,7 +119,8 @@ def build_export_parser() -> OneLineParser:
     spark.add_argument("--remote", help="a Spark Connect server, sc://HOST:PORT")
     parser.add_argument("--show-secrets", action="store_true", help="export SCRAM keys and secret configs")
     parser.add_argument("--history", choices=HISTORY_TABLES,
-                        help="export this table of the whole log instead of a subtree (log directories)")
+                        help="export this table of the whole log instead of a subtree (log directories; "
+                             "live: what the session fetched)")
     return parser
 
 
@@ -150,16 +170,21 @@ def _export_command(args, err: Callable[[str], None]) -> int:
     words += ["--table", args.table] if args.table else []
     words += ["--history", args.history] if args.history else [args.path]
     with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
-        session = Session(_source(args, Path(tmp)), out=print, err=err, show_secrets=args.show_secrets)
-        if not args.history:
-            session.load(offset=args.offset, time_ms=time_ms)  # a bad source fails before Spark starts
-        elif session.source.log_dir is not None and not session.source.log_dir.is_dir():
-            raise ConfigError(f"{session.source.log_dir}: no such directory")
-        get_spark(master=args.spark_master, remote=args.remote)  # the session export then finds active
+        source = _source(args, Path(tmp), frozen=True)
         try:
-            return COMMANDS["export"].run(session, words)
-        except ShellError as exc:
-            raise ConfigError(str(exc)) from None
+            session = Session(source, out=print, err=err, show_secrets=args.show_secrets)
+            if not args.history or source.live:
+                session.load(offset=args.offset, time_ms=time_ms)  # a bad source fails before Spark starts
+                _attached(session, err)
+            elif source.log_dir is not None and not source.log_dir.is_dir():
+                raise ConfigError(f"{source.log_dir}: no such directory")
+            get_spark(master=args.spark_master, remote=args.remote)  # the session export then finds active
+            try:
+                return COMMANDS["export"].run(session, words)
+            except ShellError as exc:
+                raise ConfigError(str(exc)) from None
+        finally:
+            source.close()
 
 
 def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = None) -> int:
@@ -176,26 +201,59 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
         if argv and argv[0] == "export":
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
         args = build_parser().parse_args(argv)
+        one_shot = args.commands is not None or bool(args.command) or not sys.stdin.isatty()
         with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
-            session = Session(_source(args, Path(tmp)), out=print, err=err, show_secrets=args.show_secrets)
-            _load(session, args)
-            for note in session.info.notes if session.info else ():
-                err(f"metashell: note: {note}")
-            return _drive(session, args)
+            source = _source(args, Path(tmp), frozen=one_shot)
+            try:
+                session = Session(source, out=print, err=err, show_secrets=args.show_secrets)
+                _load(session, args)
+                for note in session.info.notes if session.info else ():
+                    err(f"metashell: note: {note}")
+                _attached(session, err)
+                return _drive(session, args)
+            finally:
+                source.close()
 
     return run_guarded("metashell", work, err)
 
 
-def _source(args, tmp: Path) -> Source:
+def _source(args, tmp: Path, frozen: bool = False) -> Source | LiveSource:
+    """The source the options name; a live one is ``frozen`` at attach time for one-shot commands."""
+    _command_config_needs_bootstrap(args)
+    if args.bootstrap_controller:
+        source = live_source(args.bootstrap_controller, args.command_config)
+        source.frozen = frozen
+        return source
     if args.snapshot:
         return Source(snapshot=Path(args.snapshot))
     if args.log_dir:
         return Source(log_dir=Path(args.log_dir))
-    if args.demo:
+    if getattr(args, "demo", False):
         from metashell.demo import write_demo_log_dir
 
         return Source(log_dir=write_demo_log_dir(tmp))
-    raise ConfigError("give a source: --log-dir DIR, --snapshot FILE or --demo")
+    raise ConfigError("give a source: --log-dir DIR, --snapshot FILE, --demo or --bootstrap-controller HOST:PORT")
+
+
+def _command_config_needs_bootstrap(args) -> None:
+    if args.command_config and not args.bootstrap_controller:
+        raise ConfigError("--command-config goes with --bootstrap-controller")
+
+
+def live_source(bootstrap: str, command_config: str | None = None) -> LiveSource:
+    """``--bootstrap-controller`` checked as Kafka's tools check it (the Attachment does),
+    ``--command-config`` read; nothing connects until the first load."""
+    from engine.common.java_properties import load_properties
+
+    return LiveSource(bootstrap, load_properties(command_config) if command_config else None)
+
+
+def _attached(session: Session, err: Callable[[str], None]) -> None:
+    """Live: say on stderr which state the answers are of (scripts read stdout)."""
+    if session.source.live:
+        status = session.source.status
+        err(f"metashell: note: attached to {status.bootstrap} at offset {session.image.provenance.last_offset}"
+            f"{'' if status.leader_id < 0 else f' (leader {status.leader_id}, epoch {status.leader_epoch})'}")
 
 
 def _load(session: Session, args) -> None:
@@ -224,6 +282,8 @@ def has_terminal() -> bool:
 
 
 def _dashboard_command(command: str, args, err: Callable[[str], None]) -> int:
+    if command == "dash" and (args.bootstrap_controller or args.command_config):
+        return _live_dashboard(args, err)
     if command == "dash":
         source = Source(snapshot=Path(args.snapshot)) if args.snapshot else Source(log_dir=Path(args.log_dir))
         return _dashboard(source, args, err)
@@ -259,6 +319,38 @@ def _dashboard(source: Source, args, err: Callable[[str], None],
 
     settle_heap()
     DashboardApp(history, offset=offset).run()
+    return 0
+
+
+def _live_dashboard(args, err: Callable[[str], None]) -> int:
+    """``dash --bootstrap-controller``: the dashboard over the live quorum; without a terminal
+    (or with --print) the summary at attach time."""
+    if args.offset is not None or args.time:
+        raise ConfigError("--offset and --time open a file at a point; live, the dashboard opens at the "
+                          "cluster's present (travel back from there with its keys)")
+    if args.print or not has_terminal():
+        source = _source(args, Path("."), frozen=True)
+        try:
+            return _print_summary(source, None, None, err, (), note=not args.print)
+        finally:
+            source.close()
+    _command_config_needs_bootstrap(args)
+    try:
+        from metashell.dashboard.app import DashboardApp
+        from metashell.dashboard.live_source import open_live
+    except ImportError as exc:
+        raise ConfigError(f"the dashboard is not available here ({exc}); --print prints the summary") from None
+    from engine.common.java_properties import load_properties
+
+    config = load_properties(args.command_config) if args.command_config else None
+    source = open_live(args.bootstrap_controller, command_config=config)  # attached and caught up
+    try:
+        from metashell.dashboard.heap import settle_heap
+
+        settle_heap()
+        DashboardApp(source).run()
+    finally:
+        source.close()
     return 0
 
 

@@ -5,17 +5,28 @@ its newest snapshot at or before the first point asked for; ``seek`` then replay
 history's checkpoints instead of reading the log again. A point before that snapshot reads
 the older span of the log once; ``seek latest`` reads what a running node appended since
 (nothing when the segments' sizes are as they were).
+
+A live quorum (``LiveSource``, ``--bootstrap-controller``) is an Attachment (metashell.live)
+whose committed batches grow a MetadataHistory: the image at attach time, then every commit
+since. It follows (the newest image) until ``seek`` moves it into what was fetched since
+attach; ``frozen`` (one-shot commands) keeps it at the state at attach time.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterable, Iterator
 
 from engine.common.errors import ConfigError
 from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo, load_snapshot
+from engine.storage.log_reader import LogEntry, read_file, read_log_dir
+
+ATTACH_TIMEOUT_S = 30.0  # connect, fetch the snapshot and catch up to the first high watermark
+LIVE_WINDOW_RECORDS = 1_000_000  # records since attach kept for seek (older ones trimmed)
 
 
 @dataclass
@@ -25,6 +36,8 @@ class Source:
     snapshot: Path | None = None
     log_dir: Path | None = None
     _history: MetadataHistory | None = field(default=None, init=False, repr=False, compare=False)
+
+    live = False
 
     def load(self, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
         if self.log_dir is not None:
@@ -37,6 +50,21 @@ class Source:
             raise ConfigError("seek needs a log directory (--log-dir): a snapshot holds one point in time")
         return load_snapshot(self.snapshot)
 
+    def entries(self) -> Iterable[LogEntry]:
+        """Every record of the source, in log order (the segments', not a snapshot's, for a log directory)."""
+        return read_log_dir(self.log_dir, use_snapshot=False) if self.log_dir else read_file(self.snapshot)
+
+    def history_table(self, kind: str) -> Any:
+        """The history table ``kind`` (metashell.export.history_tables) of the whole log."""
+        if self.log_dir is None:
+            raise ConfigError("--history needs a log directory (--log-dir): a snapshot holds one point in time")
+        from metashell.export.history_tables import history_rows
+
+        return history_rows(self.log_dir, tables=[kind])[kind]
+
+    def close(self) -> None:
+        """Nothing to release: the files are read and closed."""
+
     @property
     def history(self) -> MetadataHistory | None:
         """The log directory's history, once a ``load`` has read it (None before, and for a snapshot)."""
@@ -45,3 +73,153 @@ class Source:
     @property
     def description(self) -> str:
         return str(self.log_dir or self.snapshot)
+
+
+class LiveSource:
+    """A running quorum, attached as an observer: the image at attach, then each commit since."""
+
+    live = True
+    snapshot = None
+    log_dir = None
+
+    def __init__(self, bootstrap: str, command_config: dict[str, str] | None = None, *,
+                 window_records: int = LIVE_WINDOW_RECORDS, attach_timeout_s: float = ATTACH_TIMEOUT_S):
+        from metashell.live.attach import Attachment
+
+        self.bootstrap = bootstrap
+        self.window_records = window_records
+        self.attach_timeout_s = attach_timeout_s
+        self.changed = threading.Event()  # set from the attachment's thread: something to drain
+        self.attachment = Attachment(bootstrap, command_config=command_config, on_update=self.changed.set)
+        self.following = True  # the newest image; False after a seek into the past
+        self.frozen = False  # one-shot commands: the state at attach time, nothing drained after it
+        self._history: MetadataHistory | None = None
+        self._status: Any = None
+        self._started = False
+
+    # -- attaching and following ---------------------------------------------------------------
+
+    def attach(self) -> None:
+        """Connect and wait until caught up with the high watermark first seen (a one-line error
+        on a fatal error or when that takes longer than ``attach_timeout_s``)."""
+        if self._started:
+            return
+        self._started = True
+        self.attachment.start()
+        self._apply(self.attachment.wait_caught_up(self.attach_timeout_s))
+
+    def poll(self) -> bool:
+        """Take what was committed since the last poll: True when the history grew or restarted."""
+        if not self._started:
+            return False
+        self.changed.clear()  # before draining: an update after the drain sets it again
+        return self._apply(self.attachment.drain())
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """Wait up to ``timeout_s`` for something committed, then take it (True when the history changed)."""
+        self.changed.wait(timeout_s)
+        return self.poll()
+
+    def _apply(self, update: Any) -> bool:
+        self._status = update.status
+        changed = False
+        if update.reset is not None:
+            image, offset = update.reset
+            if self._history is None:
+                self._history = MetadataHistory.growing(self._info(), image, offset,
+                                                        window_records=self.window_records)
+            else:  # fell behind the leader's log start: what was fetched before is gone
+                self._history.reset(image, offset)
+            changed = True
+        if update.batches:
+            if self._history is None:  # the attachment always resets first; a guard, not a path
+                raise ConfigError(f"{self.bootstrap}: the attachment sent records before a starting image")
+            changed = self._history.extend(update.batches) > 0 or changed
+        return changed
+
+    def _info(self) -> LoadInfo:
+        # LoadInfo.source names where the image came from (/local/source): here, the quorum asked
+        return LoadInfo(source=Path(self.bootstrap))
+
+    @property
+    def status(self) -> Any:
+        """The attachment's AttachStatus as of the last update taken (metashell.live.feed)."""
+        return self._status if self._status is not None else self.attachment.status
+
+    # -- the image at a point --------------------------------------------------------------------
+
+    def load(self, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
+        self.attach()
+        history = self._history
+        if offset is None and time_ms is None:
+            if not self.frozen:
+                self.poll()
+            self.following = True
+            return self._history.image_at()
+        first, last = self.window
+        if offset is not None and offset < first:
+            since = (f"in its window of {self.window_records:,} records" if self.trimmed else
+                     "since it fetched a snapshot again" if history.resets else "since attach")
+            raise ConfigError(f"offset {offset} is before what this session fetched {since}: seek {first}..{last}")
+        if time_ms is not None and time_ms < history.start_image.provenance.last_timestamp_ms:
+            raise ConfigError(f"time {time_ms} is before what this session fetched (from offset {first}, "
+                              f"stamped {history.start_image.provenance.last_timestamp_ms} ms)")
+        self.following = False
+        return history.image_at(offset=offset, time_ms=time_ms)
+
+    @property
+    def window(self) -> tuple[int, int]:
+        """The offsets ``seek`` reaches: (the starting image's, the newest fetched)."""
+        history = self._history
+        if history is None:
+            return (-1, -1)
+        return history.start_offset, history.last_offset
+
+    @property
+    def trimmed(self) -> bool:
+        """The history dropped its oldest records to the window (seek no longer reaches attach time)."""
+        history = self._history
+        return history is not None and history.dropped_records > 0
+
+    def tag(self, shown_offset: int) -> str:
+        """Where the shell stands, for its prompt: [live @N], [live @N lag L], [seek @N], [disconnected @N]."""
+        status = self.status
+        if not self.following:
+            return f"[seek @{shown_offset}]"
+        if status.error:
+            return f"[stopped @{shown_offset}]"
+        if not status.connected:
+            return f"[disconnected @{shown_offset}]"
+        lag = max(0, status.high_watermark - 1 - shown_offset) if status.high_watermark >= 0 else 0
+        return f"[live @{shown_offset} lag {lag}]" if lag else f"[live @{shown_offset}]"
+
+    # -- what the session fetched, for records and export --history ------------------------------------
+
+    def fetched(self) -> tuple[MetadataImage, list[list[LogEntry]]]:
+        """The starting image of the history and its batches since, in order."""
+        self.attach()
+        history = self._history
+        bounds = [-1, *history.batch_ends]
+        return history.start_image, [history.entries[a + 1:b + 1] for a, b in zip(bounds, bounds[1:])]
+
+    def entries(self) -> Iterator[LogEntry]:
+        for batch in self.fetched()[1]:
+            yield from batch
+
+    def history_table(self, kind: str) -> Any:
+        """The history table ``kind`` of what this session fetched (from the starting snapshot on)."""
+        from metashell.export.history_tables import history_rows_of
+
+        start, batches = self.fetched()
+        return history_rows_of(start, batches, tables=[kind])[kind]
+
+    def close(self) -> None:
+        self.attachment.close()
+
+    @property
+    def history(self) -> MetadataHistory | None:
+        return self._history
+
+    @property
+    def description(self) -> str:
+        return f"the quorum at {self.bootstrap}"

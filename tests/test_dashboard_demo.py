@@ -350,7 +350,7 @@ def test_demo_dir_keeps_the_history(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (("dash",), "one of the arguments --snapshot --log-dir is required"),
+    (("dash",), "one of the arguments --snapshot --log-dir --bootstrap-controller is required"),
     (("dash", "--log-dir", "/nonexistent"), "/nonexistent"),
     (("dash", "--log-dir", "x", "--snapshot", "y"), "not allowed with"),
     (("dash", "--snapshot", "x.checkpoint", "--offset", "3"), "need a log directory"),

@@ -159,7 +159,7 @@ def test_cli_export_demo_source(spark, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["export", "/topics", "--out", "{tmp}"], "one of the arguments --snapshot --log-dir --demo is required"),
+    (["export", "/topics", "--out", "{tmp}"], "one of the arguments --snapshot --log-dir --demo --bootstrap-controller is required"),
     (["export", "--log-dir", "{demo}", "--out", "{tmp}"], "give a PATH to export (e.g. /topics) or --history TABLE"),
     (["export", "--log-dir", "{demo}", "/topics"], "the following arguments are required: --out"),
     (["export", "--log-dir", "{demo}", "/topics", "--out", "{tmp}", "--format", "xls"], "invalid choice: 'xls'"),

@@ -30,6 +30,7 @@ from typing import Any, Iterable
 from engine.common.kafka_uuid import uuid_to_kafka
 from engine.image.metadata_delta import ABORTED, APPLIED, COMMITTED, PENDING, MetadataDelta
 from engine.image.metadata_history import MetadataHistory
+from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
@@ -46,14 +47,19 @@ _BROKER_EVENTS = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_B
 def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | None = None,
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
     """The history tables of ``log_dir`` (a node's log directory or its __cluster_metadata-0)."""
-    wanted = set(tables)
-    unknown = wanted - set(HISTORY_TABLES)
-    if unknown:
-        raise ValueError(f"unknown history table {sorted(unknown)[0]!r} (known: {', '.join(HISTORY_TABLES)})")
+    wanted = _wanted(tables)
     begin = replay_start(Path(log_dir), earliest=True)
-    rows = _Rows(MetadataDelta(begin.image), wanted, start)
-    notes: list[str] = []
-    for batch in segment_batches(begin.listing, begin.begin, notes):
+    return history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start, end=end,
+                           tables=wanted)
+
+
+def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]], *, start: int | None = None,
+                    end: int | None = None, tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
+    """The history tables of ``batches`` replayed from ``start_image`` (a live session's fetched
+    history: the snapshot it attached from, then every batch committed since)."""
+    wanted = _wanted(tables)
+    rows = _Rows(MetadataDelta(start_image), wanted, start)
+    for batch in batches:
         if end is not None and batch[0].offset > end:
             break
         for entry in batch:
@@ -62,6 +68,14 @@ def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | No
             rows.replay(entry)
     rows.finish()
     return {kind: Table(kind, column_names(kind), rows.out[kind]) for kind in HISTORY_TABLES if kind in wanted}
+
+
+def _wanted(tables: Iterable[str]) -> set[str]:
+    wanted = set(tables)
+    unknown = wanted - set(HISTORY_TABLES)
+    if unknown:
+        raise ValueError(f"unknown history table {sorted(unknown)[0]!r} (known: {', '.join(HISTORY_TABLES)})")
+    return wanted
 
 
 class _Rows:

@@ -165,8 +165,11 @@ seek OFFSET | seek --time TIME | seek latest
 
   Moves the image to right after OFFSET, or after the last record stamped at or before
   TIME (ISO 8601, e.g. 2025-05-16T03:42:00Z, or epoch milliseconds). Needs a log
-  directory (--log-dir). The log is read once and replayed from kept checkpoints;
-  seek latest also reads what a running node appended since.
+  directory (--log-dir) or a live quorum (--bootstrap-controller). The log is read once
+  and replayed from kept checkpoints; seek latest also reads what a running node appended
+  since. Live, seek reaches back into what the session fetched since attach (to the
+  snapshot it attached from) and the shell stops following ([seek @N]) until seek latest
+  or live.
 
   Examples:  seek 1200    seek --time 2025-05-16T03:42:00Z    seek latest
 """, lambda p: (p.add_argument("offset", nargs="?"), p.add_argument("--time")))
@@ -213,20 +216,17 @@ def _summary(session: Session, args: argparse.Namespace) -> int:
 records [--from OFFSET] [--to OFFSET] [--type TYPE...]
 
   Prints the records of the source, as kafka-dump-log does: offset, leader epoch,
-  timestamp and the record's JSON. --type filters by record type (globs allowed,
+  timestamp and the record's JSON. Live: the records fetched since attach. --type filters by record type (globs allowed,
   e.g. PARTITION_*).
 
   Examples:  records --from 100 --to 120    records --type BROKER_REGISTRATION_CHANGE_RECORD
 """, lambda p: (p.add_argument("--from", dest="start", type=int, default=0),
                 p.add_argument("--to", dest="stop", type=int), p.add_argument("--type", nargs="+")))
 def _records(session: Session, args: argparse.Namespace) -> int:
-    from engine.storage.log_reader import read_file, read_log_dir
     from engine.records.record_json import dumps, record_to_jsonable
     from metashell.tree.tree_layout import redact_record_json
 
-    source = session.source
-    entries = read_log_dir(source.log_dir, use_snapshot=False) if source.log_dir else read_file(source.snapshot)
-    for entry in entries:
+    for entry in session.source.entries():
         if entry.offset < args.start:
             continue
         if args.stop is not None and entry.offset > args.stop:
@@ -263,7 +263,8 @@ export --history [records|partition_changes|broker_fencing|leader_changes] --out
   under DIR/NAME (NAME: the table's kind, e.g. partitions, unless --table), through Spark:
   a local session unless one is active. Secrets stay redacted unless the shell was started
   with --show-secrets. --history writes a table of the whole log instead (default:
-  records); it needs a log directory (--log-dir). CSV flattens lists to JSON text.
+  records); it needs a log directory (--log-dir), or, live, it is what the session
+  fetched since attach. CSV flattens lists to JSON text.
   docs/export.md has the schemas and example analyses.
 
   Examples:  export /topics --out /tmp/meta    export /brokers --format json --out /tmp/meta
@@ -286,12 +287,8 @@ def _export(session: Session, args: argparse.Namespace) -> int:
     if args.history:
         if args.path:
             raise ShellError("give either PATH or --history, not both")
-        if session.source.log_dir is None:
-            raise ShellError("--history needs a log directory (--log-dir): a snapshot holds one point in time")
-        from metashell.export.history_tables import history_rows
-
         step("building rows…")
-        table = history_rows(session.source.log_dir, tables=[args.history])[args.history]
+        table = session.source.history_table(args.history)
     else:
         if not args.path:
             raise ShellError("give a PATH to export (e.g. /topics) or --history")

@@ -1,7 +1,9 @@
 """The interactive front: prompt-toolkit around a Session.
 
 Completion from completion.complete, history kept in ~/.metashell_history, JSON
-highlighted with Pygments (styles in themes/), long output paged.
+highlighted with Pygments (styles in themes/), long output paged. Live (--bootstrap-controller)
+the prompt is redrawn every LIVE_REFRESH_S while idle, taking what was committed meanwhile, so
+the tree and the prompt's ``[live @N]`` follow the cluster between keystrokes too.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from metashell.shell.completion import complete
 from metashell.shell.registry import ExitShell
 from metashell.shell.session import Session
 
+LIVE_REFRESH_S = 0.5
 HISTORY_FILE = Path(os.environ.get("METASHELL_HISTORY", Path.home() / ".metashell_history"))
 
 
@@ -52,14 +55,22 @@ def run_repl(session: Session) -> int:
     lines: list[str] = []
     session.out = lines.append
     session.err = lines.append  # in order with the output around it
+    session.flush = lambda: _flush(lines, page=False)  # watch prints as it goes
+    session.interactive = True
     try:
         history = FileHistory(str(HISTORY_FILE))
     except OSError:
         history = InMemoryHistory()
-    prompt = PromptSession(history=history, completer=_SessionCompleter(session), complete_while_typing=False)
+    prompt = PromptSession(history=history, completer=_SessionCompleter(session), complete_while_typing=False,
+                           refresh_interval=LIVE_REFRESH_S if session.live else 0)
+
+    def message() -> str:
+        session.refresh()  # the prompt's redraw is on this thread: the tree is swapped between keystrokes
+        return session.prompt()
+
     while True:
         try:
-            line = prompt.prompt(f"metashell:{session.cwd}> ")
+            line = prompt.prompt(message)
         except KeyboardInterrupt:
             continue
         except EOFError:
@@ -68,17 +79,19 @@ def run_repl(session: Session) -> int:
             session.run_line(line)
         except ExitShell:
             return 0
+        except KeyboardInterrupt:
+            lines.append("metashell: interrupted")  # Ctrl-C ends a command, not the shell
         finally:
             _flush(lines)
 
 
-def _flush(lines: list[str]) -> None:
+def _flush(lines: list[str], page: bool = True) -> None:
     if not lines:
         return
     text = "\n".join(highlight(line) for line in lines)
     lines.clear()
     height = shutil.get_terminal_size((80, 24)).lines
-    if text.count("\n") + 1 > height - 2:
+    if page and text.count("\n") + 1 > height - 2:
         pydoc.pager(text)
     else:
         print(text, flush=True)

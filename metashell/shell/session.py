@@ -3,11 +3,18 @@
 Pure of any terminal: output goes to ``out`` (a function taking one line), so commands
 are tested by their captured output. The prompt-toolkit front (repl.py) and the one-shot
 mode (cli) are thin layers over ``run_line``.
+
+Over a live quorum (source.LiveSource) the session follows commits: before each command it
+takes what was committed since (unless the source is frozen: one-shot commands answer from the
+state at attach time, or a seek looks at the past), and the interactive front refreshes while
+idle. ``prompt()`` says where it stands.
 """
 
 from __future__ import annotations
 
 import shlex
+import sys
+import time
 from typing import Callable
 
 from engine.common.errors import MetadataError
@@ -31,6 +38,26 @@ class Session:
         self.image: MetadataImage = MetadataImage()
         self.info: LoadInfo | None = None
         self.root: Node = build_tree(self.image)
+        self.interactive = False  # a terminal front (repl): watch may run until Ctrl-C
+        self.flush: Callable[[], None] = sys.stdout.flush  # what watch calls after each print
+        self.clock: Callable[[], float] = time.monotonic  # seconds; watch --timeout-ms measures with it
+
+    @property
+    def live(self) -> bool:
+        return self.source.live
+
+    def refresh(self) -> bool:
+        """Live and following: take what was committed since, and show it. True when the image changed."""
+        source = self.source
+        if not source.live or source.frozen or not source.following or not source.poll():
+            return False
+        self.set_image(*source.load())
+        return True
+
+    def prompt(self) -> str:
+        """``metashell:/topics> ``; live: ``[live @18234] metashell:/topics> `` (see LiveSource.tag)."""
+        where = f"{self.source.tag(self.image.provenance.last_offset)} " if self.source.live else ""
+        return f"{where}metashell:{self.cwd}> "
 
     def load(self, offset: int | None = None, time_ms: int | None = None) -> None:
         image, info = self.source.load(offset=offset, time_ms=time_ms)
@@ -86,6 +113,7 @@ class Session:
             if not words:
                 continue
             command = COMMANDS.get(words[0])
+            self.refresh()  # live: each command answers from the newest image
             if command is None:
                 self.err(f"metashell: {words[0]}: unknown command (try: help)")
                 status = 1
