@@ -54,14 +54,6 @@ class Source:
         """Every record of the source, in log order (the segments', not a snapshot's, for a log directory)."""
         return read_log_dir(self.log_dir, use_snapshot=False) if self.log_dir else read_file(self.snapshot)
 
-    def history_table(self, kind: str) -> Any:
-        """The history table ``kind`` (metashell.export.history_tables) of the whole log."""
-        if self.log_dir is None:
-            raise ConfigError("--history needs a log directory (--log-dir): a snapshot holds one point in time")
-        from metashell.export.history_tables import history_rows
-
-        return history_rows(self.log_dir, tables=[kind])[kind]
-
     def close(self) -> None:
         """Nothing to release: the files are read and closed."""
 
@@ -205,13 +197,6 @@ class LiveSource:
     def entries(self) -> Iterator[LogEntry]:
         for batch in self.fetched()[1]:
             yield from batch
-
-    def history_table(self, kind: str) -> Any:
-        """The history table ``kind`` of what this session fetched (from the starting snapshot on)."""
-        from metashell.export.history_tables import history_rows_of
-
-        start, batches = self.fetched()
-        return history_rows_of(start, batches, tables=[kind])[kind]
 
     def close(self) -> None:
         self.attachment.close()

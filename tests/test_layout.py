@@ -42,10 +42,11 @@ ALLOWED = {
 # command line (metashell.cli, metashell.demo) on top may use everything.
 ALLOWED_METASHELL = {
     "metashell.tree": set(),
-    "metashell.source": set(),
+    "metashell.live": set(),
+    "metashell.source": {"metashell.live"},
     "metashell.export": {"metashell.tree", "metashell.source"},
     "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export"},
-    "metashell.dashboard": {"metashell.tree", "metashell.source"},
+    "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live"},
 }
 
 

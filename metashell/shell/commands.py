@@ -288,7 +288,7 @@ def _export(session: Session, args: argparse.Namespace) -> int:
         if args.path:
             raise ShellError("give either PATH or --history, not both")
         step("building rows…")
-        table = session.source.history_table(args.history)
+        table = _history_table(session, args.history)
     else:
         if not args.path:
             raise ShellError("give a PATH to export (e.g. /topics) or --history")
@@ -308,6 +308,18 @@ def _export(session: Session, args: argparse.Namespace) -> int:
     rows = len(table.rows)
     session.out(f"exported {rows} row{'' if rows == 1 else 's'} of {table.kind} to {out / name} ({args.format})")
     return 0
+
+
+def _history_table(session: Session, kind: str) -> Any:
+    """The whole log's table ``kind``; live, what the session fetched (from the snapshot it attached from)."""
+    from metashell.export.history_tables import history_rows, history_rows_of
+
+    source = session.source
+    if source.live:
+        return history_rows_of(*source.fetched(), tables=[kind])[kind]
+    if source.log_dir is None:
+        raise ShellError("--history needs a log directory (--log-dir): a snapshot holds one point in time")
+    return history_rows(source.log_dir, tables=[kind])[kind]
 
 
 # -- the shell itself -----------------------------------------------------------------------
