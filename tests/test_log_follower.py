@@ -5,8 +5,9 @@
   kio): whatever it hands over is committed (below a high watermark some leader announced),
   each offset once and in order, equal to what the quorum committed there; a reset only at
   the start (empty) or from a downloaded snapshot; at the end it catches up.
-- On scripted answers: leader discovery through a bootstrap controller, a diverging epoch cut
-  back, INCONSISTENT_CLUSTER_ID fatal, the Fetch versions 13 to 18.
+- On scripted answers: leader discovery through a bootstrap controller, no leader elected (asks
+  the bootstrap controllers in turn, backing off, without an error), a diverging epoch cut back,
+  INCONSISTENT_CLUSTER_ID fatal, the Fetch versions 13 to 18 (v18's high watermark -1 when unknown).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import random
 import pytest
 
 from engine.raft import raft_messages as rm
-from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
+from engine.raft.log_follower import Committed, FollowerSettings, LogFollower, fetch_at_version
 from engine.raft.raft_io import InboundResponse
 from engine.raft.sim_runner import Chaos, check_liveness
 from engine.raft.sim_state_machine import InvariantViolation
@@ -213,6 +214,26 @@ def test_no_answer_backs_off_then_asks_the_next_bootstrap_controller() -> None:
     assert second.destination.address != first.destination.address
 
 
+def test_while_no_leader_is_elected_it_keeps_asking_the_bootstrap_controllers_without_error() -> None:
+    f = _follower(settings=FollowerSettings(retry_backoff_ms=100))
+    asked, now = [], 0
+    while len(asked) < 6:  # each answers as a candidate would: no leader, in a newer epoch
+        ready = f.poll(now)
+        for request in ready.messages:
+            asked.append(request.destination.address)
+            f.receive(now + 1, InboundResponse(request.correlation_id, rm.fetch_response(
+                E.not_leader_or_follower, leader_id=-1, epoch=7, high_watermark=-1)))
+        now = now + 1 if ready.messages else ready.next_poll_ms
+    assert set(asked) == set(BOOT) and now >= 4 * 100  # in turn, backing off between rounds
+    assert (f.leader_id, f.connected, f.error, f.high_watermark) == (-1, False, None, -1)
+    assert f.take() == Committed()  # nothing handed over, not even the starting image
+    now = f.poll(now).next_poll_ms  # the backoff
+    request = _ask(f, now)
+    f.receive(now + 1, InboundResponse(request.correlation_id, rm.fetch_response(
+        E.not_leader_or_follower, leader_id=2, epoch=8, high_watermark=-1, leader_address=("c2", 9093))))
+    assert _ask(f, now + 1).destination.address == ("c2", 9093) and (f.leader_id, f.epoch) == (2, 8)
+
+
 @pytest.mark.parametrize("served, version", [((4, 17), 17), ((13, 18), 18), ((0, 13), 13), ((0, 12), None),
                                              (None, None)])
 def test_fetch_is_sent_in_the_newest_version_from_13_to_18_the_peer_serves(served, version) -> None:
@@ -228,6 +249,8 @@ def test_fetch_is_sent_in_the_newest_version_from_13_to_18_the_peer_serves(serve
         assert sent.replica_state.replica_id == -1
     if version >= 18:
         assert rm.only_partition(sent).high_watermark == 7
+        # Not known yet: -1, as Kafka's followers send (the default 2**63-1 means "not supported").
+        assert rm.only_partition(fetch_at_version(request, served)).high_watermark == -1
     assert sent.cluster_id is None
 
 

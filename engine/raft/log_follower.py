@@ -40,7 +40,7 @@ from engine.storage.snapshot_writer import SnapshotId
 E = ErrorCode
 ANONYMOUS = ReplicaKey(-1, None)  # Kafka's observer without a node id: tracked by no leader
 FETCH_VERSIONS = (13, 18)  # 13: the first with topic ids; 18 (KIP-1166) adds the fetcher's high watermark
-NO_HIGH_WATERMARK = 2**63 - 1  # Fetch v18's default: "not told"
+UNKNOWN_HIGH_WATERMARK = -1  # Fetch v18: "not known" (its default, 2**63-1, means "not supported")
 LEADER_ERRORS = (E.not_leader_or_follower, E.fenced_leader_epoch, E.unknown_leader_epoch)
 
 
@@ -381,7 +381,10 @@ class LogFollower:
 def fetch_at_version(request: Any, served: tuple[int, int] | None, high_watermark: int = -1) -> Any | None:
     """Our Fetch (v17, built by raft_messages) as the newest version from 13 to 18 the peer serves;
     None when it serves none of them. Below v15 the replica id is a top-level field; v18 tells the
-    leader our high watermark, so that it answers as soon as its own has moved past it."""
+    leader our high watermark, so that it answers at once when its own is past it and parks the
+    fetch otherwise. Kafka's followers send -1 when they know none yet (KafkaRaftClient's
+    buildFetchRequest): the leader then answers at once; its default, 2**63-1, would have it park
+    our first fetch for max wait whenever no records are to be had."""
     if served is None or served[1] < FETCH_VERSIONS[0] or served[0] > FETCH_VERSIONS[1]:
         return None
     version = min(served[1], FETCH_VERSIONS[1])
@@ -389,7 +392,7 @@ def fetch_at_version(request: Any, served: tuple[int, int] | None, high_watermar
     extra = {"replica_id": request.replica_state.replica_id} if version < 15 else None
     converted = convert_message(request, target, extra)
     if version >= 18:
-        hw = high_watermark if high_watermark >= 0 else NO_HIGH_WATERMARK
+        hw = high_watermark if high_watermark >= 0 else UNKNOWN_HIGH_WATERMARK
         converted = dataclasses.replace(converted, topics=tuple(
             dataclasses.replace(t, partitions=tuple(dataclasses.replace(p, high_watermark=hw)
                                                     for p in t.partitions)) for t in converted.topics))

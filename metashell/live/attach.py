@@ -93,6 +93,7 @@ class Attachment:
         self._reset: tuple | None = None
         self._batches: list = []
         self._first_high_watermark = -1
+        self._fetch_version: int | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -117,6 +118,12 @@ class Attachment:
     def quorum(self) -> quorum_tool.QuorumInfo | None:
         with self._lock:
             return self._quorum
+
+    @property
+    def fetch_version(self) -> int | None:
+        """The Fetch version of the last fetch sent (13 to 18: the newest the controller serves); None before."""
+        with self._lock:
+            return self._fetch_version
 
     def drain(self) -> FeedUpdate:
         """Everything committed since the last drain, merged (the reset first, if any)."""
@@ -215,6 +222,8 @@ class Attachment:
                     self._wake.set()
                     return
                 request = sent
+                with self._lock:
+                    self._fetch_version = int(type(sent).__version__)
             response = await client.send(address, request, timeout_ms=timeout_ms, adapt=True)
             answer = InboundResponse(message.correlation_id, response)
         except NetError as err:
