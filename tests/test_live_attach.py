@@ -4,8 +4,10 @@ In-process controller nodes on 127.0.0.1 (tests/node_quorum.py) run in the test'
 the Attachment runs its own thread and loop, as under the shell. Checked: topic creations a
 client commits reach the drained batches, and the image they rebuild equals the leader's log
 directory replayed to the same offset; a stopped leader is followed by the next without a
-restart; with every controller down the status says "disconnected, retrying (at offset N)" and
-the feed recovers when the quorum is back; a controller of another cluster stops the feed
+restart; attached while one voter of three is left (no leader can be elected) it says so without
+an error, and once a leader is elected it and an attachment made before follow a topic created
+after the election; with every controller down the status says "disconnected, retrying (at
+offset N)" and the feed recovers when the quorum is back; a controller of another cluster stops the feed
 with one line; bad command configs are refused with one line. Deadlines are safety nets.
 """
 
@@ -79,6 +81,14 @@ def _bootstrap(nodes: list[ControllerNode]) -> str:
     return ",".join(f"{h}:{p}" for h, p in (n.driver.address for n in nodes))
 
 
+async def _register_a_broker(client: KafkaClient, active: ControllerNode) -> asyncio.Task:
+    """BROKER_ID registered at ``active`` and heartbeating until unfenced (topics need a broker)."""
+    registered = await client.send(active.driver.address, broker_registration_request(BROKER_ID, 9092, active.image))
+    beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active, int(registered.broker_epoch)))
+    await wait_until(lambda: not active.image.cluster.brokers[BROKER_ID].fenced, DEADLINE_S, "broker unfenced")
+    return beats
+
+
 @in_loop
 async def test_topic_creations_reach_the_feed_and_the_image_equals_the_leaders_log_dir(tmp_path: Path) -> None:
     _, nodes = await start_quorum(tmp_path, 3)
@@ -93,9 +103,8 @@ async def test_topic_creations_reach_the_feed_and_the_image_equals_the_leaders_l
         caught = await asyncio.to_thread(feed.attachment.wait_caught_up, DEADLINE_S)
         feed.apply(caught)
         assert feed.resets == 1 and caught.reset[1] == -1  # the log starts at 0: the empty image
-        registered = await client.send(active.driver.address, broker_registration_request(BROKER_ID, 9092, active.image))
-        beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active, int(registered.broker_epoch)))
-        await wait_until(lambda: not active.image.cluster.brokers[BROKER_ID].fenced, DEADLINE_S, "broker unfenced")
+        assert feed.attachment.fetch_version == 17  # kraftd's controllers serve Fetch v17 only
+        beats = await _register_a_broker(client, active)
         for name in ("orders", "payments"):
             response = await client.send(active.driver.address, create_topic_request(name, 3, 1))
             assert response.topics[0].error_code == 0, response
@@ -134,6 +143,59 @@ async def test_a_stopped_leader_is_followed_by_the_next_one(tmp_path: Path) -> N
         assert status.error is None and feed.resets == 1
     finally:
         await asyncio.to_thread(feed.attachment.close)
+        for node in nodes:
+            await node.stop()
+
+
+@in_loop
+async def test_attached_while_no_leader_can_be_elected_it_looks_without_error_then_follows_a_new_topic(
+        tmp_path: Path) -> None:
+    configs, nodes = await start_quorum(tmp_path, 3)
+    bootstrap = _bootstrap(nodes)
+    before, during = Feed(bootstrap), Feed(bootstrap)
+    client = KafkaClient(client_id="test-admin", request_timeout_ms=10_000)
+    beats = None
+    try:
+        before.attachment.start()
+        first = await before.until(lambda s: s.connected and s.applied_offset >= 0, "following a leader")
+        leader = next(n for n in nodes if n.settings.node_id == first.leader_id)
+        gone = [leader, next(n for n in nodes if n is not leader)]
+        left = next(n for n in nodes if n not in gone)
+        await asyncio.gather(*(n.stop() for n in gone))
+        # The one voter left may have won an election with a resigning leader's vote; leading
+        # nobody, it resigns at its check-quorum timeout. From then on nobody can be elected.
+        await wait_until(lambda: left.driver.client.role in ("prospective", "candidate"), DEADLINE_S,
+                         "the voter left looking for a leader")
+        down = await before.until(lambda s: not s.connected, "disconnected")
+        assert down.error is None and down.note == f"disconnected, retrying (at offset {down.applied_offset + 1})"
+        during.attachment.start()
+        # A Fetch went out only once ApiVersions was answered: by the one voter still up, which leads nobody.
+        await wait_until(lambda: during.attachment.fetch_version is not None, DEADLINE_S, "a fetch to the voter left")
+        looking = during.pump()
+        assert not looking.connected and looking.error is None and looking.note == "connecting"
+        assert during.image is None and looking.applied_offset == -1
+        back = ControllerNode(load_controller_settings(configs[nodes.index(gone[0])]))
+        nodes.append(back)
+        await back.start()  # two of three: a leader is elected
+        active = await wait_until(lambda: _active(nodes), DEADLINE_S, "a leader elected")
+        during.apply(await asyncio.to_thread(during.attachment.wait_caught_up, DEADLINE_S))
+        assert during.resets == 1 and during.attachment.status.error is None
+        beats = await _register_a_broker(client, active)
+        response = await client.send(active.driver.address, create_topic_request("after-election", 1, 1))
+        assert response.topics[0].error_code == 0, response
+        for feed in (before, during):
+            status = await feed.until(lambda s, feed=feed: feed.image is not None
+                                      and "after-election" in feed.image.topics.by_name, "the topic in the feed")
+            assert status.connected and status.leader_id == active.settings.node_id
+            assert status.leader_epoch > first.leader_epoch and feed.resets == 1
+            expected, _ = load_log_dir(active.settings.metadata_log_dir, offset=feed.offset)
+            assert feed.image == expected
+    finally:
+        if beats is not None:
+            beats.cancel()
+        await asyncio.to_thread(before.attachment.close)
+        await asyncio.to_thread(during.attachment.close)
+        await client.close()
         for node in nodes:
             await node.stop()
 
