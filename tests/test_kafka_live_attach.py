@@ -1,12 +1,15 @@
 """The live attachment against Apache Kafka's own controllers (tests/kafka_peer).
 
-One cluster per Kafka version, shared by the module: the oldest tested release as a static
-quorum of three combined nodes, the newer ones as a dynamic quorum of three controller-only
-nodes and a broker, so both layouts are attached to. Checked: after a topic is created through
-a Kafka broker, the image the drained batches rebuild equals the image of the Kafka leader's
-own log directory replayed to the same offset (engine.image.metadata_loader), the attachment
-shows up as no observer of Kafka's quorum, and when the Kafka leader is killed the attachment
-follows its successor without a restart. Deadlines are safety nets, never claims.
+One cluster per Kafka version, shared by the module: the pinned release (4.1) as a static quorum
+of three combined nodes; the newest server (served before its tools, else the newest release) as
+a dynamic quorum of three controller-only nodes and a broker, so both layouts are attached to.
+Checked: the attachment fetches at Fetch v18 (the newest it speaks, which both offer); after a
+topic is created through a Kafka broker, the image the drained batches rebuild equals the image
+of the Kafka leader's own log directory replayed to the same offset (engine.image.metadata_loader);
+the attachment shows up as no observer of Kafka's quorum. When the Kafka leader is killed, an
+attachment made right then (before a successor is elected) catches up to the successor's high
+watermark with the successor's files' image, and it and one attached before follow a topic
+created after the failover. Deadlines are safety nets, never claims.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import pytest
 from engine.image.metadata_delta import replay_entries
 from engine.image.metadata_loader import load_log_dir
 from engine.net.kafka_client import request_once
+from kafka_peer.cluster import KafkaCluster
+from kafka_peer.distribution import KafkaUnavailable, fetch
+from kafka_peer.fixtures import NEWEST_SERVERS, VERSIONS, unavailable
 from metashell.live.attach import Attachment
 from metashell.live.feed import FeedUpdate
-from tests.kafka_peer.cluster import KafkaCluster
 from tests.test_broker_node import create_topic_request
 
 pytestmark = pytest.mark.kafka
@@ -57,26 +62,32 @@ class Feed:
             self.woken.clear()
 
 
-@pytest.fixture(scope="module")
-def _clusters() -> Iterator[dict]:
-    made: dict[str, KafkaCluster] = {}
+# The pinned release and the newest server: the newest Fetch (v18) is only as new as the server.
+ATTACH_VERSIONS = list(dict.fromkeys(VERSIONS[:1] + NEWEST_SERVERS))
+
+
+@pytest.fixture(scope="module", params=ATTACH_VERSIONS, ids=lambda v: f"kafka-{v}")
+def _cluster(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[KafkaCluster]:
+    version, why = request.param, None
+    try:
+        dist = fetch(version, tools=version in VERSIONS)
+    except KafkaUnavailable as exc:
+        why = str(exc)
+    if why is not None:
+        unavailable(why)  # outside the except block: the report shows the sentence, not a chain
+    oldest = version.startswith("4.1")
+    made = KafkaCluster(dist, tmp_path_factory.mktemp(f"kafka-attach-{version}"), voters=3,
+                        brokers=0 if oldest else 1, combined=oldest, quorum="static" if oldest else "dynamic").start()
     yield made
-    for cluster in made.values():
-        cluster.close()
+    made.close()
 
 
 @pytest.fixture
-def cluster(kafka_dist, _clusters, tmp_path_factory) -> KafkaCluster:
-    made = _clusters.get(kafka_dist.version)
-    if made is None:
-        for other in _clusters.values():
-            other.close()  # an idle cluster of the version before would only take CPU
-        oldest = kafka_dist.version.startswith("4.1")
-        root = tmp_path_factory.mktemp(f"kafka-attach-{kafka_dist.version}")
-        made = _clusters[kafka_dist.version] = KafkaCluster(
-            kafka_dist, root, voters=3, brokers=0 if oldest else 1, combined=oldest,
-            quorum="static" if oldest else "dynamic").start()
-    return made
+def cluster(_cluster: KafkaCluster) -> KafkaCluster:
+    for node in _cluster.nodes:
+        if not node.alive:
+            _cluster.restart(node)  # killed by a test before this one
+    return _cluster
 
 
 def _create_topic(cluster: KafkaCluster, name: str) -> None:
@@ -85,18 +96,23 @@ def _create_topic(cluster: KafkaCluster, name: str) -> None:
     assert response.topics[0].error_code == 0, response
 
 
+def _equals_the_leaders_files(feed: Feed, leader_id: int, cluster: KafkaCluster) -> bool:
+    expected, _ = load_log_dir(cluster.node(leader_id).metadata_dir, offset=feed.offset)
+    return feed.image == expected
+
+
 def test_the_attached_image_equals_the_kafka_leaders_files_at_the_same_offset(cluster: KafkaCluster) -> None:
     feed = Feed(cluster)
     try:
         feed.attachment.start()
         feed.apply(feed.attachment.wait_caught_up(DEADLINE_S))
-        name = f"attached-{len(cluster.nodes)}-{time.monotonic_ns()}"
+        # Kafka 4.1 and newer offer Fetch v18 on the controller listener: the newest we speak.
+        assert feed.attachment.fetch_version == 18
+        name = f"attached-{time.monotonic_ns()}"
         _create_topic(cluster, name)
         status = feed.until(lambda s: feed.image is not None and name in feed.image.topics.by_name, "the topic")
         assert status.connected and status.error is None
-        leader = cluster.node(status.leader_id)
-        expected, _ = load_log_dir(leader.metadata_dir, offset=feed.offset)
-        assert feed.image == expected
+        assert _equals_the_leaders_files(feed, status.leader_id, cluster)
         quorum = feed.until(lambda s: feed.attachment.quorum is not None, "DescribeQuorum") and feed.attachment.quorum
         assert quorum.leader_id == status.leader_id
         assert all(o.replica_id >= 0 for o in quorum.observers)  # Kafka tracks no replica id -1
@@ -104,14 +120,29 @@ def test_the_attached_image_equals_the_kafka_leaders_files_at_the_same_offset(cl
         feed.attachment.close()
 
 
-def test_a_killed_kafka_leader_is_followed_by_its_successor(cluster: KafkaCluster) -> None:
-    feed = Feed(cluster)
+def test_after_a_killed_kafka_leader_both_attachments_follow_the_successor_and_a_new_topic(
+        cluster: KafkaCluster) -> None:
+    before, during = Feed(cluster), None
     try:
-        feed.attachment.start()
-        first = feed.until(lambda s: s.connected and s.applied_offset >= 0, "following")
+        before.attachment.start()
+        first = before.until(lambda s: s.connected and s.applied_offset >= 0, "following")
         cluster.node(first.leader_id).kill()
-        status = feed.until(lambda s: s.connected and s.leader_id not in (-1, first.leader_id)
-                            and s.applied_offset > first.applied_offset, "the next Kafka leader followed")
-        assert status.leader_epoch > first.leader_epoch and status.error is None
+        # Attached right away: the voters left still name the dead leader until their fetch
+        # timeout, then elect; only the successor's answers carry a high watermark.
+        during = Feed(cluster)
+        during.attachment.start()
+        caught = during.apply(during.attachment.wait_caught_up(DEADLINE_S))
+        assert caught.leader_id not in (-1, first.leader_id) and caught.leader_epoch > first.leader_epoch
+        assert caught.connected and caught.error is None and during.offset == caught.applied_offset
+        assert _equals_the_leaders_files(during, caught.leader_id, cluster)
+        name = f"after-failover-{time.monotonic_ns()}"
+        _create_topic(cluster, name)
+        for feed in (before, during):
+            status = feed.until(lambda s, feed=feed: feed.image is not None and name in feed.image.topics.by_name,
+                                "the topic created after the failover")
+            assert status.leader_id == caught.leader_id and status.error is None
+            assert _equals_the_leaders_files(feed, status.leader_id, cluster)
     finally:
-        feed.attachment.close()
+        before.attachment.close()
+        if during is not None:
+            during.attachment.close()
