@@ -28,7 +28,7 @@ from engine.tools.quorum_tool import QuorumInfo
 from metashell.dashboard.history import History
 from metashell.live.feed import AttachStatus, FeedUpdate
 
-DEFAULT_WINDOW_RECORDS = 200_000  # about 130 MB of entries and images at the measured ~650 bytes a record
+DEFAULT_WINDOW_RECORDS = 100_000  # records kept: ~53 MB of entries at ~530 bytes each, plus images (see bench_window)
 CAUGHT_UP_TIMEOUT_S = 30.0
 
 
