@@ -278,6 +278,21 @@ class Terminal:
     def type(self, keys: str) -> None:
         os.write(self.fd, keys.encode())
 
+    def read_until(self, text: str) -> None:
+        """Read until ``text`` was written (escape sequences between its characters aside)."""
+        deadline = time.monotonic() + DEADLINE_S
+        while text not in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.text):
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {text!r} in the terminal after {DEADLINE_S} s"
+            self._read(left)
+
+    def _read(self, timeout_s: float) -> None:
+        if select.select([self.fd], [], [], timeout_s)[0]:
+            try:
+                self.text += os.read(self.fd, 65536).decode(errors="replace")
+            except OSError:  # the child closed the terminal
+                assert False, f"the program ended:\n{self.text[-2000:]}"
+
     def expect(self, pattern: str, after: int = 0) -> tuple[int, re.Match]:
         """Read until ``pattern`` matches a line of the screen from line ``after`` on: that line's
         number and the match."""
@@ -290,11 +305,7 @@ class Terminal:
                     return row, found
             left = deadline - time.monotonic()
             assert left > 0, f"no {pattern!r} on the screen after {DEADLINE_S} s:\n" + "\n".join(lines[after:])
-            if select.select([self.fd], [], [], left)[0]:
-                try:
-                    self.text += os.read(self.fd, 65536).decode(errors="replace")
-                except OSError:  # the child closed the terminal
-                    assert False, f"the shell ended; no {pattern!r} in:\n" + "\n".join(lines[after:])
+            self._read(left)
 
     def close(self) -> int:
         deadline = time.monotonic() + DEADLINE_S
@@ -337,6 +348,28 @@ def test_the_interactive_live_shell_in_a_terminal(cluster, tmp_path):
         terminal.type("cat /brokers/2/state\r")
         assert terminal.expect(r"^active$", back + 1)[0] == back + 1
         terminal.type("exit\r")
+        assert terminal.close() == 0
+    finally:
+        terminal.kill()
+
+
+def test_dash_without_a_terminal_prints_the_summary_at_attach_time(cluster, capsys):
+    errors: list[str] = []
+    assert cli.run(["dash", "--bootstrap-controller", bootstrap(cluster)], err=errors.append) == 0
+    out = capsys.readouterr().out.splitlines()
+    offset = int(out[0].split()[1])
+    assert errors == [f"metashell: the dashboard needs a terminal (stdin and stdout a TTY, CI unset); "
+                      f"the summary at offset {offset} follows"]
+    assert "brokers:      2 (2 active)" in out
+
+
+def test_dash_opens_the_live_dashboard_in_a_terminal(cluster):
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "50"}
+    env.pop("CI", None)
+    terminal = Terminal(["dash", "--bootstrap-controller", bootstrap(cluster)], env)
+    try:
+        terminal.read_until("● live @")  # the header, following (docs/dashboard.md)
+        terminal.type("q")
         assert terminal.close() == 0
     finally:
         terminal.kill()

@@ -4,8 +4,10 @@ what the tree and the tools are today."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import shlex
 import uuid
 from pathlib import Path
 
@@ -13,6 +15,8 @@ import pytest
 
 from engine.records import metadata_records as m
 from engine.records.kio_codec import i8, i16, i32, i64, u16
+from metashell import cli
+from metashell.shell.registry import COMMANDS
 from metashell.shell.session import Session
 from metashell.tree.nodes import resolve
 from tests.shell_session import run, session_over
@@ -122,12 +126,50 @@ USER_DOCS = [ROOT / "README.md", *(p for p in sorted((ROOT / "docs").glob("*.md"
                                    if p.name not in ("architecture.md", "performance.md"))]
 
 
-def test_docs_claim_no_live_attach_and_nothing_done_as_next() -> None:
-    """Live attach does not exist yet; the dashboard and the export do."""
+def test_docs_claim_nothing_done_as_next() -> None:
+    """The dashboard exists; offline the tree names no high watermark (only a leader knows it)."""
     for path in USER_DOCS:
         text = path.read_text()
-        assert not re.search(r"\blive\b", text, re.IGNORECASE), f"{path.name} speaks of live"
         assert "Next: the dashboard" not in text and "high-watermark" not in text, path.name
+
+
+def _readme_commands(tool: str) -> list[list[str]]:
+    """The runnable ``.venv/bin/TOOL ...`` lines of the README's sh blocks, split as sh splits them."""
+    blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    lines = [shlex.split(line, comments=True) for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    return [words[1:] for words in lines if words and words[0] == f".venv/bin/{tool}"]
+
+
+def _parse_metashell(argv: list[str]) -> argparse.Namespace:
+    if argv[0] in cli.DASHBOARD_COMMANDS:
+        return cli.build_dashboard_parser(argv[0]).parse_args(argv[1:])
+    if argv[0] == "export":
+        return cli.build_export_parser().parse_args(argv[1:])
+    return cli.build_parser().parse_args(argv)
+
+
+def test_the_readme_live_quickstart_is_what_the_tools_accept() -> None:
+    """The quickstart's ``kraftd cluster up --base-port P`` puts the controllers where its
+    ``metashell dash --bootstrap-controller`` looks, and every metashell line parses."""
+    from engine.tools.cli import build_parser as kraftd_parser
+    from engine.tools.cluster_layout import Settings, plan_layout
+    from engine.tools.quorum_tool import parse_bootstrap
+
+    ups = [kraftd_parser().parse_args(argv) for argv in _readme_commands("kraftd") if argv[:2] == ["cluster", "up"]]
+    assert len(ups) == 1 and ups[0].base_port, "the quickstart's kraftd cluster up names its ports"
+    up = ups[0]
+    controllers, brokers = up.controllers or 3, 5 if up.brokers is None else up.brokers  # cmd_up's defaults
+    layout = plan_layout(ROOT / "never-written", controllers=controllers, brokers=brokers, racks=3,
+                         ports=range(up.base_port, up.base_port + controllers + brokers), settings=Settings())
+    quorum = [("127.0.0.1", node.port) for node in layout.of_role("controller")]
+    commands = [_parse_metashell(argv) for argv in _readme_commands("metashell")]
+    live = [args for args in commands if getattr(args, "bootstrap_controller", None)]
+    dash = [args for args, argv in zip(commands, _readme_commands("metashell")) if argv[0] == "dash"]
+    assert len(dash) == 1 and parse_bootstrap(dash[0].bootstrap_controller) == quorum
+    assert len(live) >= 3 and all(set(parse_bootstrap(args.bootstrap_controller)) <= set(quorum) for args in live)
+    shell = [args for args in commands if getattr(args, "commands", None)]
+    for args in shell:  # the one-shot examples name commands that exist
+        assert all(shlex.split(part)[0] in COMMANDS for part in args.commands.split(";")), args.commands
 
 
 def test_the_tree_table_of_docs_shell_md_matches_the_tree(session: Session) -> None:
