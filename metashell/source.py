@@ -26,7 +26,7 @@ from engine.image.metadata_loader import LoadInfo, load_snapshot
 from engine.storage.log_reader import LogEntry, read_file, read_log_dir
 
 ATTACH_TIMEOUT_S = 30.0  # connect, fetch the snapshot and catch up to the first high watermark
-LIVE_WINDOW_RECORDS = 200_000  # records since attach kept for seek (older ones dropped): about 130 MB
+LIVE_WINDOW_RECORDS = 100_000  # records since attach kept for seek (older ones dropped), as the live dashboard keeps
 
 
 @dataclass
