@@ -1,5 +1,6 @@
 """``metashell export --bootstrap-controller``: a live quorum's committed image at attach time,
-and what the session fetched (``--history``), through the same export as a log directory's.
+and what the session fetched (``--history``), through the same export as a log directory's;
+and, last, the live shell's prompt while that quorum's only controller is down and back.
 
 One ``kraftd cluster`` (1 controller, 1 simulated broker) serves the module; the controller's
 own log directory is the reference: the live export must equal the export of that directory at
@@ -16,7 +17,9 @@ import pytest
 from kafka.admin import NewTopic
 
 from metashell import cli
+from metashell.shell.session import Session
 from tests.test_cluster_tool import Cluster
+from tests.test_controller_processes import poll
 from tests.live_cluster import bootstrap, create_topic, running_cluster
 
 ATTACHED = re.compile(r"metashell: note: attached to \S+ at offset (\d+)")
@@ -75,3 +78,26 @@ def test_live_export_options_are_one_line(cluster, tmp_path):
     assert errors[0] == "metashell: argument --log-dir: not allowed with argument --bootstrap-controller"
     assert errors[1] == "metashell: Invalid url in --bootstrap-controller: nope"
     assert ATTACHED.match(errors[2]) and errors[3:] == ["metashell: /nope: no such node"]
+
+
+def test_the_live_shell_says_disconnected_and_recovers(cluster):
+    """The quorum's only controller stopped and started again: the prompt says so, then follows."""
+    session = Session(cli.live_source(bootstrap(cluster)), out=lambda line: None)
+    try:
+        session.load()
+
+        def prompt() -> str:
+            session.refresh()  # as the interactive shell does while it waits at the prompt
+            return session.prompt()
+
+        assert prompt().startswith("[live @")
+        cluster.ok("stop", "controller-1")
+        stopped_at = session.image.provenance.last_offset
+        poll(lambda: prompt().startswith("[disconnected @"), "the prompt says disconnected", 60)
+        assert prompt() == f"[disconnected @{session.image.provenance.last_offset}] metashell:/> "
+        assert session.image.provenance.last_offset >= stopped_at
+        cluster.ok("start", "controller-1")
+        poll(lambda: prompt().startswith("[live @") and session.image.provenance.last_offset > stopped_at,
+             "the prompt follows again", 60)
+    finally:
+        session.source.close()
