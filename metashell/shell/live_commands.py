@@ -16,9 +16,9 @@ from metashell.tree.nodes import NodeError, render, resolve
 WAIT_SLICE_S = 1.0  # a watch without a deadline still wakes up this often (Ctrl-C lands between waits too)
 
 
-def _live_source(session: Session, name: str):
+def _live_source(session: Session):
     if not session.source.live:
-        raise ShellError(f"{name} needs a live quorum (metashell --bootstrap-controller HOST:PORT)")
+        raise ShellError("needs a live quorum: metashell --bootstrap-controller HOST:PORT[,HOST:PORT...]")
     return session.source
 
 
@@ -32,7 +32,7 @@ live
   Example:  seek 1200; cat /brokers/2/state; live
 """)
 def _live(session: Session, args: argparse.Namespace) -> int:
-    _live_source(session, "live")
+    _live_source(session)
     session.load()
     session.out(f"following at offset {session.image.provenance.last_offset}")
     return 0
@@ -60,7 +60,7 @@ watch PATH [--count N] [--timeout-ms MS]
              watch /topics --timeout-ms 60000
 """, _watch_arguments)
 def _watch(session: Session, args: argparse.Namespace) -> int:
-    source = _live_source(session, "watch")
+    source = _live_source(session)
     if args.count is not None and args.count < 1 or args.timeout_ms is not None and args.timeout_ms < 0:
         raise ShellError("--count must be positive and --timeout-ms not negative")
     if not session.interactive and args.count is None and args.timeout_ms is None:
