@@ -7,6 +7,8 @@ The feed is a real object with the live attachment's surface (drain/status/quoru
 batches of a real log directory (metashell.demo's, read with the loader's segment reader), the
 status and DescribeQuorum answers (kio's own ReplicaState). The app is Textual's, driven by its
 pilot; the source is polled on a ManualTicker the test ticks, or woken from another thread.
+Last, the whole path on sockets: in-process kraftd controllers, the real Attachment
+(``open_live``) and the app, following a topic creation.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from metashell.dashboard.screens import MainScreen
 from metashell.dashboard.ticker import ManualTicker
 from metashell.dashboard.widgets import EventsFeed, HeaderBar, QuorumPanel
 from metashell.dashboard.widgets.charts import Chart
+from metashell.dashboard.live_source import open_live
+from metashell.dashboard.widgets import PartitionsPanel
 from metashell.live.feed import AttachStatus, FeedUpdate
 
 SIZE = (160, 50)
@@ -260,3 +264,68 @@ def test_the_window_bounds_memory_and_a_reset_starts_anew(batches, demo_log_dir:
         assert all(e.offset > at for e in source.events)
         assert screen.query_one(EventsFeed).texts() == [e.text for e in reversed(source.events)]
     run(source, body)
+
+
+def test_attached_to_kraftd_controllers_the_dashboard_follows_what_they_commit(tmp_path: Path) -> None:
+    from engine.net.kafka_client import KafkaClient
+    from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
+    from tests.test_broker_node import create_topic_request
+    from tests.test_broker_apis import BROKER_ID, broker_heartbeats, broker_registration_request
+    from tests.test_live_attach import DEADLINE_S, _active, _bootstrap
+
+    async def main() -> None:
+        _, nodes = await start_quorum(tmp_path, 3)
+        client = KafkaClient(client_id="test-admin", request_timeout_ms=10_000)
+        source = beats = None
+        try:
+            active = await wait_until(lambda: _active(nodes), DEADLINE_S, "an active controller")
+            await wait_until(lambda: active.image.metadata_version, DEADLINE_S, "metadata.version")
+            # attach and catch up off the loop the controllers run on (as the CLI does before the app)
+            source = await asyncio.to_thread(open_live, _bootstrap(nodes), command_config={"cluster.id": CLUSTER_ID},
+                                             window_records=10_000)
+            app = DashboardApp(source)  # polled on Textual's timer and woken by the attachment
+            async with app.run_test(size=SIZE) as pilot:
+                screen = app.main
+
+                async def until(done: Callable[[], bool], what: str) -> None:
+                    deadline = time.monotonic() + DEADLINE_S  # a safety net only
+                    while not done():
+                        assert time.monotonic() < deadline, what
+                        await pilot.pause(0.02)
+
+                def topics() -> set[str]:
+                    return {r.topic for r in screen.query_one(PartitionsPanel).all_rows}
+                # a broker (topics need one): registered at the leader, heartbeating until unfenced
+                registered = await client.send(active.driver.address,
+                                               broker_registration_request(BROKER_ID, 9092, active.image))
+                beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active,
+                                                              int(registered.broker_epoch)))
+                await until(lambda: not getattr(active.image.cluster.brokers.get(BROKER_ID), "fenced", True),
+                            "the broker unfenced")
+                await client.send(active.driver.address, create_topic_request("orders", 3, 1))
+                await until(lambda: "orders" in topics(), "orders on screen")
+                leader = active.settings.node_id
+                panel = screen.query_one(QuorumPanel)
+                await until(lambda: panel.border_subtitle.startswith(f"live · leader {leader}"), "the live quorum")
+                rows = {r.node_id: r for r in panel.table.rows}
+                assert len(rows) == 3 and rows[leader].role == "leader" and rows[leader].log_end_offset != "-"
+                assert f"following leader {leader}" in header(screen) and screen.following
+                assert screen.frame.image == load_log_dir(active.settings.metadata_log_dir,
+                                                          offset=screen.frame.offset)[0]
+                await pilot.press("left")  # look back while a second topic is committed
+                looking = screen.frame.offset
+                await client.send(active.driver.address, create_topic_request("payments", 1, 1))
+                await until(lambda: source.last_offset > looking + 1 and "+0 new" not in header(screen), "paused +K")
+                assert screen.frame.offset == looking and f"⏸ paused @{looking}" in header(screen)
+                await pilot.press("end")
+                await until(lambda: "payments" in topics(), "payments on screen once following")
+                assert "paused" not in header(screen)
+        finally:
+            if beats is not None:
+                beats.cancel()
+            if source is not None:
+                await asyncio.to_thread(source.close)
+            await client.close()
+            for node in nodes:
+                await node.stop()
+    asyncio.run(asyncio.wait_for(main(), 120))

@@ -93,6 +93,8 @@ class LiveSource(History):
 
     def watch(self, wake: Callable[[], None]) -> None:
         self._wake = wake
+        if self._pending.is_set():  # notified before anyone watched: that wake-up is owed
+            wake()
 
     def notify(self) -> None:
         """Something to drain (called from the feed's thread): wake the screen, once until it polls."""

@@ -30,6 +30,7 @@ from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Footer, Input
 
+from engine.common.errors import MetadataError
 from metashell.dashboard import panels
 from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
 from metashell.dashboard.screens.prompt_screen import PromptScreen
@@ -142,7 +143,12 @@ class MainScreen(Screen):
     def poll_source(self) -> None:
         """Take in what the source has: following, show its last frame; else stay, and say so."""
         src = self.source
-        if not src.poll() or self.frame is None:
+        try:
+            changed = src.poll()
+        except MetadataError as exc:  # a record the replay cannot take: say so, keep what is shown
+            self.notify(f"live feed: {exc}", severity="error", timeout=10)
+            return
+        if not changed or self.frame is None:
             return
         if (src.generation, src.reshaped) != self._seen:
             grown = src.reshaped == self._seen[1]
