@@ -85,7 +85,9 @@ async def _register_a_broker(client: KafkaClient, active: ControllerNode) -> asy
     """BROKER_ID registered at ``active`` and heartbeating until unfenced (topics need a broker)."""
     registered = await client.send(active.driver.address, broker_registration_request(BROKER_ID, 9092, active.image))
     beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active, int(registered.broker_epoch)))
-    await wait_until(lambda: not active.image.cluster.brokers[BROKER_ID].fenced, DEADLINE_S, "broker unfenced")
+    # the registration is answered at its commit; the active controller's image has it a moment later
+    await wait_until(lambda: (b := active.image.cluster.brokers.get(BROKER_ID)) is not None and not b.fenced,
+                     DEADLINE_S, "broker unfenced")
     return beats
 
 
