@@ -37,8 +37,8 @@ DEADLINE_S = 60
 class Feed:
     def __init__(self, cluster: KafkaCluster):
         self.woken = threading.Event()
-        self.attachment = Attachment(cluster.bootstrap_controllers, command_config={"cluster.id": cluster.cluster_id},
-                                     on_update=self.woken.set)
+        # no cluster.id: Kafka takes a Fetch without one, and the id is learnt from DescribeCluster
+        self.attachment = Attachment(cluster.bootstrap_controllers, on_update=self.woken.set)
         self.image, self.offset = None, -1
 
     def apply(self, update: FeedUpdate) -> Any:
@@ -115,6 +115,8 @@ def test_the_attached_image_equals_the_kafka_leaders_files_at_the_same_offset(cl
         assert _equals_the_leaders_files(feed, status.leader_id, cluster)
         quorum = feed.until(lambda s: feed.attachment.quorum is not None, "DescribeQuorum") and feed.attachment.quorum
         assert quorum.leader_id == status.leader_id
+        assert feed.until(lambda s: feed.attachment.cluster_id is not None, "DescribeCluster") \
+            and feed.attachment.cluster_id == cluster.cluster_id
         assert all(o.replica_id >= 0 for o in quorum.observers)  # Kafka tracks no replica id -1
     finally:
         feed.attachment.close()

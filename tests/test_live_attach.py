@@ -45,9 +45,10 @@ def in_loop(test: Callable) -> Callable:
 class Feed:
     """What the tools do: drain on every wake-up, replay into an image."""
 
-    def __init__(self, bootstrap: str, **config: str):
+    def __init__(self, bootstrap: str, *, with_cluster_id: bool = True, **config: str):
         self.woken = threading.Event()
-        self.attachment = Attachment(bootstrap, command_config={"cluster.id": CLUSTER_ID, **config},
+        self.attachment = Attachment(bootstrap, command_config={**({"cluster.id": CLUSTER_ID} if with_cluster_id
+                                                                   else {}), **config},
                                      on_update=self.woken.set)
         self.image, self.offset, self.resets = None, -1, 0
 
@@ -94,7 +95,7 @@ async def _register_a_broker(client: KafkaClient, active: ControllerNode) -> asy
 @in_loop
 async def test_topic_creations_reach_the_feed_and_the_image_equals_the_leaders_log_dir(tmp_path: Path) -> None:
     _, nodes = await start_quorum(tmp_path, 3)
-    feed = Feed(_bootstrap(nodes))
+    feed = Feed(_bootstrap(nodes), with_cluster_id=False)  # learnt from DescribeCluster instead
     client = KafkaClient(client_id="test-admin", request_timeout_ms=10_000)
     beats = None
     try:
@@ -120,6 +121,7 @@ async def test_topic_creations_reach_the_feed_and_the_image_equals_the_leaders_l
         quorum = await wait_until(lambda: feed.attachment.quorum, DEADLINE_S, "DescribeQuorum polled")
         assert quorum.leader_id == status.leader_id and len(quorum.voters) == 3
         assert quorum.observers == ()  # the attachment is nobody's observer
+        assert await wait_until(lambda: feed.attachment.cluster_id, DEADLINE_S, "DescribeCluster") == CLUSTER_ID
     finally:
         if beats is not None:
             beats.cancel()

@@ -29,6 +29,11 @@ from engine.storage.snapshot_writer import SnapshotId
 FOLLOWER = 99
 
 
+def _snapshot_id(entries: list, snapshot_id: SnapshotId) -> SnapshotId:
+    """The state the core hands over for a snapshot (the simulated state machine has no image)."""
+    return snapshot_id
+
+
 class AttachedSimulation(Simulation):
     """The simulated quorum with one LogFollower on the network as node 99 (addressed by the
     voters' answers through the request token), checked after each take."""
@@ -36,7 +41,8 @@ class AttachedSimulation(Simulation):
     def __init__(self, seed: int, config: SimConfig, *, start_ms: int = 0):
         super().__init__(seed, config)
         servers = [address_of(i) for i in sorted(self.nodes)]
-        self.follower = LogFollower(servers, cluster_id=CLUSTER_ID, rng=random.Random(seed),
+        self.follower = LogFollower(servers, snapshot_state=_snapshot_id, empty_state=None, cluster_id=CLUSTER_ID,
+                                    rng=random.Random(seed),
                                     settings=FollowerSettings(request_timeout_ms=1000, retry_backoff_ms=50,
                                                               fetch_timeout_ms=1000))
         self.follower_wake = None
@@ -83,9 +89,11 @@ class AttachedSimulation(Simulation):
 
         taken = self.follower.take()
         if taken.reset is not None:
-            image, offset = taken.reset
+            state, offset = taken.reset
             if offset >= 0 and self.follower.fetch_offset != offset + 1:
                 raise InvariantViolation(f"reset at {offset} but fetching from {self.follower.fetch_offset}")
+            if (state.end_offset - 1 if state is not None else -1) != offset:
+                raise InvariantViolation(f"reset at {offset} from snapshot {state}: not the snapshot's own state")
             self.resets.append(offset)
             self.next_offset = offset + 1
         hw = self.max_high_watermark()
@@ -147,7 +155,8 @@ BOOT = [("c1", 9093), ("c2", 9093)]
 
 
 def _follower(**kw) -> LogFollower:
-    return LogFollower(BOOT, cluster_id="cid", rng=random.Random(0), **kw)
+    return LogFollower(BOOT, snapshot_state=_snapshot_id, empty_state=None, cluster_id="cid", rng=random.Random(0),
+                       **kw)
 
 
 def _ask(f: LogFollower, now_ms: int):

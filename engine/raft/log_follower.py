@@ -23,11 +23,9 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from engine.common.errors import MetadataError
-from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import image_of_snapshot
 from engine.net.message_versions import convert_message
 from engine.records.kio_codec import ErrorCode, protocol_module
 from engine.raft import raft_messages as rm
@@ -38,6 +36,9 @@ from engine.storage.log_reader import LogEntry, batches_of_bytes
 from engine.storage.snapshot_writer import SnapshotId
 
 E = ErrorCode
+# The state machine's view of a fetched snapshot: (its records, its id) -> the state the owner
+# replays onto (engine.raft knows no metadata image; the owner passes image_of_snapshot's)
+SnapshotState = Callable[[list[LogEntry], SnapshotId], Any]
 ANONYMOUS = ReplicaKey(-1, None)  # Kafka's observer without a node id: tracked by no leader
 FETCH_VERSIONS = (13, 18)  # 13: the first with topic ids; 18 (KIP-1166) adds the fetcher's high watermark
 UNKNOWN_HIGH_WATERMARK = -1  # Fetch v18: "not known" (its default, 2**63-1, means "not supported")
@@ -69,19 +70,23 @@ class _Download:
 
 @dataclass(frozen=True)
 class Committed:
-    """What ``take`` hands over: a reset (the image and the offset it stands at) if the log
+    """What ``take`` hands over: a reset (the state and the offset it stands at) if the log
     started anew, then whole committed batches, in order."""
 
-    reset: tuple[MetadataImage, int] | None = None
+    reset: tuple[Any, int] | None = None
     batches: list[list[LogEntry]] = field(default_factory=list)
 
 
 class LogFollower:
-    def __init__(self, bootstrap: Sequence[Address], *, cluster_id: str | None = None,
-                 settings: FollowerSettings | None = None, rng: random.Random | None = None, now_ms: int = 0):
+    def __init__(self, bootstrap: Sequence[Address], *, snapshot_state: SnapshotState, empty_state: Any,
+                 cluster_id: str | None = None, settings: FollowerSettings | None = None,
+                 rng: random.Random | None = None, now_ms: int = 0):
+        """``snapshot_state`` builds the starting state from a downloaded snapshot (a MetadataError
+        for a damaged one: downloaded again); ``empty_state`` is the state of a log starting at 0."""
         if not bootstrap:
             raise ValueError("a follower needs at least one bootstrap controller")
         self.bootstrap = tuple(bootstrap)
+        self._snapshot_state, self._empty_state = snapshot_state, empty_state
         self.cluster_id = cluster_id
         self.settings = settings or FollowerSettings()
         self._bootstrap_index = (rng or random.Random()).randrange(len(self.bootstrap)) - 1
@@ -99,7 +104,7 @@ class LogFollower:
         self._tail: list[tuple[int, int, list[LogEntry]]] = []  # (last offset, epoch, entries): uncommitted
         self._download: _Download | None = None
         self._started = False  # a reset was handed over
-        self._reset: tuple[MetadataImage, int] | None = None
+        self._reset: tuple[Any, int] | None = None
         self._out: list[list[LogEntry]] = []
         self._inflight: dict[int, InFlight] = {}
         self._next_correlation_id = 1
@@ -265,7 +270,7 @@ class LogFollower:
             self._download = _Download(SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch))
             return
         if not self._started and self.fetch_offset == 0:
-            self._start(MetadataImage(), -1)  # the log still starts at 0: the empty image
+            self._start(self._empty_state, -1)  # the log still starts at 0: the empty state
         data = rm.fetched_records(part)
         if data:
             try:
@@ -360,7 +365,7 @@ class LogFollower:
         try:
             entries = [e for _, batch in batches_of_bytes(bytes(download.data), f"snapshot {snapshot_id} from "
                                                           f"{where}", None, True) for e in batch]
-            image, _ = image_of_snapshot(entries, snapshot_id)
+            image = self._snapshot_state(entries, snapshot_id)
         except MetadataError:
             self._back_off(now_ms)  # damaged on the way: download it again
             return
@@ -371,7 +376,7 @@ class LogFollower:
         self._committed_epoch = snapshot_id.epoch
         self.high_watermark = max(self.high_watermark, end)
 
-    def _start(self, image: MetadataImage, offset: int) -> None:
+    def _start(self, image: Any, offset: int) -> None:
         """The log starts anew here: what was handed over and not taken yet is superseded."""
         self._reset, self._out = (image, offset), []
         self._started = True

@@ -242,14 +242,19 @@ def quorum_info(response) -> QuorumInfo | None:
     return _quorum_info(p, response)
 
 
+def describe_cluster_request(endpoint_type: int = CONTROLLERS_FIRST[0]):
+    """DescribeClusterRequest v2 for one endpoint type (2: the controllers, as a controller answers)."""
+    kio = _kio()
+    req = kio.protocol_module("describe_cluster", 2, "request")
+    return req.DescribeClusterRequest(include_cluster_authorized_operations=False,
+                                      endpoint_type=kio.i8(endpoint_type), include_fenced_brokers=False)
+
+
 def describe_cluster(address: Address, send: Send, endpoint_types: Sequence[int] = CONTROLLERS_FIRST):
     """The DescribeCluster (v2) answer of one node, or None: asked for each endpoint type in turn."""
     kio = _kio()
-    req = kio.protocol_module("describe_cluster", 2, "request")
     for endpoint_type in endpoint_types:
-        response, _ = _try_send(send, address, req.DescribeClusterRequest(
-            include_cluster_authorized_operations=False, endpoint_type=kio.i8(endpoint_type),
-            include_fenced_brokers=False))
+        response, _ = _try_send(send, address, describe_cluster_request(endpoint_type))
         if response is not None and response.error_code == kio.ErrorCode.none:
             return response
     return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -79,6 +80,10 @@ class LiveSource(History):
         quorum = self.feed.quorum
         if quorum is not self.quorum:
             self.quorum, changed = quorum, True
+        cluster_id = getattr(self.feed, "cluster_id", None)
+        if cluster_id and self.replay.info.meta is None:  # DescribeCluster answered after the attach
+            self.replay.info = replace(self.replay.info, meta=MetaProperties(1, cluster_id))
+            self.info, changed = self.replay.info, True
         return changed
 
     def _take(self, update: FeedUpdate) -> bool:

@@ -24,10 +24,15 @@ from typing import Callable, Mapping
 
 from engine.common.errors import ConfigError, MetadataError
 from engine.common.java_properties import load_properties
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import image_of_snapshot
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
 from engine.raft.raft_io import InboundResponse, OutboundRequest
+from engine.raft.voter_set import Address
+from engine.storage.log_reader import LogEntry
+from engine.storage.snapshot_writer import SnapshotId
 from engine.tools import quorum_tool
 from metashell.live.feed import AttachStatus, FeedUpdate
 
@@ -94,6 +99,7 @@ class Attachment:
         self._batches: list = []
         self._first_high_watermark = -1
         self._fetch_version: int | None = None
+        self._described_cluster_id: str | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
@@ -118,6 +124,13 @@ class Attachment:
     def quorum(self) -> quorum_tool.QuorumInfo | None:
         with self._lock:
             return self._quorum
+
+    @property
+    def cluster_id(self) -> str | None:
+        """The cluster's id: ``cluster.id`` from the command config, else as the leader's
+        DescribeCluster tells it (None until it answered; a Fetch carries none)."""
+        with self._lock:
+            return self._cluster_id or self._described_cluster_id
 
     @property
     def fetch_version(self) -> int | None:
@@ -181,7 +194,8 @@ class Attachment:
             self._loop = asyncio.get_running_loop()
             if self._stopping:
                 return
-        core = LogFollower(self._addresses, cluster_id=self._cluster_id, settings=s, now_ms=_monotonic_ms())
+        core = LogFollower(self._addresses, snapshot_state=_snapshot_image, empty_state=MetadataImage(),
+                           cluster_id=self._cluster_id, settings=s, now_ms=_monotonic_ms())
         clients = [KafkaClient(client_id=CLIENT_ID, request_timeout_ms=s.request_timeout_ms,
                                reconnect_backoff_ms=min(50, s.retry_backoff_ms or 50)) for _ in range(2)]
         tasks: set[asyncio.Task] = set()
@@ -235,6 +249,8 @@ class Attachment:
         """DescribeQuorum at the leader about once a second, for the voters' and observers' columns."""
         while True:
             address = core.leader_address
+            if address is not None and self.cluster_id is None:
+                await self._describe_cluster(client, address)
             if address is not None:
                 try:
                     response = await client.send(address, quorum_tool.describe_quorum_request(), adapt=True,
@@ -247,6 +263,18 @@ class Attachment:
                         self._quorum = info
                     self._notify()
             await asyncio.sleep(DESCRIBE_INTERVAL_S)
+
+    async def _describe_cluster(self, client: KafkaClient, address: Address) -> None:
+        """DescribeCluster (controller endpoints, KIP-919) once, for the cluster id the tools show."""
+        try:
+            response = await client.send(address, quorum_tool.describe_cluster_request(), adapt=True,
+                                         timeout_ms=min(self._settings.request_timeout_ms, 5_000))
+        except (NetError, MetadataError):
+            return  # asked again next round
+        if int(response.error_code) == 0 and response.cluster_id:
+            with self._lock:
+                self._described_cluster_id = str(response.cluster_id)
+            self._notify()
 
     def _publish(self, core: LogFollower) -> None:
         """Hand the core's committed batches and status to the tools' side; wake them if anything changed."""
@@ -278,6 +306,11 @@ class Attachment:
         if self._on_update is not None:
             with contextlib.suppress(Exception):  # the tool's wake-up must not end the feed
                 self._on_update()
+
+
+def _snapshot_image(entries: list[LogEntry], snapshot_id: SnapshotId) -> MetadataImage:
+    """A fetched snapshot's image, replayed as a snapshot file's is (MetadataDelta: one interpreter)."""
+    return image_of_snapshot(entries, snapshot_id)[0]
 
 
 def _note(core: LogFollower) -> str:
