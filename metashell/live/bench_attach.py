@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
@@ -209,6 +210,9 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         tool.wait()
         _latencies(figures, answers, ok, followed["seen"], done, records_per_request)
         figures.tool_work_ms = followed["work_ms"]
+        errors = Counter(r["error"] for r in answers if r["error"] is not None)
+        if errors:
+            out(f"{figures.name}: failed requests: " + "; ".join(f"{n} x {e}" for e, n in errors.most_common(3)))
         out(f"{figures.name}: {len(ok):,} of {len(answers):,} requests committed "
             f"({figures.committed_records_per_s:,.0f} records/s), {figures.unseen} never shown; commit to tree "
             f"p50 {percentile(figures.commit_to_tree_ms, 0.5):.1f} / p99 {percentile(figures.commit_to_tree_ms, 0.99):.1f}"
@@ -238,14 +242,18 @@ def _latencies(figures: SideFigures, answers: list[dict], ok: list[dict], seen: 
         figures.committed_records_per_s = len(ok) * records_per_request / span if span > 0 else float("nan")
 
 
-def _row(label: str, values: list[str], width: int = 24) -> str:
+def _row(label: str, values: list[str], width: int = 26) -> str:
     return f"  {label:<50}" + "".join(f"{v:>{width}}" for v in values)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
 def _ms3(values: list[float]) -> str:
     if not values:
         return "n/a"
-    return f"{percentile(values, 0.5):.1f} / {percentile(values, 0.99):.1f} / {max(values):.1f}"
+    return f"{_ms(percentile(values, 0.5))} / {_ms(percentile(values, 0.99))} / {_ms(max(values))}"
 
 
 def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, out: Out) -> None:
@@ -263,6 +271,7 @@ def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, o
     out(_row("attach: start() to tree shown (s)", col(lambda s: f"{s.attached.get('total_s', float('nan')):.2f}")))
     out(_row("  of which: start() to caught up (s)", col(lambda s: f"{s.attached.get('caught_up_s', float('nan')):.2f}")))
     out(_row("  of which: history and tree (s)", col(lambda s: f"{s.attached.get('tree_s', float('nan')):.2f}")))
+    out(_row("then: heap settled, gc.collect + freeze (s)", col(lambda s: f"{s.attached.get('settle_s', float('nan')):.2f}")))
     out(_row("apart: FetchSnapshot alone (s)", col(lambda s: f"{s.split['fetch_s']:.2f}" if s.split else "n/a")))
     out(_row("apart: decode + replay alone (s)", col(lambda s: f"{s.split['replay_s']:.2f}" if s.split else "n/a")))
     out(_row("snapshot size (MB)", col(lambda s: f"{s.split['bytes'] / 1e6:,.1f}" if s.split else "n/a")))

@@ -6,7 +6,10 @@
    and what came with it replayed into a growing MetadataHistory and the tree built over its
    newest image (``/`` listed), as the live shell does before its first prompt. Prints one JSON
    line ``{"attached": ...}``: seconds to caught up, to the tree, the partitions, and how much
-   this process's resident memory grew (VmRSS; the process held nothing big before).
+   this process's resident memory grew (VmRSS; the process held nothing big before). Then the
+   heap is settled as the live dashboard settles it (gc.collect, gc.freeze: a full collection
+   would otherwise rescan a million partitions' objects, about half a second, in the middle of
+   an update), timed apart.
 2. *follow*: woken by the attachment's ``on_update``, it drains, extends the history and looks
    the load's config up in the tree (``/configs/TOPIC/bench-attach-0/retention.ms``, as
    ``watch`` would re-read it). Every request number of the load (metashell.live.bench_attach_load)
@@ -38,6 +41,7 @@ from engine.raft.log_follower import ANONYMOUS, FollowerSettings
 from engine.records.kio_codec import ErrorCode
 from engine.storage.log_reader import LogEntry, batches_of_bytes
 from engine.storage.snapshot_writer import SnapshotId
+from metashell.dashboard.heap import settle_heap
 from metashell.live.attach import AttachError, Attachment
 from metashell.live.bench_attach_load import CONFIG_NAME, TOPIC_PREFIX, parse_controllers, request_of_value
 from metashell.tree.nodes import resolve
@@ -109,9 +113,11 @@ def attach(bootstrap: str, timeout_s: float, wake: threading.Event) -> tuple[Att
     live = LiveTree(bootstrap, image, offset, update.batches)
     live.tree().child_names()  # the root listed: what the first prompt shows
     done = time.monotonic()
+    grown = rss_mb() - before
+    settle_heap()  # as the live dashboard does before its first frame: no full collection rescans the image
     return attachment, live, {
         "caught_up_s": caught_up - started, "tree_s": done - caught_up, "total_s": done - started,
-        "rss_growth_mb": rss_mb() - before, "partitions": image.partition_count, "snapshot_offset": offset,
+        "settle_s": time.monotonic() - done, "rss_growth_mb": grown, "partitions": image.partition_count, "snapshot_offset": offset,
         "snapshot_epoch": image.provenance.last_epoch,
         "offset": live.history.last_offset, "leader_id": update.status.leader_id,
         "leader_epoch": update.status.leader_epoch}
