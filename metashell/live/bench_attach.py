@@ -46,7 +46,7 @@ from metashell.live.bench_attach_cluster import SeededKafka, SeededKraftd, Snaps
 
 Out = Callable[[str], None]
 READY_TIMEOUT_S = 300.0  # a safety net: three JVMs loading a million partitions on two cores
-IDLE_CPU_SHARE = 0.3  # controllers together below this share of one core ...
+IDLE_CPU_SHARE = 0.3  # controllers together running or waiting to run below this share of one core ...
 IDLE_WINDOW_S = 0.5  # ... over this long: they have loaded
 TOOL_TIMEOUT_S = 600.0
 
@@ -77,22 +77,23 @@ def _controllers_arg(cluster: ProcessCluster) -> str:
     return ",".join(f"{i}@{cluster.address(i)[0]}:{cluster.address(i)[1]}" for i in sorted(cluster.ports))
 
 
-def _cpu_s(pids: list[int]) -> float:
-    ticks = os.sysconf("SC_CLK_TCK")
+def _busy_s(pids: list[int]) -> float:
+    """Seconds the processes' threads ran or waited to run (/proc/PID/task/*/schedstat): on a
+    loaded machine a starved process still loading is busy by this count, not idle."""
     total = 0
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / ticks
+        for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            try:
+                running_ns, waiting_ns = task.read_text().split()[:2]
+                total += int(running_ns) + int(waiting_ns)
+            except (OSError, ValueError):
+                pass  # a thread that just ended
+    return total / 1e9
 
 
 def wait_ready(cluster: ProcessCluster, timeout_s: float = READY_TIMEOUT_S) -> float:
-    """Until DescribeQuorum names a leader and the controllers use less than IDLE_CPU_SHARE of a
-    core over IDLE_WINDOW_S (they have loaded the snapshot): seconds waited."""
+    """Until DescribeQuorum names a leader and the controllers run (or wait to run) less than
+    IDLE_CPU_SHARE of a core over IDLE_WINDOW_S (they have loaded the snapshot): seconds waited."""
     started = time.monotonic()
 
     async def leader() -> None:
@@ -105,9 +106,9 @@ def wait_ready(cluster: ProcessCluster, timeout_s: float = READY_TIMEOUT_S) -> f
     asyncio.run(leader())
     pids = [p.pid for p in cluster.procs.values()]
     while True:
-        before = _cpu_s(pids)
+        before = _busy_s(pids)
         time.sleep(IDLE_WINDOW_S)
-        if _cpu_s(pids) - before < IDLE_CPU_SHARE * IDLE_WINDOW_S:
+        if _busy_s(pids) - before < IDLE_CPU_SHARE * IDLE_WINDOW_S:
             return time.monotonic() - started
         if time.monotonic() - started > timeout_s:
             raise BenchError(f"the controllers still busy {timeout_s:.0f} s after the launch")
