@@ -39,6 +39,7 @@ VALUE_BASE = 1_000_000_000  # retention.ms of request 0: a valid value far from 
 BROKER_ID = 1000
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 HEARTBEAT_INTERVAL_MS = 2000
+REQUEST_DEADLINE_S = 30.0  # a request retried after NOT_CONTROLLER is given up after this long
 
 
 def parse_controllers(text: str) -> dict[int, tuple[str, int]]:
@@ -86,12 +87,22 @@ async def drive(addresses: dict[int, tuple[str, int]], cluster_id: str, *, recor
 
         async def one(number: int) -> None:
             sent = time.monotonic()
-            try:
-                answer = await load.call(alter_request(number, topics))
-                errors = {ErrorCode(r.error_code).name for r in answer.responses if r.error_code != ErrorCode.none}
-                error = ",".join(sorted(errors)) or None
-            except LoadError as err:
-                error = str(err)
+            deadline = sent + REQUEST_DEADLINE_S
+            while True:
+                try:
+                    answer = await load.call(alter_request(number, topics))
+                    errors = {ErrorCode(r.error_code) for r in answer.responses if r.error_code != ErrorCode.none}
+                except LoadError as err:
+                    error = str(err)
+                    break
+                # a NOT_CONTROLLER per resource (the leadership moved): ask the new active
+                # controller, as Kafka's admin client retries it
+                if errors == {ErrorCode.not_controller} and time.monotonic() < deadline:
+                    load.active = None
+                    await asyncio.sleep(0.05)
+                    continue
+                error = ",".join(sorted(e.name for e in errors)) or None
+                break
             answers.append({"n": number, "sent": sent, "answered": time.monotonic(), "error": error})
 
         tasks = []
