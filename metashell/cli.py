@@ -198,6 +198,9 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
             return _bench_dash(build_bench_parser().parse_args(argv[2:]))
         if argv[:2] == ["bench", "export"]:
             return _bench_export(build_bench_export_parser().parse_args(argv[2:]))
+        if argv[:2] == ["bench", "attach"]:
+            from metashell.bench.attach import build_bench_attach_parser, run_bench_attach
+            return run_bench_attach(build_bench_attach_parser().parse_args(argv[2:]))
         if argv and argv[0] == "export":
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
         args = build_parser().parse_args(argv)
@@ -315,7 +318,7 @@ def _dashboard(source: Source, args, err: Callable[[str], None],
     for note in history.info.notes:
         err(f"metashell: note: {note}")
     offset = args.offset if time_ms is None else history.at_time(time_ms).offset
-    from metashell.dashboard.heap import settle_heap
+    from engine.common.heap import settle_heap
 
     settle_heap()
     DashboardApp(history, offset=offset).run()
@@ -345,7 +348,7 @@ def _live_dashboard(args, err: Callable[[str], None]) -> int:
     config = load_properties(args.command_config) if args.command_config else None
     source = open_live(args.bootstrap_controller, command_config=config)  # attached and caught up
     try:
-        from metashell.dashboard.heap import settle_heap
+        from engine.common.heap import settle_heap
 
         settle_heap()
         DashboardApp(source).run()
@@ -380,8 +383,11 @@ def _drive(session: Session, args) -> int:
         if args.command:
             return session.run_line(shlex.join(args.command))
         if sys.stdin.isatty():
+            from engine.common.heap import settle_heap
             from metashell.shell.repl import run_repl
 
+            if isinstance(session.source, LiveSource):
+                settle_heap()  # the attach-time image lives on: no full collection rescans it mid-update
             return run_repl(session)
         status = 0
         for line in sys.stdin:

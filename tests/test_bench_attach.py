@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from metashell.live.bench_attach import bench_attach, build_bench_attach_parser, run_bench_attach
+from metashell.bench.attach import bench_attach, build_bench_attach_parser, run_bench_attach
 
 NUMBER = r"\d[\d,]*(\.\d+)?"
 
@@ -46,3 +46,11 @@ def test_parser_defaults_are_the_issue_s_and_bad_values_are_refused(capsys):
     assert run_bench_attach(build_bench_attach_parser().parse_args(["--records-per-s", "0"])) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--records-per-s" in err
+
+
+def test_metashell_bench_attach_is_the_command_line_s(capsys):
+    from metashell.cli import run
+
+    assert run(["bench", "attach", "--seconds", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--seconds" in err and "Traceback" not in err

@@ -39,7 +39,7 @@ ALLOWED = {
 
 # metashell's packages, over the engine (any of it): tree and source at the bottom, then the
 # export, then the shell (whose `export` command uses it); the dashboard beside them; the
-# command line (metashell.cli, metashell.demo) on top may use everything.
+# benchmarks over them; the command line (metashell.cli, metashell.demo) on top may use everything.
 ALLOWED_METASHELL = {
     "metashell.tree": set(),
     "metashell.live": set(),
@@ -47,6 +47,9 @@ ALLOWED_METASHELL = {
     "metashell.export": {"metashell.tree", "metashell.source"},
     "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export"},
     "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live"},
+    # benchmarks that span the others (the attach bench: a seeded quorum, a load, an attached tool)
+    "metashell.bench": {"metashell.tree", "metashell.source", "metashell.live", "metashell.export",
+                        "metashell.dashboard"},
 }
 
 

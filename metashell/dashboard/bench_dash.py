@@ -59,7 +59,7 @@ async def _measure(directory: Path, steps: int) -> tuple[float, float, list[floa
     started = time.perf_counter()
     history = History.open_log_dir(directory)
     opened_s = time.perf_counter() - started
-    from metashell.dashboard.heap import settle_heap
+    from engine.common.heap import settle_heap
 
     settle_heap()  # as `metashell dash` does
     app = DashboardApp(history, offset=max(history.first_offset - 1, 0))

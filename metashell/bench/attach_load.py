@@ -1,6 +1,6 @@
 """The load of ``metashell bench attach``: committed config records at a fixed rate, in a process of its own.
 
-It runs apart from the attachment it measures (``python -m metashell.live.bench_attach_load``):
+It runs apart from the attachment it measures (``python -m metashell.bench.attach_load``):
 in one process the attachment's thread, the tool's replay and this client would share one
 interpreter lock, and the client's own work would show up as the attachment's latency.
 
@@ -123,7 +123,7 @@ async def drive(addresses: dict[int, tuple[str, int]], cluster_id: str, *, recor
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m metashell.live.bench_attach_load")
+    parser = argparse.ArgumentParser(prog="python -m metashell.bench.attach_load")
     parser.add_argument("--controllers", required=True, help="ID@HOST:PORT,... (every voter)")
     parser.add_argument("--cluster-id", required=True)
     parser.add_argument("--records-per-s", type=float, required=True)

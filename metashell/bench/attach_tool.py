@@ -1,6 +1,6 @@
 """The attached tool of ``metashell bench attach``, in a process of its own (as a shell would be).
 
-``python -m metashell.live.bench_attach_tool --bootstrap HOST:PORT,... --controllers ID@HOST:PORT,...``
+``python -m metashell.bench.attach_tool --bootstrap HOST:PORT,... --controllers ID@HOST:PORT,...``
 
 1. *attach*: ``Attachment.start()``, ``wait_caught_up``, then the tool's part, the starting image
    and what came with it replayed into a growing MetadataHistory and the tree built over its
@@ -12,7 +12,7 @@
    an update), timed apart.
 2. *follow*: woken by the attachment's ``on_update``, it drains, extends the history and looks
    the load's config up in the tree (``/configs/TOPIC/bench-attach-0/retention.ms``, as
-   ``watch`` would re-read it). Every request number of the load (metashell.live.bench_attach_load)
+   ``watch`` would re-read it). Every request number of the load (metashell.bench.attach_load)
    found in the drained records is stamped ``time.monotonic()`` once the tree shows it. Ends
    when standard input says ``stop N`` and request N was seen (or ``--grace-s`` later), or at EOF.
 3. *split*: how the attach time divides, measured apart after the attachment is closed, on the
@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.common.heap import settle_heap
 from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo, image_of_snapshot
@@ -41,9 +42,8 @@ from engine.raft.log_follower import ANONYMOUS, FollowerSettings
 from engine.records.kio_codec import ErrorCode
 from engine.storage.log_reader import LogEntry, batches_of_bytes
 from engine.storage.snapshot_writer import SnapshotId
-from metashell.dashboard.heap import settle_heap
+from metashell.bench.attach_load import CONFIG_NAME, TOPIC_PREFIX, parse_controllers, request_of_value
 from metashell.live.attach import AttachError, Attachment
-from metashell.live.bench_attach_load import CONFIG_NAME, TOPIC_PREFIX, parse_controllers, request_of_value
 from metashell.tree.nodes import resolve
 from metashell.tree.root import build_tree
 
@@ -200,7 +200,7 @@ def split(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m metashell.live.bench_attach_tool")
+    parser = argparse.ArgumentParser(prog="python -m metashell.bench.attach_tool")
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--controllers", required=True, help="ID@HOST:PORT,... (to find the leader for the split)")
     parser.add_argument("--attach-timeout-s", type=float, default=300.0)

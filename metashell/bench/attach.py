@@ -3,12 +3,12 @@
 For each side (our ``kraftd`` controllers, then Apache Kafka's, same shape, same run):
 
 1. a quorum of ``voters`` controller processes on 127.0.0.1, each starting from a snapshot of
-   ``partitions`` partitions (metashell.live.bench_attach_cluster), is launched; the bench waits
+   ``partitions`` partitions (metashell.bench.attach_cluster), is launched; the bench waits
    until DescribeQuorum names a leader and the controllers are idle (loading done);
-2. *attach*: the attached tool, a process of its own (metashell.live.bench_attach_tool), runs
+2. *attach*: the attached tool, a process of its own (metashell.bench.attach_tool), runs
    ``Attachment.start()`` to caught up and builds the tree — the total, then, apart, the
    FetchSnapshot download alone and the decoding and replay alone, and the tool's memory growth;
-3. *commit to tree*: a load process (metashell.live.bench_attach_load) commits ``records_per_s``
+3. *commit to tree*: a load process (metashell.bench.attach_load) commits ``records_per_s``
    config records per second for ``seconds``, ``records_per_request`` per IncrementalAlterConfigs;
    the commit time of a record is when the controller's answer arrived (it answers once the
    records are committed), the appearance time when the attached tool's tree first showed it
@@ -42,7 +42,7 @@ from engine.tools.bench_controller import SETTINGS
 from engine.tools.bench_controller_load import ControllerLoad, LoadError, percentile
 from engine.tools.kafka_dist import KafkaUnavailable, find_distribution
 from engine.tools.process_cluster import SOURCE_ROOT, ClusterError, ProcessCluster
-from metashell.live.bench_attach_cluster import SeededKafka, SeededKraftd, SnapshotSeed
+from metashell.bench.attach_cluster import SeededKafka, SeededKraftd, SnapshotSeed
 
 Out = Callable[[str], None]
 READY_TIMEOUT_S = 300.0  # a safety net: three JVMs loading a million partitions on two cores
@@ -179,7 +179,7 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
     controllers = _controllers_arg(cluster)
     tool = load = None
     try:
-        tool = _child("metashell.live.bench_attach_tool", "--bootstrap", cluster.bootstrap, "--controllers",
+        tool = _child("metashell.bench.attach_tool", "--bootstrap", cluster.bootstrap, "--controllers",
                       controllers, stdin=True)
         lines = _Lines(tool.stdout)
         figures.attached = lines.next("attached", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["attached"]
@@ -189,7 +189,7 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
             f"in {a['total_s']:.2f} s: caught up {a['caught_up_s']:.2f} s + tree {a['tree_s']:.2f} s; "
             f"the tool's RSS grew {a['rss_growth_mb']:,.0f} MB")
 
-        load = _child("metashell.live.bench_attach_load", "--controllers", controllers, "--cluster-id",
+        load = _child("metashell.bench.attach_load", "--controllers", controllers, "--cluster-id",
                       cluster.cluster_id, "--records-per-s", str(records_per_s), "--records-per-request",
                       str(records_per_request), "--seconds", str(seconds))
         load_lines = _Lines(load.stdout)
