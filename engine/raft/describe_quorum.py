@@ -45,6 +45,11 @@ def _replica(leader: LeaderState, progress: ReplicaProgress, client: ReplicaCont
                           log_end_offset=end, last_fetch_timestamp=fetch_ms, last_caught_up_timestamp=caught_up_ms)
 
 
+def describe_quorum_error(error: ErrorCode, message: str) -> Any:
+    """An answer carrying only a top-level error."""
+    return _answer(ErrorCode.none, top=error, message=message)
+
+
 def _answer(error: ErrorCode, *, top: ErrorCode = ErrorCode.none, message: str | None = None, leader_id: int = -1,
             epoch: int = -1, high_watermark: int = -1, voters=(), observers=(), nodes=()) -> Any:
     partition = R.PartitionData(partition_index=rm.PARTITION, error_code=error,

@@ -8,7 +8,9 @@ an in-memory index of every batch (segment, byte position, size), never re-encod
 A snapshot download is written to ``<id>.checkpoint.part`` (which MetadataLog
 deletes when it opens: a crash loses a partial download), validated, renamed into
 place, and then the log restarts, empty, at the snapshot's end offset. Opening
-repeats that reset if a crash came in between (Kafka's truncateToLatestSnapshot).
+repeats that reset if a crash came in between (Kafka's truncateToLatestSnapshot), and
+deletes snapshots older than a log that starts at or after the latest one (Kafka's
+recoverSnapshots drops those below the log start offset).
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ class FileRaftLog:
         data_end = self._lasts[-1] + 1 if self._lasts else self._log.active_segment[1]
         if snapshot_is_ahead(latest, data_end, self._log.epochs):
             self._reset_to(latest)  # a crash between installing a snapshot and emptying the log
+        elif latest is not None and len(self._log.snapshots) > 1 and self._first_segment_base >= latest.end_offset:
+            # The log starts at or after the latest snapshot, so every older one (the format's
+            # 0-0 checkpoint) lies below the log start: Kafka's open deletes those. No segment
+            # goes: none lies wholly below the latest snapshot.
+            self._log.delete_before_latest_snapshot()
         # What survived a process crash may still sit in the page cache only: fsync it before
         # anything (a fetch offset) acknowledges it.
         self._log.flush()

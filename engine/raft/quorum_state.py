@@ -111,9 +111,17 @@ class QuorumState:
         self._persisted: ElectionState | None = None
         self.state: EpochState = UnattachedState(0, 0)
 
-    def initialize(self, now_ms: int, election_timeout_ms: int) -> ElectionState:
+    def initialize(self, now_ms: int, election_timeout_ms: int, log_epoch: int = 0) -> ElectionState:
+        """Start in the persisted epoch, or in ``log_epoch`` (the epoch of the log's last entry or
+        snapshot) when that is ahead: a node started from a snapshot at epoch 1 without a
+        quorum-state file must not campaign in epoch 1, which voters refuse as no later than the
+        candidate's own log. Kafka's QuorumState.initialize starts unattached there, with no
+        leader and no vote, and writes it down."""
         stored = self.store.read() or ElectionState(0)
         self._persisted = stored
+        if stored.epoch < log_epoch:
+            stored = ElectionState(log_epoch)
+            self._persist(stored)
         voted = stored.voted_key
         # A restarted leader or follower starts unattached in its epoch; the vote it gave stays.
         self.state = UnattachedState(stored.epoch, now_ms + election_timeout_ms, voted)

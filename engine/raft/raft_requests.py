@@ -8,24 +8,26 @@ changes nothing.
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Callable
 
 from engine.common.errors import MetadataError
 from engine.records.kio_codec import ErrorCode
 from engine.raft import raft_messages as rm
 from engine.raft import voter_changes
-from engine.raft.describe_quorum import describe_quorum_response
+from engine.raft.describe_quorum import describe_quorum_error, describe_quorum_response
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
 from engine.raft.raft_config import MAX_FETCH_SIZE_BYTES
+from engine.raft.raft_io import OutboundResponse
 from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
 from engine.raft.replica_context import ReplicaContext
 from engine.raft.voter_set import ReplicaKey
 from engine.storage.snapshot_writer import SnapshotId
 
-BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
-
 E = ErrorCode
+
+log = logging.getLogger("engine.raft.requests")
 
 
 def handle_request(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
@@ -40,7 +42,42 @@ def handle_request(client: ReplicaContext, now_ms: int, token: object, request: 
     handler = handlers.get(type(request).__name__)
     if handler is None:
         raise ValueError(f"the Raft core does not serve {type(request).__name__}")
-    handler(client, now_ms, token, request)
+    if type(request).__name__ in _SERVED_SAFELY:
+        _serve(client, token, request, lambda: handler(client, now_ms, token, request))
+    else:
+        # These change the election or voter state, which must reach the disk before any answer:
+        # a failure there (quorum-state not written) stops the node, as it stops Kafka's Raft
+        # thread, rather than go on with a state half changed.
+        handler(client, now_ms, token, request)
+
+
+# The requests that only read (the log, a snapshot, the quorum's progress): a failure to answer
+# one is that request's, not the node's.
+_SERVED_SAFELY = frozenset({"FetchRequest", "FetchSnapshotRequest", "DescribeQuorumRequest"})
+
+
+def _serve(client: ReplicaContext, token: object, request: Any, answer: Callable[[], None]) -> None:
+    """Run one read-only request's handler; a failure in it (a log or snapshot that cannot be
+    read, a bug) is one logged line and an UNKNOWN_SERVER_ERROR answer, as Kafka's leader
+    answers a Fetch whose completion failed, and the node goes on serving."""
+    try:
+        answer()
+    except Exception as err:  # noqa: BLE001 - a remote request must not bring the node down
+        text = " ".join(str(err).split()) or type(err).__name__
+        log.error("node %d: answering %s failed: %s: %s", client.local.node_id, type(request).__name__,
+                  type(err).__name__, text)
+        if not any(isinstance(m, OutboundResponse) and m.token is token for m in client.outbox):
+            client.respond(token, _error_answer(client, request, E.unknown_server_error))
+
+
+def _error_answer(client: ReplicaContext, request: Any, error: ErrorCode) -> Any:
+    """The answer to ``request`` that carries only ``error`` (Kafka's RaftUtil.errorResponse)."""
+    name = type(request).__name__
+    if name == "FetchRequest":
+        return rm.fetch_response(E.none, leader_id=-1, epoch=client.epoch, high_watermark=-1, top_error=error)
+    if name == "FetchSnapshotRequest":
+        return rm.fetch_snapshot_response(E.none, leader_id=-1, epoch=client.epoch, top_error=error)
+    return describe_quorum_error(error, "the controller failed to answer")
 
 
 def wrong_cluster(client: ReplicaContext, request: Any) -> bool:
@@ -272,20 +309,23 @@ def complete_parked_fetches(client: ReplicaContext, now_ms: int, force: bool) ->
     for entry in parked:
         token, request, deadline_ms, parked_hw = entry
         if force or now_ms >= deadline_ms or fetch_has_news(client, request, parked_hw):
-            answer_fetch(client, now_ms, token, request, park=False)
+            _serve(client, token, request, lambda: answer_fetch(client, now_ms, token, request, park=False))
         else:
             client.parked_fetches.append(entry)
 
 
 def _needs_snapshot(client: ReplicaContext, fetch_offset: int, last_epoch: int) -> bool:
-    """Kafka's rule: send the snapshot when the fetcher is before the log start, at it with
-    another epoch than the oldest snapshot's, or on an epoch older than that snapshot's."""
-    earliest = client.log.earliest_snapshot_id()
-    if earliest is None or earliest == BOOTSTRAP_SNAPSHOT_ID:
-        return False  # the 0-0 checkpoint is local bootstrap state; its voters are in the log too
+    """Kafka's rule (ReplicatedLog.validateOffsetAndEpoch): a log that starts at 0 is read whole
+    (a 0-0 checkpoint there is local bootstrap state, its voters are in the log too); otherwise
+    the latest snapshot goes to a fetcher before the log start, at it with another epoch than
+    the snapshot the log starts at, or on an epoch older than that snapshot's. Whatever older
+    snapshot is still on disk (the format's 0-0 checkpoint) does not matter: the log cannot
+    serve an offset below its start."""
+    latest = client.log.latest_snapshot_id()
     start = client.log.start_offset
-    return (fetch_offset < start or (fetch_offset == start and last_epoch != earliest.epoch)
-            or last_epoch < earliest.epoch)
+    if latest is None or start == 0:
+        return False
+    return fetch_offset < start or (fetch_offset == start and last_epoch != latest.epoch) or last_epoch < latest.epoch
 
 
 def fetch_has_news(client: ReplicaContext, request: Any, parked_hw: int | None = None) -> bool:

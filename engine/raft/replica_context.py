@@ -60,7 +60,8 @@ class ReplicaContext(ABC):
         self.election_retries = 0  # elections lost in a row: the backoff grows with it
         self.updated_endpoints_epoch = -1  # the epoch in which our UpdateRaftVoter succeeded
         self._load_control_state()
-        stored = self.quorum.initialize(now_ms, self._random_election_timeout_ms())
+        stored = self.quorum.initialize(now_ms, self._random_election_timeout_ms(),
+                                        max(log.last_fetched_epoch(), 0))
         if stored.leader_id >= 0 and stored.leader_id != local.node_id:
             address = self.leader_address(stored.leader_id)
             if address is not None:  # fetch from it at once rather than wait for an election timeout
