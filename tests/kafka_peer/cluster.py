@@ -48,6 +48,7 @@ class KafkaCluster:
         self.broker_overrides = dict(broker_config or {})
         self.cluster_id = uuid_to_kafka(random_kafka_uuid())
         self.nodes: list[KafkaNode] = []
+        self.server_jvm_opts: tuple[str, ...] = ()  # given to every Kafka server node after the harness's
 
     # ------------------------------------------------------------------ layout
     @property
@@ -81,11 +82,12 @@ class KafkaCluster:
             self.nodes.append(KafkaNode(self.dist, node_id, roles, self.root / f"node-{node_id}",
                                         next(ports) if self.combined else None, next(ports),
                                         directory_id=uuid_to_kafka(random_kafka_uuid()),
-                                        kraftd=self.controller_kinds[node_id - 1] == "kraftd"))
+                                        kraftd=self.controller_kinds[node_id - 1] == "kraftd",
+                                        extra_jvm_opts=self.server_jvm_opts))
         for i in range(self.broker_count):
             node_id = self.voter_count + 1 + i
             self.nodes.append(KafkaNode(self.dist, node_id, ("broker",), self.root / f"node-{node_id}",
-                                        next(ports), None))
+                                        next(ports), None, extra_jvm_opts=self.server_jvm_opts))
         for node in self.nodes:
             node.config = self.node_config(node)
 

@@ -27,6 +27,8 @@ from pathlib import Path
 from engine.tools import kafka_dist as engine_dist
 from engine.tools.kafka_dist import TOOL_JVM_OPTS, KafkaUnavailable, cache_root, version_key
 
+from . import class_sharing
+
 POM = Path(__file__).resolve().parents[1] / "kafka" / "pom.xml"
 LOG4J_DIR = POM.parent
 PINNED_VERSION = "4.1.2"
@@ -95,6 +97,10 @@ class KafkaDistribution(engine_dist.KafkaDistribution):
 
     log4j_dir: Path | None = LOG4J_DIR
 
+    def command(self, tool: str, *args: str, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> list[str]:
+        """Kafka's command line, mapping this version's class archive once there is one (class_sharing)."""
+        return super().command(tool, *args, jvm_opts=(*class_sharing.jvm_opts(self.libs), *jvm_opts))
+
     def run(self, tool: str, *args: str, timeout_s: float = 180, check: bool = True,
             input_text: str | None = None, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> subprocess.CompletedProcess:
         """Run one tool to its end; a non-zero exit (with ``check``) raises with its output."""
@@ -138,4 +144,6 @@ def fetch(version: str, root: Path | None = None, *, tools: bool = True) -> Kafk
             shutil.rmtree(libs, ignore_errors=True)
             staging.rename(libs)
             ready.write_text(version + "\n")
-    return KafkaDistribution(version, libs)
+        dist = KafkaDistribution(version, libs)
+        class_sharing.ensure_archive(dist)  # under the lock: one training per version across runs
+    return dist

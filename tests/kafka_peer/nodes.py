@@ -65,6 +65,7 @@ class KafkaNode:
     directory_id: str | None = None
     process: subprocess.Popen | None = None
     kraftd: bool = False  # ours (`kraftd start`) instead of Kafka's server: a controller only
+    extra_jvm_opts: tuple[str, ...] = ()  # after SERVER_JVM_OPTS (class_sharing's training)
 
     @property
     def is_voter(self) -> bool:
@@ -105,7 +106,8 @@ class KafkaNode:
         out = open(self.output_path, "ab")
         command = ([sys.executable, "-m", "engine.tools.cli", "start", "--config", str(self.config_path)]
                    if self.kraftd else
-                   self.dist.command("kafka-server-start", str(self.config_path), jvm_opts=SERVER_JVM_OPTS))
+                   self.dist.command("kafka-server-start", str(self.config_path),
+                                     jvm_opts=(*SERVER_JVM_OPTS, *self.extra_jvm_opts)))
         self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         start_new_session=True, preexec_fn=_die_with_parent, cwd=REPO)
         out.close()
