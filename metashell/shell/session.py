@@ -49,7 +49,11 @@ class Session:
     def refresh(self) -> bool:
         """Live and following: take what was committed since, and show it. True when the image changed."""
         source = self.source
-        if not source.live or source.frozen or not source.following or not source.poll():
+        if not source.live or source.frozen or not source.following:
+            return False
+        grew = source.poll()
+        history = source.history  # it may also have grown by a wait() the session did not see
+        if not grew and (history is None or history.last_offset == self.image.provenance.last_offset):
             return False
         self.set_image(*source.load())
         return True
