@@ -25,7 +25,6 @@ controller whose voters the voter test changes.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import re
 import signal
 import subprocess
@@ -53,6 +52,7 @@ from engine.tools import quorum_tool as qt
 from engine.tools.process_cluster import SOURCE_ROOT, ProcessCluster, kraftd
 from engine.tools.storage_tool import format_storage
 from kafka_peer.cluster import KafkaCluster
+from kafka_peer.fixtures import ahead_of_version, take_ahead
 from kafka_peer.nodes import quorum_leader, wait_until
 
 pytestmark = pytest.mark.kafka
@@ -348,6 +348,7 @@ def snapshot_ids(metadata_dir: Path) -> list[SnapshotId]:
     return sorted(s for s in (parse_snapshot_name(p.name) for p in metadata_dir.iterdir()) if s is not None)
 
 
+@ahead_of_version("snapshotting_node")
 def _snapshotting_cluster(kafka_dist, root: Path) -> tuple[KafkaCluster, SnapshotId]:
     """One combined Kafka node whose log starts at its newest snapshot, with records after it.
     Most of its minute is Kafka's wait for its metadata log cleaning (every 60 s, fixed)."""
@@ -369,41 +370,17 @@ def _snapshotting_cluster(kafka_dist, root: Path) -> tuple[KafkaCluster, Snapsho
     return cluster, snapshot
 
 
-# Kafka's cleaning wait, started with the module's first test of a version on a thread of its own,
-# so this module's other tests run meanwhile (the node takes no part in them): per version a
-# minute less of the suite. The fixture below only collects it; what is never collected is
-# closed when the module ends.
-_PREPARED: dict[str, concurrent.futures.Future] = {}
-_PREPARER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-snapshots")
-
-
-@pytest.fixture(autouse=True)
-def _prepare_snapshotting_node(kafka_dist, tmp_path_factory) -> None:
-    if kafka_dist.version not in _PREPARED:
-        root = tmp_path_factory.mktemp(f"kafka-snapshots-{kafka_dist.version}")
-        _PREPARED[kafka_dist.version] = _PREPARER.submit(_snapshotting_cluster, kafka_dist, root)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _close_prepared_nodes():
-    yield
-    for future in _PREPARED.values():
-        if not future.cancel():  # running or done: its cluster is closed once it is there
-            try:
-                future.result(timeout=DEADLINE_S + CLEANING_DEADLINE_S)[0].close()
-            except Exception:  # noqa: BLE001 - it failed: _snapshotting_cluster closed what it started
-                pass
-    _PREPARED.clear()
-
-
 @pytest.fixture(scope="module")
 def snapshotting_node(kafka_dist, tmp_path_factory):
-    """Yields (cluster, the snapshot its log starts at) for this Kafka version."""
-    if kafka_dist.version not in _PREPARED:  # a run of only the tests that use it
-        root = tmp_path_factory.mktemp(f"kafka-snapshots-{kafka_dist.version}")
-        _PREPARED[kafka_dist.version] = _PREPARER.submit(_snapshotting_cluster, kafka_dist, root)
-    cluster, snapshot = _PREPARED[kafka_dist.version].result(timeout=DEADLINE_S + CLEANING_DEADLINE_S)
-    yield cluster, snapshot
+    """Yields (cluster, the snapshot its log starts at) for this Kafka version, and closes it. Begun
+    with the session's first test of the version (``ahead_of_version``), so Kafka's cleaning wait
+    passes while other tests run: per version half a minute less of the suite."""
+    cluster, snapshot = take_ahead("snapshotting_node", kafka_dist, tmp_path_factory,
+                                   timeout_s=DEADLINE_S + CLEANING_DEADLINE_S)
+    try:
+        yield cluster, snapshot
+    finally:
+        cluster.close()
 
 
 def kafka_snapshot_bytes(directory: Path, snapshot: SnapshotId) -> bytes:

@@ -6,6 +6,8 @@
   failure, because CI must prove what the README claims.
 * ``kafka_history``: the scripted cluster's directories (tests/kafka_peer/history.py), written
   once per version and session; tests only read them (checked, as for the other shared dirs).
+* ``ahead_of_version``: a test module's expensive Kafka setup, begun on a thread of its own
+  with the first test of its Kafka version, so it is ready when that module's tests come.
 * ``kafka_quorum``: a running quorum of three controller-only nodes (dynamic) and one broker,
   shared by a module's tests that only ask it questions, and stopped when the module ends.
 
@@ -17,9 +19,13 @@ from __future__ import annotations
 
 import atexit
 import os
+from pathlib import Path
+from typing import Any, Callable
+
 import pytest
 
 from .distribution import KafkaDistribution, KafkaUnavailable, fetch, server_only_versions, tested_versions
+from .early import Lane
 from .nodes import REGISTRY, kill_all
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -98,6 +104,56 @@ def kafka_newest_history(kafka_newest_server: KafkaDistribution, _kafka_historie
     key = kafka_newest_server.version if full else f"{kafka_newest_server.version}-server"  # full: kafka_history's
     yield from _shared_history(_kafka_histories, key, lambda: write_history(
         kafka_newest_server, tmp_path_factory.mktemp(f"kafka-history-{key}"), STEPS if full else SERVER_ONLY_STEPS))
+
+
+def _param(item: pytest.Item, name: str) -> Any:
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get(name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """What to begin ahead of whom."""
+    _AHEAD_NEEDED.clear()
+    _AHEAD_NEEDED.update((name, _param(item, "kafka_dist")) for item in items for name in _AHEAD
+                         if name in item.fixturenames and _param(item, "kafka_dist"))
+
+
+# ------------------------------------------------------------------ begun ahead of a version's tests
+_AHEAD: dict[str, Callable[[KafkaDistribution, Path], Any]] = {}
+_AHEAD_NEEDED: set[tuple[str, str]] = set()  # (fixture name, version) of the collected tests
+_AHEAD_LANE = Lane("kafka-ahead")
+
+
+def ahead_of_version(fixture_name: str):
+    """Register ``job(dist, root)`` to begin with the first test of each Kafka version whose
+    tests use the fixture ``fixture_name``; that fixture gets the value by ``take_ahead``."""
+    def register(job: Callable[[KafkaDistribution, Path], Any]):
+        _AHEAD[fixture_name] = job
+        return job
+    return register
+
+
+def _ahead_job(name: str, dist: KafkaDistribution, tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Any]:
+    root = tmp_path_factory.mktemp(f"{name}-{dist.version}")
+    return lambda: _AHEAD[name](dist, root)
+
+
+def take_ahead(fixture_name: str, dist: KafkaDistribution, tmp_path_factory: pytest.TempPathFactory,
+               timeout_s: float) -> Any:
+    """What ``ahead_of_version`` began for this version (waited for), else made now."""
+    return _AHEAD_LANE.take((fixture_name, dist.version), lambda: _ahead_job(fixture_name, dist, tmp_path_factory)(),
+                            timeout_s)
+
+
+@pytest.fixture(autouse=True)
+def _kafka_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Begins what the tests to come will need: a version's ahead jobs with its first test."""
+    version = _param(request.node, "kafka_dist")
+    if version is not None:
+        for name, needed_version in sorted(_AHEAD_NEEDED):
+            if needed_version == version and not _AHEAD_LANE.submitted((name, version)):
+                dist = request.getfixturevalue("kafka_dist")
+                _AHEAD_LANE.submit((name, version), _ahead_job(name, dist, tmp_path_factory))
 
 
 @pytest.fixture(scope="module")
