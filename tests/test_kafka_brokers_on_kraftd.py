@@ -24,6 +24,9 @@ pytestmark = pytest.mark.kafka
 
 CLIENT_TIMEOUT_S = 60
 SNAPSHOT_BYTES = 4_000  # small: our controllers snapshot often, for Kafka's shell to read (the test waits for one)
+# and at least every 2 s while records come (NoOps every 500 ms): the test waits for a snapshot after
+# its topic, which SNAPSHOT_BYTES of NoOps alone would take half a minute to bring
+SNAPSHOT_INTERVAL_MS = 2_000
 _CLUSTERS: dict[str, KafkaCluster] = {}
 
 
@@ -47,7 +50,8 @@ def cluster(kafka_dist, _clusters, tmp_path_factory) -> KafkaCluster:
         made = _clusters[kafka_dist.version] = KafkaCluster(
             kafka_dist, tmp_path_factory.mktemp(f"kraftd-brokers-{kafka_dist.version}"), voters=3, brokers=3,
             controllers="kraftd", release_version="4.1" if kafka_dist.version.startswith("4.1.") else None,
-            config={"metadata.log.max.record.bytes.between.snapshots": str(SNAPSHOT_BYTES)}).start()
+            config={"metadata.log.max.record.bytes.between.snapshots": str(SNAPSHOT_BYTES),
+                    "metadata.log.max.snapshot.interval.ms": str(SNAPSHOT_INTERVAL_MS)}).start()
     return made
 
 
@@ -264,7 +268,7 @@ def test_kafkas_metadata_shell_reads_our_snapshots(cluster: KafkaCluster, tmp_pa
         newest = snapshots[-1] if snapshots else None
         return newest if newest is not None and int(newest.name.split("-")[0]) > created else None
 
-    # the NoOps every 500 ms fill SNAPSHOT_BYTES soon; the policy's interval does the rest
+    # the NoOps every 500 ms are new records, so SNAPSHOT_INTERVAL_MS brings the snapshot
     snapshot = wait_until(newest_snapshot, "a snapshot after the topic", cluster.live_nodes())
     tree = kafka_tree(cluster.dist, snapshot, tmp_path)
     image, _ = load_log_dir(node.metadata_dir)
