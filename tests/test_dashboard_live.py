@@ -306,7 +306,7 @@ def test_attached_to_kraftd_controllers_the_dashboard_follows_what_they_commit(t
                 await until(lambda: "orders" in topics(), "orders on screen")
                 leader = active.settings.node_id
                 panel = screen.query_one(QuorumPanel)
-                await until(lambda: panel.border_subtitle.startswith(f"live · leader {leader}"), "the live quorum")
+                await until(lambda: (panel.border_subtitle or "").startswith(f"live · leader {leader}"), "the live quorum")
                 rows = {r.node_id: r for r in panel.table.rows}
                 assert len(rows) == 3 and rows[leader].role == "leader" and rows[leader].log_end_offset != "-"
                 assert f"following leader {leader}" in header(screen) and screen.following
