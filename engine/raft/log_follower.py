@@ -235,16 +235,24 @@ class LogFollower:
         self._backoff_until_ms = 0  # ask the new leader at once
         return True
 
-    # -- Fetch -------------------------------------------------------------------------
-
-    def _on_fetch(self, now_ms: int, flight: InFlight, response: Any) -> None:
-        where = _where(flight.destination)
+    def _partition_of(self, now_ms: int, where: str, response: Any) -> Any | None:
+        """A Fetch or FetchSnapshot answer's one partition; None (backing off) on an error of the
+        whole answer. Another cluster's answer is fatal."""
         if response.error_code == E.inconsistent_cluster_id:
             raise FollowerError(f"{where} belongs to another cluster than {self.cluster_id} "
                                 "(INCONSISTENT_CLUSTER_ID)")
         part = rm.only_partition(response)
         if response.error_code != E.none or part is None:
             self._back_off(now_ms)
+            return None
+        return part
+
+    # -- Fetch -------------------------------------------------------------------------
+
+    def _on_fetch(self, now_ms: int, flight: InFlight, response: Any) -> None:
+        where = _where(flight.destination)
+        part = self._partition_of(now_ms, where, response)
+        if part is None:
             return
         leader = part.current_leader
         moved = self._learn_leader(now_ms, leader.leader_id, leader.leader_epoch, response, flight.destination)
@@ -335,12 +343,8 @@ class LogFollower:
 
     def _on_fetch_snapshot(self, now_ms: int, flight: InFlight, response: Any) -> None:
         where = _where(flight.destination)
-        if response.error_code == E.inconsistent_cluster_id:
-            raise FollowerError(f"{where} belongs to another cluster than {self.cluster_id} "
-                                "(INCONSISTENT_CLUSTER_ID)")
-        part = rm.only_partition(response)
-        if response.error_code != E.none or part is None:
-            self._back_off(now_ms)
+        part = self._partition_of(now_ms, where, response)
+        if part is None:
             return
         leader = part.current_leader
         if self._learn_leader(now_ms, leader.leader_id, leader.leader_epoch, response, flight.destination):
