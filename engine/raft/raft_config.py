@@ -64,9 +64,9 @@ class RaftConfig:
     @classmethod
     def from_properties(cls, props: Mapping[str, str], *, where: str | None = None) -> "RaftConfig":
         """Read the quorum settings of a Kafka server config; ConfigError names the key."""
-        ints = {key: _int(props, key, default, where) for key, default in _INT_DEFAULTS.items()}
+        ints = {key: int_property(props, key, default, where) for key, default in _INT_DEFAULTS.items()}
         for key, default in _SIZE_DEFAULTS.items():
-            ints[key] = _int(props, key, default, where)
+            ints[key] = int_property(props, key, default, where)
             if not 1 <= ints[key] <= JAVA_INT_MAX:
                 raise ConfigError(f"{key} must be from 1 to {JAVA_INT_MAX}, got {ints[key]}", path=where)
         listeners = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
@@ -92,7 +92,9 @@ class RaftConfig:
         )
 
 
-def _int(props: Mapping[str, str], key: str, default: int, where: str | None) -> int:
+def int_property(props: Mapping[str, str], key: str, default: int, where: str | None, low: int = 0) -> int:
+    """An integer setting (``default`` when absent); ConfigError naming ``where`` when it is not
+    one or is below ``low``."""
     text = props.get(key)
     if text is None:
         return default
@@ -100,6 +102,7 @@ def _int(props: Mapping[str, str], key: str, default: int, where: str | None) ->
         value = int(text.strip())
     except ValueError:
         raise ConfigError(f"{key} must be an integer, got {text!r}", path=where) from None
-    if value < 0:
-        raise ConfigError(f"{key} must not be negative, got {value}", path=where)
+    if value < low:
+        raise ConfigError(f"{key} must not be negative, got {value}" if low == 0 else
+                          f"{key} must be at least {low}, got {value}", path=where)
     return value

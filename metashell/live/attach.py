@@ -29,6 +29,7 @@ from engine.image.metadata_loader import image_of_snapshot
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
+from engine.raft.raft_config import int_property
 from engine.raft.raft_io import InboundResponse, OutboundRequest
 from engine.raft.voter_set import Address
 from engine.storage.log_reader import LogEntry
@@ -61,16 +62,7 @@ def follower_settings(config: Mapping[str, str], where: str = "--command-config"
     defaults = FollowerSettings()
 
     def number(key: str, default: int, low: int) -> int:
-        text = config.get(key)
-        if text is None:
-            return default
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ConfigError(f"{key} must be an integer, got {text!r}", path=where) from None
-        if value < low:
-            raise ConfigError(f"{key} must be at least {low}, got {value}", path=where)
-        return value
+        return int_property(config, key, default, where, low)
 
     return FollowerSettings(request_timeout_ms=number("request.timeout.ms", defaults.request_timeout_ms, 1),
                             retry_backoff_ms=number("retry.backoff.ms", defaults.retry_backoff_ms, 0),
