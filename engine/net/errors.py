@@ -38,3 +38,9 @@ class RequestTimeoutError(NetworkError):
 
 class UnsupportedVersionError(NetError):
     """The peer does not serve the API version of a request we were asked to send."""
+
+
+class AuthenticationError(NetError):
+    """The peer refused who we are, or we refused who it is: a SASL failure, a TLS handshake that
+    failed verification, a peer that is not speaking the security protocol we expect. Not worth
+    retrying with the same settings, so callers report it instead of reconnecting forever."""

@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping, NoReturn
 
+from engine.net.channel_security import ANONYMOUS, KafkaPrincipal, SecurityProtocol
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 from engine.net.kafka_protocol import (
     API_VERSIONS_KEY, API_VERSIONS_SPEC, RAFT_APIS, ApiSpec, answer_api_versions, decode_request_frame,
@@ -36,6 +37,9 @@ class RequestContext:
     client_id: str
     peer: tuple[str, int]
     listener_name: str
+    # who the connection authenticated as (SASL user, or the TLS client certificate's subject)
+    principal: KafkaPrincipal = ANONYMOUS
+    security_protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
