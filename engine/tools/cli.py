@@ -1,4 +1,4 @@
-"""``kraftd``: the engine's command line (dump-log, storage, quorum, start, bench).
+"""``kraftd``: the engine's command line (dump-log, storage, quorum, start, bench, fuzz).
 
 Every error reaches the user as one line on stderr and exit code 1; a
 traceback never does.
@@ -106,6 +106,22 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     return run_cluster(args, _out)
 
 
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from engine.tools.fuzz_tool import run_fuzz, target_names
+
+    if args.list:
+        from engine.tools.fuzz_targets import TARGETS
+
+        for name in target_names():
+            _out(f"{name}: {TARGETS[name].description}")
+        return 0
+    if args.target is None:
+        raise ConfigError(f"fuzz: name a target (one of: {', '.join(target_names())}) or --list")
+    return run_fuzz(args.target, seconds=args.seconds, runs=args.runs,
+                    corpus=Path(args.corpus) if args.corpus else None, findings_dir=Path(args.findings),
+                    engine=args.engine, out=_out)
+
+
 def cmd_start(args: argparse.Namespace) -> int:
     from engine.server.node_process import run_start
 
@@ -158,6 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the node's .properties file (Kafka's names); several broker configs: one process "
                             "hosting them all")
     start.set_defaults(run=cmd_start)
+
+    fuzz = sub.add_parser("fuzz", help="fuzz a decoder (atheris if installed, else Hypothesis); see docs/reliability.md")
+    fuzz.add_argument("target", nargs="?", help="what to fuzz (see --list)")
+    fuzz.add_argument("--list", action="store_true", help="list the targets")
+    fuzz.add_argument("--seconds", type=float, default=60.0, help="how long to run (unless --runs)")
+    fuzz.add_argument("--runs", type=_positive, help="stop after this many inputs instead")
+    fuzz.add_argument("--corpus", help="seed inputs (default: tests/fuzz_corpus/TARGET of a source checkout)")
+    fuzz.add_argument("--findings", default="kraftd-fuzz-findings", help="where inputs that broke a target go")
+    fuzz.add_argument("--engine", choices=("auto", "atheris", "hypothesis"), default="auto")
+    fuzz.set_defaults(run=cmd_fuzz)
 
     bench = sub.add_parser("bench", help="measure throughput")
     bench_sub = bench.add_subparsers(dest="bench_command", required=True, parser_class=OneLineParser)
