@@ -12,6 +12,9 @@ Kafka's request classes read old versions:
   allowed, else UPGRADE, as Kafka's UpdateFeaturesRequest reads v0).
 - DescribeCluster v0-v1: no ``include_fenced_brokers`` (v2): fenced brokers are not asked for.
 - CreateDelegationToken v1-v2: no owner (v3): the token is the requester's own.
+
+An array sent as null (length -1) where the schema has no null reads as empty here: the
+command then answers what it answers to none, instead of the upgrade failing on it.
 """
 
 from __future__ import annotations
@@ -25,16 +28,16 @@ UPGRADE, SAFE_DOWNGRADE = 1, 2
 
 def _delete_topics(request: Any) -> dict[str, Any]:
     v6 = protocol_module("delete_topics", 6, "request")
-    return {"topics": tuple(v6.DeleteTopicState(name=name, topic_id=None) for name in request.topic_names)}
+    return {"topics": tuple(v6.DeleteTopicState(name=name, topic_id=None) for name in request.topic_names or ())}
 
 
 def _alter_partition(request: Any) -> dict[str, Any]:
     v3 = protocol_module("alter_partition", 3, "request")
     return {"topics": tuple(v3.TopicData(topic_id=topic.topic_id, partitions=tuple(v3.PartitionData(
         partition_index=p.partition_index, leader_epoch=p.leader_epoch,
-        new_isr_with_epochs=tuple(v3.BrokerState(broker_id=i32(b), broker_epoch=i64(-1)) for b in p.new_isr),
+        new_isr_with_epochs=tuple(v3.BrokerState(broker_id=i32(b), broker_epoch=i64(-1)) for b in p.new_isr or ()),
         leader_recovery_state=p.leader_recovery_state, partition_epoch=p.partition_epoch)
-        for p in topic.partitions)) for topic in request.topics)}
+        for p in topic.partitions or ())) for topic in request.topics or ())}
 
 
 def _elect_leaders(request: Any) -> dict[str, Any]:
@@ -45,7 +48,7 @@ def _update_features(request: Any) -> dict[str, Any]:
     v1 = protocol_module("update_features", 1, "request")
     return {"feature_updates": tuple(v1.FeatureUpdateKey(
         feature=u.feature, max_version_level=u.max_version_level,
-        upgrade_type=i8(SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)) for u in request.feature_updates)}
+        upgrade_type=i8(SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)) for u in request.feature_updates or ())}
 
 
 def _describe_cluster(request: Any) -> dict[str, Any]:
