@@ -66,7 +66,8 @@ def _write(name: str, data: bytes) -> Path:
 # ---------------------------------------------------------------- record batches and records
 
 def fuzz_record_batch(data: bytes) -> None:
-    """A segment file: the strict reader, the torn-tail tolerant reader and the recovery scan."""
+    """A segment file: the strict reader, the torn-tail tolerant reader, the recovery scan and
+    ``kraftd dump-log``."""
     from engine.storage.log_reader import read_file
     from engine.storage.log_segment import scan_segment
 
@@ -75,6 +76,17 @@ def fuzz_record_batch(data: bytes) -> None:
     _rejects(where, lambda: list(read_file(path)))
     _rejects(where, lambda: list(read_file(path, on_torn_tail=lambda pos, err: check_rejection(err, where))))
     _rejects(where, lambda: scan_segment(data, where))
+    _rejects(where, lambda: _dump_log(path))
+
+
+def _dump_log(path: Path) -> None:
+    from engine.tools.dump_log import dump_files
+
+    dump_files([str(path)], _discard, _discard)
+
+
+def _discard(line: str) -> None:
+    pass
 
 
 def records_batch_bytes(data: bytes) -> bytes:
@@ -98,9 +110,11 @@ def records_batch_bytes(data: bytes) -> bytes:
 
 
 def fuzz_records(data: bytes) -> None:
-    """Records of one batch: the replay's fast path and the general decoder must agree."""
+    """Records of one batch: the replay's fast path and the general decoder must agree, and
+    dump-log prints them."""
     from engine.records.record_batch import decode_batch
     from engine.storage.log_reader import batches_of_bytes, entries_of_batch
+    from engine.tools.dump_log import record_lines
 
     buf = records_batch_bytes(data)
     where = "fuzzed records batch"
@@ -118,16 +132,20 @@ def fuzz_records(data: bytes) -> None:
         return
     if fast and fast[0] != general:
         raise BadRejection("the replay's fast path and decode_batch read different records")
+    for skip_record_metadata in (False, True):
+        for _ in record_lines(batch, skip_record_metadata):
+            pass
 
 
 # ---------------------------------------------------------------- snapshots and small files
 
 def fuzz_snapshot(data: bytes) -> None:
-    """A snapshot file loaded into an image, as ``metashell --snapshot`` does."""
+    """A snapshot file loaded into an image, as ``metashell --snapshot`` does, and dumped."""
     from engine.image.metadata_loader import load_snapshot
 
     path = _write("00000000000000000100-0000000001.checkpoint", data)
     _rejects(str(path), lambda: load_snapshot(path))
+    _rejects(str(path), lambda: _dump_log(path))
 
 
 def fuzz_bootstrap_checkpoint(data: bytes) -> None:
