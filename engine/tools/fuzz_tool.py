@@ -238,6 +238,10 @@ def fuzz_with_hypothesis(target: str, *, seconds: float, runs: int | None, corpu
     use_alarm = threading.current_thread() is threading.main_thread()
     deadline = time.monotonic() + seconds
     started = time.monotonic()
+    try:  # the target's imports run here, untraced: the coverage figure counts decoding, not imports
+        run(b"")
+    except Exception:  # noqa: BLE001 - a finding on no bytes is found again below, traced
+        pass
     for data in list(pool):  # the seeds first, as libFuzzer reads its corpus first
         coverage.run(lambda: _one_input(run, data, findings, report, timeout_s, use_alarm))
     over_memory = False
