@@ -8,15 +8,15 @@ killed (fencing, ISR shrink, ELR) and brought back, a controlled shutdown, the a
 killed, and a fourth controller added and removed (KIP-853). Every node is then stopped with
 SIGTERM and its directory kept as it is.
 
-The clients are the real ones (confluent-kafka, kafka-python) and Kafka's own tools where the
-Python clients have no call (client quotas, add-controller / remove-controller).
+The clients are the real ones (confluent-kafka, kafka-python); where they have no call, Kafka's
+own tools (add-controller / remove-controller) or, for client quotas and the cluster-wide default
+config, one request each in kio's encoding (a JVM of kafka-configs per entity cost 11-17 s).
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -132,29 +132,51 @@ def set_configs(cluster: KafkaCluster) -> None:
     ]))
 
 
+# Client quotas by entity: ((entity type, name or None for the default), ...) -> {key: value}.
+QUOTAS: tuple[tuple[tuple[tuple[str, str | None], ...], dict[str, float]], ...] = (
+    ((("user", "alice"),), {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}),
+    ((("user", "bob"), ("client-id", "reporting")), {"request_percentage": 50}),
+    ((("client-id", None),), {"producer_byte_rate": 4096}),
+    ((("ip", "127.0.0.1"),), {"connection_creation_rate": 25}),
+)
+# The cluster-wide default broker config (the broker resource with an empty name).
+CLUSTER_DEFAULTS = {"log.retention.ms": "259200000", "message.max.bytes": "2000000"}
+
+
+def alter_quotas_and_cluster_defaults(cluster: KafkaCluster) -> None:
+    """AlterClientQuotas and an IncrementalAlterConfigs of the empty-named broker resource, which
+    the Python clients cannot send (no AlterClientQuotas; confluent-kafka refuses an empty name):
+    one request each, encoded by kio (engine.net.kafka_client), to a broker, which forwards them
+    to the active controller. Kafka's kafka-configs would take a JVM per entity (about 11 s for the
+    five on two cores); what the controller writes is the same records."""
+    from engine.net.kafka_client import request_once
+    from engine.records.kio_codec import f64, i8, protocol_module
+
+    quotas = protocol_module("alter_client_quotas", 1, "request")
+    answer = request_once(cluster.brokers[0].broker_address, quotas.AlterClientQuotasRequest(
+        validate_only=False, entries=tuple(quotas.EntryData(
+            entity=tuple(quotas.EntityData(entity_type=kind, entity_name=name) for kind, name in entity),
+            ops=tuple(quotas.OpData(key=key, value=f64(float(value)), remove=False)
+                      for key, value in ops.items()))
+            for entity, ops in QUOTAS)), timeout_ms=int(CLIENT_TIMEOUT_S * 1000))
+    failed = [(e.error_code, e.error_message) for e in answer.entries if e.error_code != 0]
+    assert not failed, f"AlterClientQuotas refused: {failed}"
+    configs = protocol_module("incremental_alter_configs", 1, "request")
+    answer = request_once(cluster.brokers[0].broker_address, configs.IncrementalAlterConfigsRequest(
+        validate_only=False, resources=(configs.AlterConfigsResource(
+            resource_type=i8(4), resource_name="", configs=tuple(  # 4: BROKER; 0: SET
+                configs.AlterableConfig(name=name, config_operation=i8(0), value=value)
+                for name, value in CLUSTER_DEFAULTS.items())),)), timeout_ms=int(CLIENT_TIMEOUT_S * 1000))
+    failed = [(r.error_code, r.error_message) for r in answer.responses if r.error_code != 0]
+    assert not failed, f"IncrementalAlterConfigs of the cluster default refused: {failed}"
+
+
 def add_quotas_users_acls(cluster: KafkaCluster) -> None:
     from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
                                        ResourceType, ScramCredentialInfo, ScramMechanism,
                                        UserScramCredentialUpsertion)
 
-    configs = ("kafka-configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter")
-    quotas = [
-        # The cluster-wide default (the broker entity with an empty name): confluent-kafka refuses
-        # an empty resource name, so this config goes through Kafka's own tool with the quotas.
-        ("--entity-type", "brokers", "--entity-default",
-         "--add-config", "log.retention.ms=259200000,message.max.bytes=2000000"),
-        ("--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152",
-         "--entity-type", "users", "--entity-name", "alice"),
-        ("--add-config", "request_percentage=50", "--entity-type", "users", "--entity-name", "bob",
-         "--entity-type", "clients", "--entity-name", "reporting"),
-        ("--add-config", "producer_byte_rate=4096", "--entity-type", "clients", "--entity-default"),
-        ("--add-config", "connection_creation_rate=25", "--entity-type", "ips", "--entity-name", "127.0.0.1"),
-    ]
-    # Kafka's tool (the Python clients have no AlterClientQuotas); its JVMs side by side. A release
-    # served without its tools (server only) gets the SCRAM users and ACLs alone.
-    if cluster.dist.has("kafka-configs"):
-        with ThreadPoolExecutor(len(quotas)) as pool:
-            list(pool.map(lambda args: cluster.dist.run(*configs, *args), quotas))
+    alter_quotas_and_cluster_defaults(cluster)
     admin = _admin(cluster)
     # One alteration per user and request (Kafka refuses a user altered twice in one request).
     for upsert in ([UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
