@@ -92,19 +92,35 @@ def is_torn_tail(buf: bytes | memoryview, pos: int) -> bool:
     """Whether the bad bytes from ``pos`` on are a write cut short, not damage inside the log.
 
     A crash mid-write leaves garbage only at the end: so if any complete, CRC-valid batch
-    starts after ``pos``, the log goes on past the damage and this is corruption.
+    starts after ``pos``, the log goes on past the damage and this is corruption. So is
+    damage too costly to search (see find_next_valid_batch): nothing is cut unproven.
     """
     return find_next_valid_batch(buf, pos + 1) is None
 
 
+# The CRC work a search may do, in multiples of the bytes searched. Checking a candidate costs
+# its claimed length, and crafted bytes (a file of 0x02s) make every position a candidate
+# claiming most of the file: unbounded, the search would hash the file once per byte.
+SEARCH_CRC_FACTOR = 4
+
+
 def find_next_valid_batch(buf: bytes | memoryview, start: int) -> int | None:
-    """The position of the first complete, CRC-valid batch at or after ``start``, if any."""
+    """The position of the first complete, CRC-valid batch at or after ``start``, if any.
+
+    When the candidates would need more hashing than SEARCH_CRC_FACTOR times the bytes after
+    ``start``, the search stops and answers ``start`` (a batch may follow): bytes like these
+    are not a write cut short.
+    """
     data = bytes(buf) if isinstance(buf, memoryview) else buf
+    budget = SEARCH_CRC_FACTOR * max(len(data) - start, 1 << 20)
     magic_at = data.find(b"\x02", start + 16)
     while magic_at != -1:
         candidate = magic_at - 16  # the magic byte stands 16 bytes into a batch
         extent = peek_batch_extent(data, candidate)
         if extent is not None and candidate + HEADER_SIZE <= extent <= len(data):
+            budget -= extent - candidate
+            if budget < 0:
+                return start
             (crc,) = struct.unpack_from(">I", data, candidate + 17)
             if crc32c(data[candidate + 21:extent]) == crc:
                 return candidate
