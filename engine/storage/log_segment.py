@@ -98,10 +98,11 @@ def is_torn_tail(buf: bytes | memoryview, pos: int) -> bool:
     return find_next_valid_batch(buf, pos + 1) is None
 
 
-# The CRC work a search may do, in multiples of the bytes searched. Checking a candidate costs
-# its claimed length, and crafted bytes (a file of 0x02s) make every position a candidate
+# The CRC work a search may do, in multiples of the bytes searched (at least 1 MiB). Checking a
+# candidate costs its claimed length, and crafted bytes (a file of 0x02s) make every position a candidate
 # claiming most of the file: unbounded, the search would hash the file once per byte.
 SEARCH_CRC_FACTOR = 4
+_CANDIDATE_COST = 256
 
 
 def find_next_valid_batch(buf: bytes | memoryview, start: int) -> int | None:
@@ -117,10 +118,13 @@ def find_next_valid_batch(buf: bytes | memoryview, start: int) -> int | None:
     while magic_at != -1:
         candidate = magic_at - 16  # the magic byte stands 16 bytes into a batch
         extent = peek_batch_extent(data, candidate)
-        if extent is not None and candidate + HEADER_SIZE <= extent <= len(data):
-            budget -= extent - candidate
-            if budget < 0:
-                return start
+        fits = extent is not None and candidate + HEADER_SIZE <= extent <= len(data)
+        # a candidate's own look costs too (0x02s everywhere, their lengths never fitting): as much
+        # as hashing 256 bytes, about the spacing of 0x02s in real records
+        budget -= _CANDIDATE_COST + (extent - candidate if fits else 0)
+        if budget < 0:
+            return start
+        if fits:
             (crc,) = struct.unpack_from(">I", data, candidate + 17)
             if crc32c(data[candidate + 21:extent]) == crc:
                 return candidate
