@@ -6,6 +6,8 @@
   failure, because CI must prove what the README claims.
 * ``kafka_history``: the scripted cluster's directories (tests/kafka_peer/history.py), written
   once per version and session; tests only read them (checked, as for the other shared dirs).
+  The tests that run Kafka come after the others, and the histories are written meanwhile,
+  each by a process of its own, begun with the session's first test (``_HISTORY_LANE``).
 * ``ahead_of_version``: a test module's expensive Kafka setup, begun on a thread of its own
   with the first test of its Kafka version, so it is ready when that module's tests come.
 * ``kafka_quorum``: a running quorum of three controller-only nodes (dynamic) and one broker,
@@ -69,41 +71,37 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def _kafka_histories():
-    made: dict[str, object] = {}
+    made: dict[tuple[str, bool], object] = {}
     return made
 
 
 @pytest.fixture
 def kafka_history(kafka_dist: KafkaDistribution, _kafka_histories, tmp_path_factory):
     """The scripted history's node directories for this Kafka version; read only."""
-    from .history import write_history
-
-    yield from _shared_history(_kafka_histories, kafka_dist.version, lambda: write_history(
-        kafka_dist, tmp_path_factory.mktemp(f"kafka-history-{kafka_dist.version}")))
-
-
-def _shared_history(made: dict, key: str, write):
-    """The history under ``key``, written on first use, to one test, which must not change it."""
-    from conftest import tree_digest
-
-    history = made.get(key)
-    if history is None:
-        history = made[key] = write()
-    before = tree_digest(history.root)
-    yield history
-    assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"
+    yield from _shared_history(_kafka_histories, kafka_dist, True, tmp_path_factory)
 
 
 @pytest.fixture
 def kafka_newest_history(kafka_newest_server: KafkaDistribution, _kafka_histories, tmp_path_factory):
     """The scripted history written by the newest Kafka server (without the steps that need Kafka's
     tools when only the server is served); read only."""
-    from .history import SERVER_ONLY_STEPS, STEPS, write_history
+    yield from _shared_history(_kafka_histories, kafka_newest_server, kafka_newest_server.version in VERSIONS,
+                               tmp_path_factory)
 
-    full = kafka_newest_server.has("kafka-metadata-quorum")
-    key = kafka_newest_server.version if full else f"{kafka_newest_server.version}-server"  # full: kafka_history's
-    yield from _shared_history(_kafka_histories, key, lambda: write_history(
-        kafka_newest_server, tmp_path_factory.mktemp(f"kafka-history-{key}"), STEPS if full else SERVER_ONLY_STEPS))
+
+def _shared_history(made: dict, dist: KafkaDistribution, tools: bool, tmp_path_factory: pytest.TempPathFactory):
+    """The history of ``dist`` (its release with its tools or not), the one the history lane wrote
+    or else written now, to one test, which must not change it."""
+    from conftest import tree_digest
+
+    key = (dist.version, tools)
+    history = made.get(key)
+    if history is None:
+        history = made[key] = _HISTORY_LANE.take(  # the process's own timeout comes first
+            key, lambda: _write_history(dist, _history_root(tmp_path_factory, key)), HISTORY_TIMEOUT_S + 60)
+    before = tree_digest(history.root)
+    yield history
+    assert tree_digest(history.root) == before, f"this test changed the shared directory {history.root}"
 
 
 def _param(item: pytest.Item, name: str) -> Any:
@@ -111,11 +109,90 @@ def _param(item: pytest.Item, name: str) -> Any:
     return None if callspec is None else callspec.params.get(name)
 
 
+def _runs_kafka(item: pytest.Item) -> bool:
+    return _param(item, "kafka_dist") is not None or _param(item, "kafka_newest_server") is not None
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own grouping by version and any deselection
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """What to begin ahead of whom."""
+    """What to begin ahead of whom; and the tests that run Kafka after the others, in the order
+    pytest gave them, so that the histories they read are written meanwhile (``_HISTORY_LANE``)."""
     _AHEAD_NEEDED.clear()
     _AHEAD_NEEDED.update((name, _param(item, "kafka_dist")) for item in items for name in _AHEAD
                          if name in item.fixturenames and _param(item, "kafka_dist"))
+    items[:] = [item for item in items if not _runs_kafka(item)] + [item for item in items if _runs_kafka(item)]
+    _HISTORIES_NEEDED.clear()
+    for item in items:
+        for fixture, dist_fixture in (("kafka_history", "kafka_dist"), ("kafka_newest_history", "kafka_newest_server")):
+            version = _param(item, dist_fixture)
+            if fixture in item.fixturenames and version is not None:
+                key = (version, dist_fixture == "kafka_dist" or version in VERSIONS)
+                if key not in _HISTORIES_NEEDED:
+                    _HISTORIES_NEEDED.append(key)
+
+
+# ------------------------------------------------------------------ histories written while other tests run
+# The scripted histories (tests/kafka_peer/history.py, 50-95 s each in CI) are written while the
+# tests that run no Kafka go (they come first: pytest_collection_modifyitems), begun with the
+# session's first test. Those tests use one core of CI's two, and leave the other to the history.
+# Each is written by a process of its own (``python -m kafka_peer.history``), not a thread of this
+# one: a test may replace what a thread here would call (quorum_tool.transport, builtins.__import__,
+# the environment), and the GIL stays the tests'. It runs niced (its nodes too): it takes the core
+# the tests leave idle, not theirs. A history not begun when its reader comes is written by that
+# reader's fixture, as before.
+_HISTORY_LANE = Lane("kafka-histories")
+_HISTORIES_NEEDED: list[tuple[str, bool]] = []  # (version, with its tools), in the order of their first reader
+HISTORY_TIMEOUT_S = 900.0
+HISTORY_NICENESS = 5  # against three busy nodes on two cores, a single-threaded pytest keeps its core
+TESTS_DIR = Path(__file__).resolve().parents[1]
+
+
+def _write_history(dist: KafkaDistribution, root: Path) -> Any:
+    """The scripted history under ``root``; a release served without its tools gets the steps that need none."""
+    from .history import SERVER_ONLY_STEPS, STEPS, write_history
+
+    return write_history(dist, root, STEPS if dist.has("kafka-metadata-quorum") else SERVER_ONLY_STEPS)
+
+
+def _history_root(tmp_path_factory: pytest.TempPathFactory, key: tuple[str, bool]) -> Path:
+    version, tools = key
+    return tmp_path_factory.mktemp(f"kafka-history-{version}" + ("" if tools else "-server"))
+
+
+def _history_in_a_process(key: tuple[str, bool], root: Path, env: dict[str, str]) -> Any:
+    """The history written by ``python -m kafka_peer.history``; its output beside ``root`` (``.log``)."""
+    import subprocess
+    import sys
+
+    from .history import KafkaHistory
+    from .nodes import _die_with_parent
+
+    def background() -> None:  # in the child: niced (its nodes too, nodes._keep_niceness), and gone with us
+        os.nice(HISTORY_NICENESS)
+        _die_with_parent()
+
+    version, tools = key
+    summary, log = root.with_name(f"{root.name}.json"), root.with_name(f"{root.name}.log")
+    with open(log, "wb") as out:
+        done = subprocess.run([sys.executable, "-m", "kafka_peer.history", version, str(root), "--json", str(summary),
+                               *([] if tools else ["--server-only"])], cwd=TESTS_DIR, env=env, stdin=subprocess.DEVNULL,
+                              stdout=out, stderr=subprocess.STDOUT, preexec_fn=background, timeout=HISTORY_TIMEOUT_S)
+    if done.returncode != 0 or not summary.is_file():
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-60:])
+        raise AssertionError(f"writing the Kafka {version} history failed (exit {done.returncode}), {log}:\n{tail}")
+    return KafkaHistory.from_json(summary.read_text())
+
+
+def _begin_histories(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Queue every history the session's tests read. The environment (the Kafka cache's place
+    among it) is taken now, on the main thread: a later test may change it while the lane runs."""
+    from engine.tools.kafka_dist import cache_root
+
+    env = {**os.environ, "METASHELL_KAFKA_CACHE": str(cache_root())}
+    for key in _HISTORIES_NEEDED:
+        root = _history_root(tmp_path_factory, key)
+        _HISTORY_LANE.submit(key, lambda key=key, root=root: _history_in_a_process(key, root, env))
+    _HISTORIES_NEEDED.clear()
 
 
 # ------------------------------------------------------------------ begun ahead of a version's tests
@@ -147,7 +224,10 @@ def take_ahead(fixture_name: str, dist: KafkaDistribution, tmp_path_factory: pyt
 
 @pytest.fixture(autouse=True)
 def _kafka_early(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Begins what the tests to come will need: a version's ahead jobs with its first test."""
+    """Begins what the tests to come will need: the histories with the session's first test, a
+    version's ahead jobs with its first test."""
+    if _HISTORIES_NEEDED:
+        _begin_histories(tmp_path_factory)
     version = _param(request.node, "kafka_dist")
     if version is not None:
         for name, needed_version in sorted(_AHEAD_NEEDED):

@@ -15,6 +15,7 @@ config, one request each in kio's encoding (a JVM of kafka-configs per entity co
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -79,6 +80,19 @@ class KafkaHistory:
     @property
     def voters(self) -> tuple[NodeData, ...]:
         return tuple(n for n in self.nodes if "controller" in n.roles)
+
+    def to_json(self) -> str:
+        """What a history written in another process hands back (``--json``)."""
+        return json.dumps({"version": self.version, "libs": str(self.dist.libs), "root": str(self.root),
+                           "cluster_id": self.cluster_id, "steps": self.steps, "seconds": self.seconds,
+                           "nodes": [[n.node_id, list(n.roles), str(n.log_dir)] for n in self.nodes]})
+
+    @classmethod
+    def from_json(cls, text: str) -> "KafkaHistory":
+        made = json.loads(text)
+        return cls(KafkaDistribution(made["version"], Path(made["libs"])), Path(made["root"]), made["cluster_id"],
+                   tuple(NodeData(node_id, tuple(roles), Path(log_dir)) for node_id, roles, log_dir in made["nodes"]),
+                   made["steps"], made["seconds"])
 
 
 def _admin(cluster: KafkaCluster):
@@ -370,15 +384,19 @@ def write_history(dist: KafkaDistribution, root: Path,
     return history
 
 
-if __name__ == "__main__":  # python -m kafka_peer.history VERSION DIR [--server-only] (from tests/)
+if __name__ == "__main__":  # python -m kafka_peer.history VERSION DIR [--server-only] [--json FILE] (from tests/)
     import sys
 
     from .distribution import fetch
 
-    server_only = "--server-only" in sys.argv
-    version, where = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = sys.argv[1:]
+    summary = Path(args.pop(args.index("--json") + 1)) if "--json" in args else None
+    server_only = "--server-only" in args
+    version, where = [a for a in args if not a.startswith("--")]
     made = write_history(fetch(version, tools=not server_only), Path(where),
                          SERVER_ONLY_STEPS if server_only else STEPS)
+    if summary is not None:  # for the test session that asked (kafka_peer.fixtures)
+        summary.write_text(made.to_json())
     print(f"Kafka {made.version}: {len(made.steps)} steps in {made.seconds:.0f} s under {made.root}")
     print("\n".join(made.steps))
     subprocess.run(["du", "-sh", str(made.root)], check=False)

@@ -109,7 +109,7 @@ class KafkaNode:
                    self.dist.command("kafka-server-start", str(self.config_path),
                                      jvm_opts=(*SERVER_JVM_OPTS, *self.extra_jvm_opts)))
         self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True, preexec_fn=_die_with_parent, cwd=REPO)
+                                        start_new_session=True, preexec_fn=_node_preexec, cwd=REPO)
         out.close()
         REGISTRY.append(self)
         return self
@@ -177,6 +177,21 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass  # not Linux: the session's own cleanup still kills the nodes
+
+
+def _node_preexec() -> None:
+    """In a node before exec, which is a session of its own: gone with its parent, and as nice as it.
+    Linux's autogroup scheduling gives a new session an autogroup at nice 0, so a node started by
+    a niced process (a history written in the background, kafka_peer.fixtures) gets that niceness
+    back for its autogroup, to stay in the background."""
+    _die_with_parent()
+    niceness = os.nice(0)
+    if niceness > 0:
+        try:
+            with open("/proc/self/autogroup", "w") as autogroup:
+                autogroup.write(str(niceness))
+        except OSError:
+            pass  # no autogroups (the process's own niceness, inherited, is what counts)
 
 
 def kill_all() -> None:
