@@ -32,14 +32,14 @@ def test_null_arrays_of_older_requests_upgrade(crash: str, api_key: int, version
 
 
 def test_a_zstd_bomb_in_a_segment_is_refused_not_inflated(tmp_path):
-    # 8 KB of zstd run-length blocks that inflate to 2 GiB: the batch is refused, naming file and batch,
+    # 8 KB of zstd run-length blocks that inflate to 256 MiB: the batch is refused, naming file and batch,
     # and nothing near its claimed size is allocated (the limit here is 16 MiB)
     from engine.common.errors import CorruptRecordError
     from engine.storage.log_reader import read_file
     from engine.tools.fuzz_targets import records_batch_bytes
 
     segment = tmp_path / "00000000000000000000.log"
-    segment.write_bytes(records_batch_bytes((CORPUS_ROOT / "records" / "crash-zstd-rle-blocks-2gib").read_bytes()))
+    segment.write_bytes(records_batch_bytes((CORPUS_ROOT / "records" / "crash-zstd-rle-blocks-256mib").read_bytes()))
     with pytest.raises(CorruptRecordError, match=r"byte offset 0: zstd data of 8198 bytes inflates past "
                                                  r"16777216 bytes") as caught:
         list(read_file(segment))
