@@ -86,3 +86,10 @@ def test_atheris_engine_bounded_run(tmp_path: Path):
     assert report["engine"].startswith("atheris")
     assert int(report["executions"].split()[0]) >= 300
     assert report["coverage"].startswith("cov: ")
+
+
+def test_missing_corpus_and_missing_target_are_one_line(tmp_path: Path):
+    code, _, err = _kraftd("fuzz", "quorum-state", "--corpus", str(tmp_path / "absent"), "--runs", "5")
+    assert code == 1 and err == [f"kraftd: {tmp_path / 'absent'}: fuzz corpus is not a directory"]
+    code, _, err = _kraftd("fuzz", "--runs", "5")
+    assert code == 1 and len(err) == 1 and "name a target" in err[0]

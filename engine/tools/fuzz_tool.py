@@ -368,6 +368,8 @@ def run_fuzz(target: str, *, seconds: float, runs: int | None, corpus: Path | No
     get_target(target)
     if seconds <= 0:
         raise ConfigError(f"--seconds must be positive, got {seconds}")
+    if corpus is not None and not corpus.is_dir():
+        raise ConfigError(f"{corpus}: fuzz corpus is not a directory")
     corpus = corpus if corpus is not None else default_corpus(target)
     if engine == "auto":
         engine = "atheris" if atheris_version() else "hypothesis"
