@@ -23,7 +23,8 @@ metadata records, as Kafka's ``--cluster-metadata-decoder`` does (which implies
 
 Cost: one kafka-dump-log JVM per history and mode, over every node's files at once
 (``--files a,b,c``); its output is split at the ``Dumping FILE`` lines and kept per version in
-``_KAFKA``, so the parametrised tests share it.
+``_KAFKA``, so the parametrised tests share it. For a history written in the background (before
+the tests that run Kafka, kafka_peer.fixtures), those JVMs run there too, right after it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import pytest
 
 from engine.tools.cli import run
 from kafka_peer.distribution import KafkaDistribution
+from kafka_peer.fixtures import after_history
 from kafka_peer.history import KafkaHistory, NodeData
 
 pytestmark = pytest.mark.kafka
@@ -96,6 +98,13 @@ def kafka_dump(history: KafkaHistory, mode: str) -> Sections:
         _KAFKA[key] = split_by_file(kafka_lines(history.dist, mode, done.stdout))
         assert sorted(_KAFKA[key]) == sorted(files), "kafka-dump-log did not dump every file given"
     return _KAFKA[key]
+
+
+@after_history
+def kafka_dumps_in_the_background(history: KafkaHistory) -> None:
+    """Kafka's dumps, in every mode, of a history the background wrote: only Kafka's tool and text."""
+    for mode in MODES:
+        kafka_dump(history, mode)
 
 
 def our_dump(history: KafkaHistory, mode: str, node: NodeData) -> Sections:

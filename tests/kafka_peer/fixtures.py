@@ -122,6 +122,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                          if name in item.fixturenames and _param(item, "kafka_dist"))
     items[:] = [item for item in items if not _runs_kafka(item)] + [item for item in items if _runs_kafka(item)]
     _HISTORIES_NEEDED.clear()
+    _AFTER_NEEDED.clear()
     for item in items:
         for fixture, dist_fixture in (("kafka_history", "kafka_dist"), ("kafka_newest_history", "kafka_newest_server")):
             version = _param(item, dist_fixture)
@@ -129,6 +130,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 key = (version, dist_fixture == "kafka_dist" or version in VERSIONS)
                 if key not in _HISTORIES_NEEDED:
                     _HISTORIES_NEEDED.append(key)
+                _AFTER_NEEDED.add((item.module.__name__, key))
 
 
 # ------------------------------------------------------------------ histories written while other tests run
@@ -142,6 +144,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # reader's fixture, as before.
 _HISTORY_LANE = Lane("kafka-histories")
 _HISTORIES_NEEDED: list[tuple[str, bool]] = []  # (version, with its tools), in the order of their first reader
+_AFTER_HISTORY: list[Callable[[Any], None]] = []
+_AFTER_NEEDED: set[tuple[str, tuple[str, bool]]] = set()  # (test module, history key) of the collected readers
 HISTORY_TIMEOUT_S = 900.0
 HISTORY_NICENESS = 5  # against three busy nodes on two cores, a single-threaded pytest keeps its core
 TESTS_DIR = Path(__file__).resolve().parents[1]
@@ -167,20 +171,40 @@ def _history_in_a_process(key: tuple[str, bool], root: Path, env: dict[str, str]
     from .history import KafkaHistory
     from .nodes import _die_with_parent
 
-    def background() -> None:  # in the child: niced (its nodes too, nodes._keep_niceness), and gone with us
-        os.nice(HISTORY_NICENESS)
-        _die_with_parent()
-
     version, tools = key
     summary, log = root.with_name(f"{root.name}.json"), root.with_name(f"{root.name}.log")
     with open(log, "wb") as out:
         done = subprocess.run([sys.executable, "-m", "kafka_peer.history", version, str(root), "--json", str(summary),
                                *([] if tools else ["--server-only"])], cwd=TESTS_DIR, env=env, stdin=subprocess.DEVNULL,
-                              stdout=out, stderr=subprocess.STDOUT, preexec_fn=background, timeout=HISTORY_TIMEOUT_S)
+                              stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, timeout=HISTORY_TIMEOUT_S)
     if done.returncode != 0 or not summary.is_file():
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-60:])
         raise AssertionError(f"writing the Kafka {version} history failed (exit {done.returncode}), {log}:\n{tail}")
     return KafkaHistory.from_json(summary.read_text())
+
+
+def after_history(job: Callable[[Any], None]) -> Callable[[Any], None]:
+    """Register ``job(history)``, a test module's work on a history that needs only Kafka's tools
+    (processes) and text, to run on the history lane once that lane wrote a history the module
+    reads. Its results are the module's to keep; a failure there is left for the module's own
+    tests to meet again (and report)."""
+    _AFTER_HISTORY.append(job)
+    return job
+
+
+def _in_the_background(key: tuple[str, bool], root: Path, env: dict[str, str]) -> Any:
+    """The lane's job: this thread niced (on Linux, niceness is a thread's, and its children's:
+    the history's process and nodes, Kafka's tools run after), the history, then the work
+    registered with ``after_history`` by the modules that read it."""
+    os.nice(max(0, HISTORY_NICENESS - os.nice(0)))
+    history = _history_in_a_process(key, root, env)
+    for job in _AFTER_HISTORY:
+        if (job.__module__, key) in _AFTER_NEEDED:
+            try:
+                job(history)
+            except Exception:  # noqa: BLE001 - the module's tests do it again, and say what failed
+                pass
+    return history
 
 
 def _begin_histories(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -191,7 +215,7 @@ def _begin_histories(tmp_path_factory: pytest.TempPathFactory) -> None:
     env = {**os.environ, "METASHELL_KAFKA_CACHE": str(cache_root())}
     for key in _HISTORIES_NEEDED:
         root = _history_root(tmp_path_factory, key)
-        _HISTORY_LANE.submit(key, lambda key=key, root=root: _history_in_a_process(key, root, env))
+        _HISTORY_LANE.submit(key, lambda key=key, root=root: _in_the_background(key, root, env))
     _HISTORIES_NEEDED.clear()
 
 
