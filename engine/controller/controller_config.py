@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from engine.common.errors import ConfigError
+from engine.controller.standard_authorizer import AuthorizerConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,8 @@ class ControllerConfig:
     delegation_token_max_lifetime_ms: int = 604_800_000  # delegation.token.max.lifetime.ms (7 days)
     delegation_token_expiry_time_ms: int = 86_400_000  # delegation.token.expiry.time.ms (1 day)
     delegation_token_expiry_check_interval_ms: int = 3_600_000  # delegation.token.expiry.check.interval.ms
+    # authorizer.class.name, super.users, allow.everyone.if.no.acl.found (none: everything allowed)
+    authorizer: AuthorizerConfig = field(default_factory=AuthorizerConfig)
 
     @classmethod
     def from_properties(cls, node_id: int, props: Mapping[str, str], where: str = "",
@@ -67,7 +70,8 @@ class ControllerConfig:
                    delegation_token_max_lifetime_ms=integer("delegation.token.max.lifetime.ms", 604_800_000),
                    delegation_token_expiry_time_ms=integer("delegation.token.expiry.time.ms", 86_400_000),
                    delegation_token_expiry_check_interval_ms=integer("delegation.token.expiry.check.interval.ms",
-                                                                     3_600_000))
+                                                                     3_600_000),
+                   authorizer=AuthorizerConfig.from_properties(props, where))
 
 
 def strategy(text: str, where: str = "") -> str:
