@@ -49,6 +49,7 @@ from engine.image.metadata_loader import load_log_dir, load_snapshot
 from engine.records.record_batch import build_batch, encode_batch
 from engine.storage.log_reader import read_batch_headers, read_file
 from engine.storage.snapshot_writer import parse_snapshot_name, write_snapshot
+from kafka_peer.fixtures import after_history
 from metashell.tree.nodes import Node, decode_name, resolve, split_path, walk
 from metashell.tree.root import build_tree
 from tests.kafka_shell_tree import (KafkaTree, kafka_tree, last_batches, parse_java, parse_tree, provenance_of,
@@ -326,6 +327,34 @@ class Results:
 
 
 _RESULTS: dict[str, Results | BaseException] = {}  # by Kafka version: made once, or why not
+# Kafka's trees of a history's own files, made in the background right after it was written there
+# (kafka_peer.fixtures.after_history), by (version, history root, label).
+_KAFKA_TREES: dict[tuple[str, str, str], KafkaTree] = {}
+
+
+def snapshot_label(node) -> str:
+    return f"node {node.node_id} snapshot {node.snapshots[-1].name}"
+
+
+def log_label(node) -> str:
+    return f"node {node.node_id} log"
+
+
+@after_history
+def kafka_trees_in_the_background(history) -> None:
+    """Kafka's shell on each node's newest snapshot and on its log from offset 0 (the history's
+    own bytes), two JVMs at a time, beside a history written in the background."""
+    scratch = history.root.with_name(f"{history.root.name}-kafka-shell")
+    files = []
+    for node in history.nodes:
+        files.append((snapshot_label(node), node.snapshots[-1]))
+        log = log_from_zero(node, scratch / f"log-{node.node_id}")
+        if log is not None:
+            files.append((log_label(node), log))
+    with ThreadPoolExecutor(max_workers=2) as pool:  # its threads are as nice as the lane's
+        trees = list(pool.map(lambda i: kafka_tree(history.dist, files[i][1], scratch / f"run-{i}"), range(len(files))))
+    for (label, _), tree in zip(files, trees):
+        _KAFKA_TREES[(history.version, str(history.root), label)] = tree
 
 
 def log_from_zero(node, into: Path) -> Path | None:
@@ -394,12 +423,12 @@ def _compare_all(history, scratch: Path) -> Results:
     logs = {}
     for node in history.nodes:
         newest = node.snapshots[-1]
-        jobs.append((made.snapshots, f"node {node.node_id} snapshot {newest.name}", newest,
+        jobs.append((made.snapshots, snapshot_label(node), newest,
                      our_tree(*load_snapshot(newest)), False))
         log = log_from_zero(node, scratch / f"log-{node.node_id}")
         if log is not None:
             logs[node.node_id] = log
-            jobs.append((made.logs, f"node {node.node_id} log", log, our_tree(*load_log_dir(node.metadata_dir)), True))
+            jobs.append((made.logs, log_label(node), log, our_tree(*load_log_dir(node.metadata_dir)), True))
     chosen = next(n for n in history.nodes if n.node_id in logs)
     for state, offset in notable_points(logs[chosen.node_id], chosen.metadata_dir).items():
         prefix = log_prefix(logs[chosen.node_id], offset, scratch / f"point-{offset}")
@@ -414,8 +443,12 @@ def _compare_all(history, scratch: Path) -> Results:
                              now_ms=image.provenance.last_timestamp_ms, fsync=False)
     jobs.append((made.written, f"our writer's snapshot of node {chosen.node_id}'s {original.name}", written,
                  our_tree(*load_snapshot(written)), False))
+    def tree(i: int) -> KafkaTree:  # made in the background already (the history's own files), or now
+        made_before = _KAFKA_TREES.get((history.version, str(history.root), jobs[i][1]))
+        return made_before if made_before is not None else kafka_tree(history.dist, jobs[i][2], scratch / f"run-{i}")
+
     with ThreadPoolExecutor(max_workers=2) as pool:  # CI has two cores
-        trees = list(pool.map(lambda i: kafka_tree(history.dist, jobs[i][2], scratch / f"run-{i}"), range(len(jobs))))
+        trees = list(pool.map(tree, range(len(jobs))))
     for (where, label, path, ours, log), tree in zip(jobs, trees):
         comparison = compare(label, tree, ours, last_batches(path), log)
         if isinstance(where, str):
