@@ -221,3 +221,53 @@ def test_arbitrary_bytes_only_raise_one_line_authentication_error(mechanism, pre
     except AuthenticationError as exc:
         assert "\n" not in str(exc) and str(exc)
 
+
+
+@pytest.mark.parametrize("mechanism", SCRAM)
+def test_kafka_python_scram_client_against_our_server(mechanism):
+    """A SCRAM client we did not write (kafka-python's) logs in to our server, and its server-final check
+    accepts our signature."""
+    from kafka.net.sasl.scram import ScramClient
+
+    server = sasl_server(mechanism, scram_credentials=_FIXED_LOOKUP)
+    client = ScramClient("alice", "alice-secret", mechanism)
+    client.process_server_first_message(server.evaluate(client.first_message()))
+    client.process_server_final_message(server.evaluate(client.final_message()))
+    assert server.complete and server.username == "alice"
+    wrong = ScramClient("alice", "not-the-secret", mechanism)
+    server = sasl_server(mechanism, scram_credentials=_FIXED_LOOKUP)
+    wrong.process_server_first_message(server.evaluate(wrong.first_message()))
+    with pytest.raises(AuthenticationError):
+        server.evaluate(wrong.final_message())
+
+
+@pytest.mark.kafka
+def test_scram_credential_matches_kafka_storage_format(kafka_dist, tmp_path):
+    """Kafka's own ScramFormatter (through ``kafka-storage format --add-scram``, which writes the
+    credential into bootstrap.checkpoint) computes the same keys as scram_credential, for a password
+    that SASLprep would change (neither side applies it) and both mechanisms."""
+    from engine.storage.log_reader import read_file
+
+    salt = b"kafka-cross-check-salt"
+    password = "alice-s\u00e9cret-\ufb01"  # SASLprep (NFKC) would turn the ligature into "fi"
+    config = tmp_path / "controller.properties"
+    log_dir = tmp_path / "log"
+    config.write_text("process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+                      "listeners=CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+                      f"log.dirs={log_dir}\n", encoding="utf-8")
+    args = ["format", "-t", "q1Sh-9_ISia_zwGINzRvyQ", "-c", str(config)]
+    for mechanism in SCRAM:
+        args += ["--add-scram", f'{mechanism}=[name=alice,password="{password}",'
+                                f'salt="{base64.b64encode(salt).decode()}",iterations=8192]']
+    kafka_dist.run("kafka-storage", *args)
+    found = {}
+    for entry in read_file(log_dir / "bootstrap.checkpoint", snapshot=True):
+        record = entry.record
+        if record.type_name == "USER_SCRAM_CREDENTIAL_RECORD":
+            found[SCRAM[record.mechanism - 1]] = record
+    assert set(found) == set(SCRAM)
+    for mechanism, record in found.items():
+        ours = scram_credential(mechanism, password, salt=salt, iterations=8192)
+        assert record.name == "alice"
+        assert (record.salt, record.stored_key, record.server_key, record.iterations) == (
+            ours.salt, ours.stored_key, ours.server_key, ours.iterations)
