@@ -1,0 +1,400 @@
+"""Building a listener's or a client's security from Kafka's config names.
+
+What Kafka reads, and so what we read:
+
+* ``listener.security.protocol.map`` names each listener's protocol (default: a listener named after a
+  protocol uses it). ``listener.name.<listener lowercase>.<key>`` wins over ``<key>`` for a listener's
+  ssl.* and sasl.* settings, as Kafka's ``valuesWithPrefixOverride`` does.
+* SASL: ``sasl.enabled.mechanisms`` (Kafka's default is GSSAPI, which we do not serve: Kerberos and
+  OAUTHBEARER need infrastructure this project does not have, so naming them is one ConfigError saying
+  which mechanisms we do). A listener's PLAIN users are the ``user_<name>="<password>"`` options of its
+  ``listener.name.<l>.plain.sasl.jaas.config``; SCRAM credentials come from the metadata (the caller
+  passes a lookup), so a SCRAM listener needs no JAAS entry here.
+* A client (a tool's ``--command-config``) reads ``security.protocol``, ``sasl.mechanism`` and the
+  username/password options of ``sasl.jaas.config``. A node's channel to the controller quorum reads what
+  Kafka's RaftManager and NodeToControllerChannelManager read: the first ``controller.listener.names``
+  entry, its protocol from the map, ``sasl.mechanism.controller.protocol``, and the JAAS of
+  ``listener.name.<l>.<mech>.sasl.jaas.config`` (Kafka builds that channel with JaasContext.Type.SERVER,
+  so the login's username/password come from the listener's server-side JAAS entry).
+* TLS stores are PEM only (``ssl.keystore.type=PEM``: private key then certificate chain;
+  ``ssl.truststore.type=PEM``: CA certificates; or the truststore inline in ``ssl.truststore.certificates``).
+  Kafka's defaults are JKS, which Python's ssl cannot read; a JKS or PKCS12 store is one ConfigError
+  saying only PEM is supported. The files are checked with ``cryptography`` before OpenSSL sees them, so
+  a wrong ``ssl.key.password`` or a file that is not PEM is a line naming the key, not OpenSSL's
+  "[SSL] PEM lib".
+* ``ssl.client.auth`` (required / requested / none) is the server context's verify mode. On a SASL_SSL
+  listener Kafka honours it only when listener-prefixed (the SASL login is the identity there), and so do we.
+* ``ssl.endpoint.identification.algorithm``: ``https`` (Kafka's default) checks the server's host name,
+  empty does not. A client always verifies the server's chain (against the system CAs when no truststore
+  is given, as the JVM's default trust store would).
+
+ssl.protocol, ssl.enabled.protocols and ssl.cipher.suites are left to OpenSSL's defaults (TLS 1.2+).
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Mapping, NamedTuple
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from engine.common.errors import ConfigError
+from engine.net.channel_security import (
+    SASL_MECHANISMS, ClientSecurity, ListenerSecurity, ScramCredentialLookup, SecurityProtocol,
+)
+
+_LOGIN_MODULES = {  # what each mechanism's JAAS entry names in Kafka
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+_CONTROL_FLAGS = ("required", "requisite", "sufficient", "optional")
+_CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
+_UNSUPPORTED_MECHANISMS = ("GSSAPI", "OAUTHBEARER")
+
+
+# ---------------------------------------------------------------- JAAS
+
+class JaasEntry(NamedTuple):
+    """One login module of a ``sasl.jaas.config`` value."""
+
+    login_module: str
+    control_flag: str
+    options: dict[str, str]
+
+
+def _jaas_tokens(text: str):
+    """(kind, value) tokens as Java's StreamTokenizer reads a JAAS value in Kafka's JaasConfig: words
+    (letters, digits, ``. - _ $``), quoted strings ("..." or '...', backslash escapes), // and /* */
+    comments skipped, any other character a token of its own. A token starting with a digit is a number,
+    which Kafka cannot use as a value (it must be quoted)."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c <= " ":
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif c in "\"'":
+            out, i = [], i + 1
+            while i < n and text[i] != c and text[i] != "\n":
+                if text[i] == "\\" and i + 1 < n:
+                    i += 1
+                    out.append({"n": "\n", "t": "\t", "r": "\r", "f": "\f", "b": "\b"}.get(text[i], text[i]))
+                else:
+                    out.append(text[i])
+                i += 1
+            if i >= n or text[i] != c:
+                raise ValueError(f"unterminated quoted value {c}{''.join(out)}")
+            i += 1
+            yield "word", "".join(out)
+        elif c.isalpha() or c in "-_$" or "\u00a0" <= c <= "\u00ff":
+            start = i
+            while i < n and (text[i].isalnum() or text[i] in ".-_$"):
+                i += 1
+            yield "word", text[start:i]
+        elif c.isdigit() or c == ".":
+            start = i
+            while i < n and (text[i].isdigit() or text[i] in ".-"):
+                i += 1
+            yield "number", text[start:i]
+        else:
+            i += 1
+            yield "char", c
+
+
+def parse_jaas_config(text: str, where: str | None, *, key: str = "sasl.jaas.config") -> JaasEntry:
+    """``<LoginModuleClass> <flag> (<option>=<value>)*;`` -> (class, flag, options), with exactly one
+    login module, as Kafka requires of a ``sasl.jaas.config`` value; a ConfigError naming ``key``."""
+    try:
+        tokens = list(_jaas_tokens(text))
+        entries: list[JaasEntry] = []
+        pos = 0
+        while pos < len(tokens):
+            kind, module = tokens[pos]
+            if kind != "word":
+                raise ValueError(f"expected a login module class, got {module!r}")
+            if pos + 1 >= len(tokens) or tokens[pos + 1][0] != "word":
+                raise ValueError("login module control flag not specified")
+            flag = tokens[pos + 1][1].lower()
+            if flag not in _CONTROL_FLAGS:
+                raise ValueError(f"invalid login module control flag {tokens[pos + 1][1]!r} "
+                                 f"(one of {', '.join(_CONTROL_FLAGS)})")
+            pos += 2
+            options: dict[str, str] = {}
+            while pos < len(tokens) and tokens[pos] != ("char", ";"):
+                name = tokens[pos][1]
+                if tokens[pos][0] != "word":
+                    raise ValueError(f"expected an option name, got {name!r}")
+                if pos + 2 >= len(tokens) or tokens[pos + 1] != ("char", "=") or tokens[pos + 2][0] != "word":
+                    if pos + 2 < len(tokens) and tokens[pos + 2][0] == "number":
+                        raise ValueError(f"value of option {name!r} must be quoted")
+                    raise ValueError(f"value not specified for option {name!r}")
+                options[name] = tokens[pos + 2][1]
+                pos += 3
+            if pos >= len(tokens):
+                raise ValueError("entry not terminated by a semicolon")
+            pos += 1
+            entries.append(JaasEntry(module, flag, options))
+        if not entries:
+            raise ValueError("no login module")
+        if len(entries) != 1:
+            raise ValueError(f"{len(entries)} login modules, should be 1")
+    except ValueError as err:
+        raise ConfigError(f"bad {key}: {err}", path=where) from None
+    return entries[0]
+
+
+# ---------------------------------------------------------------- keys with a listener prefix
+
+class _Settings:
+    """A node's or a tool's properties seen through an optional listener prefix: ``get`` answers the
+    value and the key it came from (the prefixed one wins), so errors name the key actually set."""
+
+    def __init__(self, props: Mapping[str, str], where: str | None, listener_name: str | None = None):
+        self.props = props
+        self.where = where
+        self.prefix = f"listener.name.{listener_name.lower()}." if listener_name else ""
+
+    def get(self, key: str, default: str = "") -> tuple[str, str]:
+        if self.prefix and self.prefix + key in self.props:
+            return self.props[self.prefix + key].strip(), self.prefix + key
+        return self.props.get(key, default).strip(), key
+
+    def error(self, message: str) -> ConfigError:
+        return ConfigError(message, path=self.where)
+
+
+def _protocol(text: str, key: str, where: str | None) -> SecurityProtocol:
+    try:
+        return SecurityProtocol[text.strip().upper()]
+    except KeyError:
+        raise ConfigError(f"{key} must be one of {', '.join(p.name for p in SecurityProtocol)}, got {text!r}",
+                          path=where) from None
+
+
+def _listener_protocol(props: Mapping[str, str], listener_name: str, where: str | None) -> SecurityProtocol:
+    """The listener's protocol from listener.security.protocol.map (Kafka's default maps each protocol
+    name to itself)."""
+    wanted = listener_name.strip().upper()
+    for item in (part.strip() for part in props.get("listener.security.protocol.map", "").split(",")):
+        name, sep, protocol = item.partition(":")
+        if sep and name.strip().upper() == wanted:
+            return _protocol(protocol, "listener.security.protocol.map", where)
+    if wanted in SecurityProtocol.__members__:
+        return SecurityProtocol[wanted]
+    raise ConfigError(f"listener {listener_name} has no entry in listener.security.protocol.map", path=where)
+
+
+def _mechanism(text: str, key: str, where: str | None) -> str:
+    mechanism = text.strip().upper()
+    if mechanism in _UNSUPPORTED_MECHANISMS:
+        default = " (Kafka's default)" if mechanism == "GSSAPI" else ""
+        raise ConfigError(f"{key} is {mechanism}{default}, which is not supported: only "
+                          f"{', '.join(SASL_MECHANISMS)} are", path=where)
+    if mechanism not in SASL_MECHANISMS:
+        raise ConfigError(f"{key} must be one of {', '.join(SASL_MECHANISMS)}, got {text.strip()!r}", path=where)
+    return mechanism
+
+
+# ---------------------------------------------------------------- PEM stores
+
+def _store_type(s: _Settings, key: str, what: str) -> None:
+    store_type, type_key = s.get(key, "JKS")
+    if store_type.upper() != "PEM":
+        default = " (Kafka's default)" if type_key == key and key not in s.props else ""
+        raise s.error(f"{type_key} is {store_type or 'empty'}{default}: only PEM stores are supported "
+                      f"(set {type_key}=PEM and give the {what} as PEM)")
+
+
+def _read_store(s: _Settings, location_key: str) -> tuple[Path, bytes]:
+    location, key = s.get(location_key)
+    path = Path(location)
+    try:
+        return path, path.read_bytes()
+    except OSError as err:
+        raise s.error(f"{key}: cannot read {location}: {err.strerror or err}") from None
+
+
+def _certificates(data: bytes, key: str, s: _Settings) -> list[x509.Certificate]:
+    try:
+        certs = x509.load_pem_x509_certificates(data)
+    except ValueError as err:
+        raise s.error(f"{key}: not PEM certificates: {err}") from None
+    return certs
+
+
+def _load_keystore(context: ssl.SSLContext, s: _Settings) -> None:
+    """ssl.keystore.location (PEM: the private key, then the certificate chain) into ``context``."""
+    location, location_key = s.get("ssl.keystore.location")
+    if not location:
+        inline, inline_key = s.get("ssl.keystore.key")
+        if inline:
+            raise s.error(f"{inline_key} (an inline key) is not supported: put the key and certificate chain "
+                          f"in a PEM file named by ssl.keystore.location")
+        return
+    _store_type(s, "ssl.keystore.type", "key and certificate chain")
+    if s.get("ssl.keystore.password")[0]:
+        raise s.error(f"{s.get('ssl.keystore.password')[1]} cannot be used with a PEM keystore "
+                      f"(as in Kafka, give only ssl.key.password)")
+    path, data = _read_store(s, "ssl.keystore.location")
+    password, password_key = s.get("ssl.key.password")
+    if b"PRIVATE KEY-----" not in data:
+        raise s.error(f"{location_key}: {location} holds no PEM private key")
+    try:
+        serialization.load_pem_private_key(data, password.encode() if password else None)
+    except TypeError:  # encrypted without a password, or a password for a key that is not encrypted
+        raise s.error(f"{location_key}: the private key in {location} is encrypted but {password_key} is not set"
+                      if not password else
+                      f"{password_key} is set but the private key in {location} is not encrypted") from None
+    except ValueError as err:
+        wrong = bool(password) and ("password" in str(err).lower() or "decrypt" in str(err).lower())
+        raise s.error(f"{password_key} is wrong for the private key in {location}" if wrong else
+                      f"{location_key}: cannot read the private key in {location}: {err}") from None
+    if b"CERTIFICATE-----" not in data:
+        raise s.error(f"{location_key}: {location} holds no PEM certificate after its private key")
+    _certificates(data, location_key, s)
+    try:
+        context.load_cert_chain(str(path), password=password or None)
+    except (ssl.SSLError, OSError) as err:
+        raise s.error(f"{location_key}: {location} is not a usable key and certificate chain: "
+                      f"{getattr(err, 'reason', None) or err}") from None
+
+
+def _load_truststore(context: ssl.SSLContext, s: _Settings) -> bool:
+    """ssl.truststore.location (or ssl.truststore.certificates) into ``context``; False if neither is set."""
+    location, location_key = s.get("ssl.truststore.location")
+    inline, inline_key = s.get("ssl.truststore.certificates")
+    if not location and not inline:
+        return False
+    _store_type(s, "ssl.truststore.type", "CA certificates")
+    if location:
+        data = _read_store(s, "ssl.truststore.location")[1]
+        key = location_key
+    else:
+        data, key = inline.encode(), inline_key
+    certs = _certificates(data, key, s)
+    if not certs:
+        raise s.error(f"{key}: no PEM certificate in {location or 'the value'}")
+    try:
+        context.load_verify_locations(cadata="".join(
+            c.public_bytes(serialization.Encoding.PEM).decode() for c in certs))
+    except ssl.SSLError as err:
+        raise s.error(f"{key}: cannot use the certificates in {location or 'the value'}: "
+                      f"{err.reason or err}") from None
+    return True
+
+
+# ---------------------------------------------------------------- server side
+
+def listener_security(props: Mapping[str, str], listener_name: str, protocol: SecurityProtocol | str,
+                      where: str | None, *, scram_credentials: ScramCredentialLookup | None = None
+                      ) -> ListenerSecurity:
+    """The server side of ``listener_name``: its TLS context (for SSL and SASL_SSL), its SASL mechanisms
+    and PLAIN users (for SASL_*); ``scram_credentials`` answers SCRAM lookups. ConfigError (one line
+    naming the key and ``where``) for anything we cannot serve."""
+    if not isinstance(protocol, SecurityProtocol):
+        protocol = _protocol(protocol, "listener.security.protocol.map", where)
+    s = _Settings(props, where, listener_name)
+    context = None
+    if protocol.uses_tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        if not s.get("ssl.keystore.location")[0]:
+            raise s.error(f"listener {listener_name} is {protocol.name} but ssl.keystore.location is not set "
+                          f"(nor {s.prefix}ssl.keystore.location): a TLS listener needs its key and certificate")
+        _load_keystore(context, s)
+        auth_text, auth_key = s.get("ssl.client.auth", "none")
+        if protocol is SecurityProtocol.SASL_SSL and auth_key == "ssl.client.auth":
+            auth_text = "none"  # Kafka: on SASL_SSL only the listener-prefixed setting counts
+        verify = _CLIENT_AUTH.get(auth_text.lower())
+        if verify is None:
+            raise s.error(f"{auth_key} must be one of {', '.join(_CLIENT_AUTH)}, got {auth_text!r}")
+        context.verify_mode = verify
+        if verify != ssl.CERT_NONE and not _load_truststore(context, s):
+            context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+    mechanisms: tuple[str, ...] = ()
+    plain_users: dict[str, str] = {}
+    if protocol.uses_sasl:
+        text, key = s.get("sasl.enabled.mechanisms", "GSSAPI")
+        names = [m.strip() for m in text.split(",") if m.strip()]
+        if not names:
+            raise s.error(f"{key} is empty: listener {listener_name} is {protocol.name} and needs a mechanism")
+        mechanisms = tuple(dict.fromkeys(_mechanism(m, key, where) for m in names))
+        if "PLAIN" in mechanisms:
+            jaas_key = f"listener.name.{listener_name.lower()}.plain.sasl.jaas.config"
+            if not props.get(jaas_key, "").strip():
+                raise s.error(f"{jaas_key} is not set: PLAIN on listener {listener_name} needs its users "
+                              f"(user_<name>=\"<password>\" options; JAAS files are not read)")
+            entry = parse_jaas_config(props[jaas_key], where, key=jaas_key)
+            _check_login_module(entry, "PLAIN", jaas_key, where)
+            plain_users = {name[5:]: value for name, value in entry.options.items()
+                           if name.startswith("user_") and len(name) > 5}
+    return ListenerSecurity(protocol=protocol, ssl_context=context, sasl_mechanisms=mechanisms,
+                            plain_users=plain_users, scram_credentials=scram_credentials)
+
+
+def _check_login_module(entry: JaasEntry, mechanism: str, key: str, where: str | None) -> None:
+    if entry.login_module not in set(_LOGIN_MODULES.values()):
+        raise ConfigError(f"{key} names login module {entry.login_module}, which is not supported: use "
+                          f"{_LOGIN_MODULES[mechanism]} for {mechanism}", path=where)
+
+
+# ---------------------------------------------------------------- client side
+
+def client_security(props: Mapping[str, str], where: str | None, *, listener_name: str | None = None,
+                    mechanism_key: str = "sasl.mechanism") -> ClientSecurity:
+    """How a client reaches a listener. Without ``listener_name``: a tool's --command-config
+    (security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*). With it: a node's channel to that
+    listener, as Kafka builds it (protocol from listener.security.protocol.map, mechanism from
+    ``mechanism_key``, JAAS from listener.name.<l>.<mech>.sasl.jaas.config, listener-prefixed ssl.*)."""
+    s = _Settings(props, where, listener_name)
+    if listener_name:
+        protocol = _listener_protocol(props, listener_name, where)
+    else:
+        protocol = _protocol(props.get("security.protocol", "PLAINTEXT"), "security.protocol", where)
+    context = None
+    if protocol.uses_tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        algorithm, algorithm_key = s.get("ssl.endpoint.identification.algorithm", "https")
+        if algorithm.lower() not in ("https", ""):
+            raise s.error(f"{algorithm_key} must be https or empty, got {algorithm!r}")
+        context.check_hostname = algorithm.lower() == "https"
+        context.verify_mode = ssl.CERT_REQUIRED  # the chain is always checked, as Kafka's clients do
+        if not _load_truststore(context, s):
+            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        _load_keystore(context, s)  # a client certificate, for listeners that ask for one (mTLS)
+    if not protocol.uses_sasl:
+        return ClientSecurity(protocol=protocol, ssl_context=context)
+    mechanism = _mechanism(props.get(mechanism_key, "GSSAPI"), mechanism_key, where)
+    jaas_key = (f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config" if listener_name
+                else "sasl.jaas.config")
+    text = props.get(jaas_key, "").strip()
+    if not text:
+        raise ConfigError(f"{jaas_key} is not set: {protocol.name} with {mechanism} needs username and password "
+                          f"options (JAAS files are not read)", path=where)
+    entry = parse_jaas_config(text, where, key=jaas_key)
+    _check_login_module(entry, mechanism, jaas_key, where)
+    for option in ("username", "password"):
+        if option not in entry.options:
+            raise ConfigError(f"{jaas_key} has no {option} option", path=where)
+    return ClientSecurity(protocol=protocol, ssl_context=context, sasl_mechanism=mechanism,
+                          username=entry.options["username"], password=entry.options["password"])
+
+
+def controller_client_security(props: Mapping[str, str], where: str | None) -> ClientSecurity:
+    """A broker's or controller's channel to the controller quorum: the first controller.listener.names
+    entry with sasl.mechanism.controller.protocol, as Kafka's RaftManager and
+    NodeToControllerChannelManager pick it."""
+    names = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
+    if not names:
+        raise ConfigError("controller.listener.names is not set", path=where)
+    return client_security(props, where, listener_name=names[0], mechanism_key="sasl.mechanism.controller.protocol")
+
+
+__all__ = ["JaasEntry", "client_security", "controller_client_security", "listener_security", "parse_jaas_config"]

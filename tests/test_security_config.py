@@ -1,0 +1,234 @@
+"""Building listener and client security from Kafka's config names (engine.net.security_config)."""
+
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from engine.common.errors import ConfigError
+from engine.net.channel_security import SecurityProtocol
+from engine.net.security_config import (
+    client_security, controller_client_security, listener_security, parse_jaas_config,
+)
+from tls_material import TestCA, write_pem
+
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+WHERE = "server.properties"
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """One CA, a server leaf with an encrypted key and a client leaf with a plain key (read-only)."""
+    directory = tmp_path_factory.mktemp("pem")
+    ca = TestCA()
+    server = write_pem(directory, "server", ca.issue("server"), key_password="key-secret")
+    client = write_pem(directory, "client", ca.issue("client"))
+    return server, client
+
+
+def tls_props(files, prefix: str = "") -> dict[str, str]:
+    props = {f"{prefix}ssl.keystore.location": str(files.keystore), f"{prefix}ssl.keystore.type": "PEM",
+             f"{prefix}ssl.truststore.location": str(files.truststore), f"{prefix}ssl.truststore.type": "PEM"}
+    if files.key_password:
+        props[f"{prefix}ssl.key.password"] = files.key_password
+    return props
+
+
+def config_error(fn, *args, **kwargs) -> str:
+    with pytest.raises(ConfigError) as info:
+        fn(*args, **kwargs)
+    text = str(info.value)
+    assert "\n" not in text
+    return text
+
+
+# ---------------------------------------------------------------- JAAS
+
+def test_jaas_plain_entry_with_users():
+    entry = parse_jaas_config(f'{PLAIN_MODULE} required username="admin" password="a b;c" user_admin="a b;c" '
+                              f'user_alice=\'alice-secret\';', WHERE)
+    assert entry.login_module == PLAIN_MODULE and entry.control_flag == "required"
+    assert entry.options == {"username": "admin", "password": "a b;c", "user_admin": "a b;c",
+                             "user_alice": "alice-secret"}
+
+
+def test_jaas_comments_escapes_and_flag_case():
+    entry = parse_jaas_config(f'/* c */ {SCRAM_MODULE} REQUIRED // note\n username="x\\"y" password=pw;', WHERE)
+    assert entry == (SCRAM_MODULE, "required", {"username": 'x"y', "password": "pw"})
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "no login module"),
+    (f"{PLAIN_MODULE};", "control flag not specified"),
+    (f"{PLAIN_MODULE} mandatory;", "invalid login module control flag 'mandatory'"),
+    (f'{PLAIN_MODULE} required username="a"', "not terminated by a semicolon"),
+    (f"{PLAIN_MODULE} required username=;", "value not specified for option 'username'"),
+    (f"{PLAIN_MODULE} required iterations=4096;", "value of option 'iterations' must be quoted"),
+    (f'{PLAIN_MODULE} required username="a;', "unterminated quoted value"),
+    (f"{PLAIN_MODULE} required; {SCRAM_MODULE} required;", "2 login modules, should be 1"),
+])
+def test_jaas_malformed_is_one_line_naming_the_key(text, reason):
+    message = config_error(parse_jaas_config, text, WHERE, key="listener.name.sasl.plain.sasl.jaas.config")
+    assert message.startswith(f"{WHERE}: bad listener.name.sasl.plain.sasl.jaas.config: ")
+    assert reason in message
+
+
+# ---------------------------------------------------------------- listeners
+
+def test_plaintext_listener_has_no_tls_or_sasl():
+    security = listener_security({}, "PLAINTEXT", SecurityProtocol.PLAINTEXT, WHERE)
+    assert security.ssl_context is None and security.sasl_mechanisms == ()
+
+
+def test_ssl_listener_client_auth_and_prefix_override(stores):
+    server, _ = stores
+    props = {**tls_props(server), "ssl.client.auth": "requested", "listener.name.internal.ssl.client.auth": "required"}
+    assert listener_security(props, "EXTERNAL", "SSL", WHERE).ssl_context.verify_mode == ssl.CERT_OPTIONAL
+    assert listener_security(props, "INTERNAL", "SSL", WHERE).ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert listener_security(tls_props(server), "X", "SSL", WHERE).ssl_context.verify_mode == ssl.CERT_NONE
+
+
+def test_sasl_ssl_ignores_unprefixed_client_auth(stores):
+    server, _ = stores
+    props = {**tls_props(server), "ssl.client.auth": "required", "sasl.enabled.mechanisms": "SCRAM-SHA-256"}
+    assert listener_security(props, "SASL_SSL", "SASL_SSL", WHERE).ssl_context.verify_mode == ssl.CERT_NONE
+    props["listener.name.sasl_ssl.ssl.client.auth"] = "required"
+    assert listener_security(props, "SASL_SSL", "SASL_SSL", WHERE).ssl_context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_listener_prefixed_stores_win(stores):
+    server, client = stores
+    props = {**tls_props(client), **tls_props(server, "listener.name.broker.")}
+    props["ssl.keystore.location"] = "/nonexistent/unprefixed.pem"
+    assert listener_security(props, "BROKER", "SSL", WHERE).ssl_context is not None
+    assert "ssl.keystore.location: cannot read /nonexistent/unprefixed.pem" in config_error(
+        listener_security, props, "OTHER", "SSL", WHERE)
+
+
+def test_sasl_listener_mechanisms_and_plain_users():
+    jaas = f'{PLAIN_MODULE} required username="admin" password="pw" user_admin="pw" user_alice="secret";'
+    props = {"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "plain, SCRAM-SHA-512",
+             "sasl.enabled.mechanisms": "SCRAM-SHA-256", "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas}
+    security = listener_security(props, "SASL_PLAINTEXT", "SASL_PLAINTEXT", WHERE, scram_credentials=lambda m, u: None)
+    assert security.sasl_mechanisms == ("PLAIN", "SCRAM-SHA-512")
+    assert dict(security.plain_users) == {"admin": "pw", "alice": "secret"}
+    assert security.scram_credentials is not None and security.ssl_context is None
+
+
+@pytest.mark.parametrize("props, expected", [
+    ({}, "sasl.enabled.mechanisms is GSSAPI (Kafka's default), which is not supported: only PLAIN, "
+         "SCRAM-SHA-256, SCRAM-SHA-512 are"),
+    ({"sasl.enabled.mechanisms": "OAUTHBEARER"}, "sasl.enabled.mechanisms is OAUTHBEARER, which is not supported"),
+    ({"sasl.enabled.mechanisms": "DIGEST-MD5"}, "sasl.enabled.mechanisms must be one of PLAIN, SCRAM-SHA-256"),
+    ({"sasl.enabled.mechanisms": " , "}, "sasl.enabled.mechanisms is empty"),
+    ({"sasl.enabled.mechanisms": "PLAIN"}, "listener.name.sasl_plaintext.plain.sasl.jaas.config is not set"),
+    ({"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+      "com.sun.security.auth.module.Krb5LoginModule required;"}, "names login module com.sun.security.auth"),
+])
+def test_sasl_listener_errors(props, expected):
+    message = config_error(listener_security, props, "SASL_PLAINTEXT", "SASL_PLAINTEXT", WHERE)
+    assert message.startswith(f"{WHERE}: ") and expected in message
+
+
+def test_tls_store_errors_name_the_key(stores, tmp_path):
+    server, client = stores
+    not_pem = tmp_path / "garbage.pem"
+    not_pem.write_text("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n")
+    key_only = tmp_path / "key-only.pem"
+    key_only.write_bytes(client.keystore.read_bytes().split(b"-----BEGIN CERTIFICATE")[0])
+    cases = [
+        ({"ssl.keystore.type": "PEM"}, "is SSL but ssl.keystore.location is not set"),
+        ({**tls_props(server), "ssl.keystore.type": "JKS"},
+         "ssl.keystore.type is JKS: only PEM stores are supported"),
+        ({k: v for k, v in tls_props(server).items() if k != "ssl.keystore.type"},
+         "ssl.keystore.type is JKS (Kafka's default): only PEM stores are supported"),
+        ({**tls_props(server), "ssl.client.auth": "required", "ssl.truststore.type": "PKCS12"},
+         "ssl.truststore.type is PKCS12: only PEM stores are supported"),
+        ({**tls_props(server), "ssl.keystore.location": "/nonexistent/k.pem"},
+         "ssl.keystore.location: cannot read /nonexistent/k.pem"),
+        ({**tls_props(server), "ssl.key.password": "wrong"}, "ssl.key.password is wrong for the private key"),
+        ({k: v for k, v in tls_props(server).items() if k != "ssl.key.password"},
+         "is encrypted but ssl.key.password is not set"),
+        ({**tls_props(client), "ssl.key.password": "x"}, "ssl.key.password is set but the private key"),
+        ({**tls_props(server), "ssl.keystore.location": str(server.truststore)}, "holds no PEM private key"),
+        ({**tls_props(client), "ssl.keystore.location": str(key_only)}, "holds no PEM certificate"),
+        ({**tls_props(server), "ssl.client.auth": "required", "ssl.truststore.location": str(not_pem)},
+         "ssl.truststore.location: not PEM certificates"),
+        ({**tls_props(server), "ssl.client.auth": "always"}, "ssl.client.auth must be one of required"),
+        ({**tls_props(server), "ssl.keystore.password": "x"}, "cannot be used with a PEM keystore"),
+    ]
+    for props, expected in cases:
+        message = config_error(listener_security, props, "SSL", "SSL", WHERE)
+        assert message.startswith(f"{WHERE}: ") and expected in message, (props, message)
+
+
+def test_unknown_protocol_names_the_key():
+    assert "listener.security.protocol.map must be one of PLAINTEXT, SSL" in config_error(
+        listener_security, {}, "X", "TLS", WHERE)
+
+
+# ---------------------------------------------------------------- clients
+
+def test_command_config_sasl_ssl_client(stores):
+    server, _ = stores
+    props = {"security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512",
+             "sasl.jaas.config": f'{SCRAM_MODULE} required username="alice" password="alice-secret";',
+             "ssl.truststore.location": str(server.truststore), "ssl.truststore.type": "PEM"}
+    security = client_security(props, "admin.properties")
+    assert security.protocol is SecurityProtocol.SASL_SSL and security.sasl_mechanism == "SCRAM-SHA-512"
+    assert (security.username, security.password) == ("alice", "alice-secret")
+    assert security.ssl_context.check_hostname and security.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    props["ssl.endpoint.identification.algorithm"] = ""
+    assert not client_security(props, "admin.properties").ssl_context.check_hostname
+
+
+def test_plaintext_client_by_default():
+    security = client_security({}, "admin.properties")
+    assert security.protocol is SecurityProtocol.PLAINTEXT and security.ssl_context is None
+
+
+def test_ssl_client_with_certificate_for_mtls(stores):
+    _, client = stores
+    security = client_security({"security.protocol": "SSL", **tls_props(client)}, "admin.properties")
+    assert security.protocol is SecurityProtocol.SSL and security.username is None
+
+
+@pytest.mark.parametrize("props, expected", [
+    ({"security.protocol": "TLS"}, "security.protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'TLS'"),
+    ({"security.protocol": "SASL_PLAINTEXT"}, "sasl.mechanism is GSSAPI (Kafka's default), which is not supported"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}, "sasl.jaas.config is not set"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+      "sasl.jaas.config": f'{PLAIN_MODULE} required username="a";'}, "sasl.jaas.config has no password option"),
+    ({"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "ldap"},
+     "ssl.endpoint.identification.algorithm must be https or empty"),
+])
+def test_command_config_errors(props, expected):
+    message = config_error(client_security, props, "admin.properties")
+    assert message.startswith("admin.properties: ") and expected in message
+
+
+def test_controller_channel_as_kafka_builds_it(stores):
+    server, _ = stores
+    props = {"controller.listener.names": "CONTROLLER,OLD", "listener.security.protocol.map": "CONTROLLER:SASL_SSL",
+             "sasl.mechanism.controller.protocol": "SCRAM-SHA-256", "sasl.mechanism": "PLAIN",
+             "listener.name.controller.scram-sha-256.sasl.jaas.config":
+                 f'{SCRAM_MODULE} required username="ctl" password="ctl-secret";',
+             "sasl.jaas.config": f'{PLAIN_MODULE} required username="wrong" password="wrong";',
+             **tls_props(server, "listener.name.controller."), "ssl.truststore.location": "/nonexistent"}
+    security = controller_client_security(props, WHERE)
+    assert security.protocol is SecurityProtocol.SASL_SSL and security.sasl_mechanism == "SCRAM-SHA-256"
+    assert (security.username, security.password) == ("ctl", "ctl-secret")
+    del props["listener.security.protocol.map"]
+    assert "listener CONTROLLER has no entry in listener.security.protocol.map" in config_error(
+        controller_client_security, props, WHERE)
+    assert "sasl.mechanism.controller.protocol is GSSAPI (Kafka's default)" in config_error(
+        client_security, {"listener.security.protocol.map": "C:SASL_PLAINTEXT"}, WHERE, listener_name="C",
+        mechanism_key="sasl.mechanism.controller.protocol")
+
+
+def test_controller_channel_named_after_protocol_needs_no_map():
+    security = client_security({}, WHERE, listener_name="PLAINTEXT")
+    assert security.protocol is SecurityProtocol.PLAINTEXT
+    assert "controller.listener.names is not set" in config_error(controller_client_security, {}, WHERE)
