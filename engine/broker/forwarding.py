@@ -2,7 +2,8 @@
 
 The client's request goes as it came: its frame (without the size prefix) at the client's
 version, header, client id and correlation id included, with the client's principal
-(DefaultPrincipalData v0; our listener authenticates nobody, so User:ANONYMOUS) and its IP
+(DefaultPrincipalData v0: who the client's connection authenticated as, User:ANONYMOUS on a
+listener without SASL or client certificates) and its IP
 address. The controller's answer comes back inside the EnvelopeResponse and is read at the
 client's version, as Kafka's ForwardingManager does. Kafka's rules kept here:
 
@@ -102,7 +103,8 @@ def client_address_bytes(peer: tuple[str, int]) -> bytes:
 
 def envelope_of(ctx: RequestContext, request: Any) -> Any:
     frame = encode_request(request, ctx.correlation_id, ctx.client_id)
-    return _envelope.EnvelopeRequest(request_data=frame[4:], request_principal=principal_bytes(),
+    principal = (ctx.principal.principal_type, ctx.principal.name)  # who the client authenticated as
+    return _envelope.EnvelopeRequest(request_data=frame[4:], request_principal=principal_bytes(principal),
                                      client_host_address=client_address_bytes(ctx.peer))
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import logging
 import random
@@ -56,7 +57,7 @@ log = logging.getLogger("engine.raft.driver")
 FETCH_KEY = 1
 DESCRIBE_QUORUM_KEY = 55
 DESCRIBE_CLUSTER_KEY = 60
-ADD_VOTER_KEY, REMOVE_VOTER_KEY = 80, 81
+ADD_VOTER_KEY, REMOVE_VOTER_KEY, UPDATE_VOTER_KEY = 80, 81, 82
 CONTROLLER_ENDPOINT_TYPE = 2  # DescribeCluster endpoint types (KIP-919): 1 brokers, 2 controllers
 NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's default when they were not asked for
 VOTER_CHANGE_WAIT_MS = 60_000  # how long RemoveRaftVoter may take (the core's own deadline)
@@ -83,6 +84,29 @@ def served_apis() -> dict[int, ApiSpec]:
         else:
             apis[key] = ApiSpec(key, spec.name, version, version)
     return apis
+
+
+def refused_response(api_key: int, version: int, code: Any) -> Any:
+    """A Raft API's answer carrying only a top-level error, as Kafka's getErrorResponse builds
+    it for a request refused before the core sees it (no topics, no nodes)."""
+    if api_key == UPDATE_VOTER_KEY:
+        return convert_message(rm.update_voter_response(code, -1, -1, None), response_class(api_key, version))
+    cls = response_class(api_key, version)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            continue
+        if f.name == "error_code":
+            values[f.name] = code
+        elif f.name == "throttle_time":
+            values[f.name] = datetime.timedelta(0)
+        elif f.name == "error_message":
+            values[f.name] = None
+        elif f.name == "cluster_id":
+            values[f.name] = ""
+        else:  # topics, responses, nodes, brokers
+            values[f.name] = ()
+    return cls(**values)
 
 
 class WallClock:
@@ -115,6 +139,10 @@ class RaftDriver:
         self._finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None
         self._supported_features = SUPPORTED_FEATURES
         self._after_pump: list[Callable[[], None]] = []
+        # Set by the controller when an authorizer is configured: ``authorize(ctx)`` is the error
+        # code refusing a Raft request (CLUSTER_AUTHORIZATION_FAILED), or None to serve it. A hook,
+        # so the Raft layer knows nothing of ACLs.
+        self.authorize: Callable[[RequestContext], Any] | None = None
         self.config = config
         self.cluster_id = cluster_id
         self.local = local
@@ -444,6 +472,10 @@ class RaftDriver:
     async def _handle(self, ctx: RequestContext, request: Any) -> Any:
         if ctx.api_key in self.extra_apis:
             return await self._extra_handler(ctx, request)
+        if self.authorize is not None:
+            refused = self.authorize(ctx)
+            if refused is not None:
+                return refused_response(ctx.api_key, ctx.api_version, refused)
         if ctx.api_key == DESCRIBE_CLUSTER_KEY:
             return self.describe_cluster_response(request, ctx.api_version)
         if self.client is None:

@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import logging
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from engine.controller import api_permissions
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import Command
 from engine.controller.quorum_controller import ControllerOutput, PeriodicTask, QuorumController
 from engine.controller.delegation_token_control import TOKEN_API_KEYS, not_allowed_response
+from engine.controller.standard_authorizer import Caller
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_version import feature_levels_for, parse_release_version
+from engine.net.channel_security import KafkaPrincipal
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 from engine.net.kafka_protocol import (
     ApiSpec, decode_request_frame, encode_response, request_class, response_class,
@@ -98,6 +102,7 @@ class ControllerServer:
                  activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = (),
                  registrar: ControllerRegistrar | None = None):
         self.driver = driver
+        self.authorizer = config.authorizer
         # DescribeCluster stays the Raft driver's answer (the voters' endpoints, the Raft leader as
         # controller id), which holds before a metadata.version with registrations and while a
         # controller is still unregistered; `kraftd quorum` and Kafka's admin clients find the
@@ -114,6 +119,8 @@ class ControllerServer:
         self._forwardable = {key: spec for key, spec in {**served_apis(), **apis}.items()
                              if key in self.commands or key in FORWARDED_RAFT_KEYS}
         driver.serve(apis, self.handle, self.finalized_features, dict(supported_features or {}))
+        if self.authorizer.enabled:
+            driver.authorize = self._authorize_raft
         # KIP-966 unclean recovery: the core's questions to brokers, their answers back to the core
         self.recovery_queries = UncleanRecoveryQueries(lambda: self.core, self.pump)
         driver.after_pump(self.pump)
@@ -185,40 +192,71 @@ class ControllerServer:
 
     # -- requests ------------------------------------------------------------------------
 
+    def caller(self, principal: str, host: str) -> Caller:
+        """The authorizer for one request, over the ACLs committed so far."""
+        acls = tuple(self.core.committed_image().acls.values()) if self.authorizer.enabled else ()
+        return Caller(self.authorizer, acls, principal, host)
+
+    def _authorize_raft(self, ctx: RequestContext) -> Any:
+        """The Raft driver's hook: the error code refusing a Raft API (CLUSTER_ACTION for the
+        quorum's own RPCs, DESCRIBE for DescribeQuorum, ALTER for the voter changes), or None."""
+        denial = api_permissions.cluster_denial(self.caller(str(ctx.principal), ctx.peer[0]), ctx.api_key)
+        if denial is None:
+            return None
+        log.info("node %d: %s refused to %s from %s: %s", self.core.node_id, ctx.api_key, ctx.principal,
+                 ctx.peer[0], denial[1])
+        return denial[0]
+
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
+        caller = self.caller(str(ctx.principal), ctx.peer[0])
         if ctx.api_key == ENVELOPE_KEY:
-            return await self._envelope(ctx, request)
-        return await self.serve_command(ctx.api_key, ctx.api_version, request, ANONYMOUS, forwarded=False)
+            return await self._envelope(ctx, request, caller)
+        return await self.serve_command(ctx.api_key, ctx.api_version, request, caller.principal, forwarded=False,
+                                        caller=caller)
 
     async def serve_command(self, api_key: int, version: int, request: Any, principal: str, *,
-                            forwarded: bool = True, token_authenticated: bool = False) -> Any:
+                            forwarded: bool = True, token_authenticated: bool = False,
+                            caller: Caller | None = None) -> Any:
+        """Serve one command; ``caller`` is who asks (None: this controller itself, trusted)."""
         command = self.commands[api_key]
         if version != command.max_version:
             request = convert_message(request, request_class(api_key, command.max_version),
                                       upgrade_fields(api_key, version, request))
         future = asyncio.get_running_loop().create_future()
-        if api_key in TOKEN_API_KEYS and (token_authenticated or not forwarded):
-            # Kafka's ControllerApis.allowTokenRequests: never with a token's own authentication,
-            # and on a PLAINTEXT listener (ours) only when a broker forwarded it
+        # Kafka's ControllerApis.allowTokenRequests, before any authorization: never with a token's
+        # own authentication, and on a PLAINTEXT listener (ours) only when a broker forwarded it
+        token_refused = api_key in TOKEN_API_KEYS and (token_authenticated or not forwarded)
+        verdict = api_permissions.Verdict(request)
+        if caller is not None and not token_refused:
+            verdict = api_permissions.authorize_request(caller, command, request, self.core.committed_image())
+        if token_refused:
             response = not_allowed_response(api_key, request, principal)
+        elif verdict.request is None:
+            response = verdict.answer  # refused whole by the authorizer
         elif self.driver.client is None:
             response = command.error_response(request, ErrorCode.not_controller, "the controller is starting")
         else:
-            self._apply(self.core.submit(self.driver.now_ms(), self.driver.next_append_offset(), api_key, request,
-                                         future, principal))
+            self._apply(self.core.submit(self.driver.now_ms(), self.driver.next_append_offset(), api_key,
+                                         verdict.request, future, principal))
             try:
                 async with asyncio.timeout(ANSWER_WAIT_S):
                     response = await future
             except TimeoutError:
-                response = command.error_response(request, ErrorCode.request_timed_out,
+                response = command.error_response(verdict.request, ErrorCode.request_timed_out,
                                                   "the records were not committed in time")
+            response = verdict.finish(response)  # the items the authorizer took out, answered
         if version != command.max_version:
             extra = command.legacy_fields(request, response) if command.legacy_fields is not None else None
             response = convert_message(response, response_class(api_key, version), extra)
         return response
 
-    async def _envelope(self, ctx: RequestContext, envelope: Any) -> Any:
+    async def _envelope(self, ctx: RequestContext, envelope: Any, caller: Caller) -> Any:
         module = protocol_module("envelope", 0, "response")
+        if api_permissions.cluster_denial(caller, ENVELOPE_KEY) is not None:
+            # only a broker (CLUSTER_ACTION) may speak for its clients
+            log.info("node %d: an Envelope from %s refused: %s has no CLUSTER_ACTION on the cluster",
+                     self.core.node_id, ctx.peer[0], caller.principal)
+            return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.cluster_authorization_failed)
         try:
             info, inner = decode_request_frame(bytes(envelope.request_data), self._forwardable)
             principal, token_authenticated = read_principal_data(envelope.request_principal)
@@ -228,13 +266,17 @@ class ControllerServer:
         except (ProtocolError, *DECODE_ERRORS) as err:
             log.warning("an Envelope carried an unreadable request: %s", err)
             return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
+        # the inner request is authorized as the client the broker forwarded, from its address
+        client = (client_host(envelope.client_host_address) or ctx.peer[0], 0)
         if info.api_key in self.commands:
             response = await self.serve_command(info.api_key, info.api_version, inner, principal,
-                                                token_authenticated=token_authenticated)
+                                                token_authenticated=token_authenticated,
+                                                caller=self.caller(principal, client[0]))
         else:  # DescribeQuorum, AddRaftVoter, RemoveRaftVoter: the Raft layer's
+            kind, _, name = principal.partition(":")
             response = await self.driver.handle_request(RequestContext(
-                info.api_key, info.api_version, info.correlation_id, info.client_id, ctx.peer, ctx.listener_name),
-                inner)
+                info.api_key, info.api_version, info.correlation_id, info.client_id, client, ctx.listener_name,
+                principal=KafkaPrincipal(kind, name), security_protocol=ctx.security_protocol), inner)
         if _has_error(response, ErrorCode.not_leader_or_follower if info.api_key == DESCRIBE_QUORUM_KEY
                       else ErrorCode.not_controller):
             # As Kafka's RequestChannel: the broker learns at the Envelope level that it asked the
@@ -242,6 +284,14 @@ class ControllerServer:
             return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.not_controller)
         frame = encode_response(response, info.correlation_id, info.api_key)
         return module.EnvelopeResponse(response_data=frame[4:], error_code=ErrorCode.none)
+
+
+def client_host(address: bytes | None) -> str:
+    """The forwarded client's IP address (4 or 16 bytes), or "" when absent or unreadable."""
+    try:
+        return str(ipaddress.ip_address(bytes(address))) if address else ""
+    except ValueError:
+        return ""
 
 
 def _has_error(message: Any, code: Any) -> bool:

@@ -1,0 +1,111 @@
+"""The controller's authorizer on real sockets: a kraftd controller with authorizer.class.name set
+refuses what its ACLs do not allow, with Kafka's error codes, and serves what they do.
+
+One standalone controller, run twice on the same log: first with super.users=User:ANONYMOUS
+(our test client connects as ANONYMOUS) to write the ACLs, then without super users, when
+only those ACLs speak. Forwarded requests are authorized as the Envelope's principal."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from pathlib import Path
+
+from engine.net.kafka_client import KafkaClient
+from engine.net.kafka_protocol import decode_response_frame, encode_request
+from engine.raft.raft_messages import describe_quorum_request, vote_request
+from engine.raft.voter_set import ReplicaKey
+from engine.records.kio_codec import ErrorCode, encode_entity, i8, i16, i32, protocol_module
+from engine.server.controller_node import ControllerNode, load_controller_settings
+from engine.controller.standard_authorizer import (
+    ALLOW, CLUSTER, CREATE, DESCRIBE, LITERAL, PREFIXED, STANDARD_AUTHORIZER, TOPIC,
+)
+from tests.node_quorum import start_quorum, wait_until
+
+_topics = protocol_module("create_topics", 7, "request")
+_acls = protocol_module("create_acls", 3, "request")
+
+
+def _create_topics(*names: str) -> object:
+    return _topics.CreateTopicsRequest(topics=tuple(
+        _topics.CreatableTopic(name=n, num_partitions=i32(1), replication_factor=i16(-1), assignments=(), configs=())
+        for n in names), timeout=datetime.timedelta(seconds=30), validate_only=True)
+
+
+def _allow(principal: str, operation: int, resource_type: int, name: str, pattern: int = LITERAL) -> object:
+    return _acls.AclCreation(resource_type=i8(resource_type), resource_name=name, resource_pattern_type=i8(pattern),
+                             principal=principal, host="*", operation=i8(operation), permission_type=i8(ALLOW))
+
+
+def _envelope(inner: object, principal: str) -> object:
+    module = protocol_module("default_principal_data", 0, "data")
+    kind, _, name = principal.partition(":")
+    data = (0).to_bytes(2, "big") + encode_entity(module.DefaultPrincipalData(type_=kind, name=name,
+                                                                               token_authenticated=False))
+    return protocol_module("envelope", 0, "request").EnvelopeRequest(
+        request_data=encode_request(inner, 9, "broker")[4:], request_principal=data,
+        client_host_address=bytes([127, 0, 0, 1]))
+
+
+PASSED = ErrorCode.invalid_replication_factor  # what the command answers a topic with no broker registered
+
+
+def _results(response) -> dict[str, int]:
+    return {t.name: int(t.error_code) for t in response.topics}
+
+
+def test_the_controller_enforces_its_acls_and_answers_kafkas_error_codes(tmp_path: Path) -> None:
+    async def scenario():
+        configs, (node,) = await start_quorum(tmp_path, 1, **{"authorizer.class.name": STANDARD_AUTHORIZER,
+                                                               "super.users": "User:ANONYMOUS"})
+        client = KafkaClient(client_id="test")
+        try:
+            await wait_until(lambda: node.controller.core.is_active and node.image.metadata_version, 30, "active")
+            address = node.driver.address
+            # as a super user: the ACLs; and alice, forwarded by a broker, is judged as alice
+            acls = await client.send(address, _acls.CreateAclsRequest(creations=(
+                _allow("User:ANONYMOUS", CREATE, TOPIC, "ok-", PREFIXED),
+                _allow("User:ANONYMOUS", DESCRIBE, CLUSTER, "kafka-cluster"),
+                _allow("User:alice", CREATE, CLUSTER, "kafka-cluster"))))
+            assert [r.error_code for r in acls.results] == [ErrorCode.none] * 3
+            forwarded_as_bob = await client.send(address, _envelope(_create_topics("b1"), "User:bob"))
+            forwarded_as_alice = await client.send(address, _envelope(_create_topics("a1"), "User:alice"))
+            await wait_until(lambda: len(node.image.acls) == 3, 30, "the ACLs committed")
+        finally:
+            await node.stop()
+        # again, without super users: only the ACLs speak
+        text = configs[0].read_text().replace("super.users=User:ANONYMOUS", "super.users=User:admin")
+        configs[0].write_text(text)
+        node = ControllerNode(load_controller_settings(configs[0]))
+        await node.start()
+        try:
+            await wait_until(lambda: node.controller.core.is_active and len(node.image.acls) == 3, 30, "active")
+            address = node.driver.address
+            created = await client.send(address, _create_topics("ok-1", "nope"))
+            quorum = await client.send(address, describe_quorum_request())
+            acl_write = await client.send(address, _acls.CreateAclsRequest(creations=(
+                _allow("User:ANONYMOUS", CREATE, CLUSTER, "kafka-cluster"),)))
+            vote = await client.send(address, vote_request(node.meta.cluster_id, ReplicaKey(7, None), 1,
+                                                           ReplicaKey(node.settings.node_id, None), 0, 0, False))
+            envelope = await client.send(address, _envelope(_create_topics("ok-2"), "User:admin"))
+            return forwarded_as_bob, forwarded_as_alice, created, quorum, acl_write, vote, envelope, \
+                len(node.image.acls)
+        finally:
+            await client.close()
+            await node.stop()
+
+    bob, alice, created, quorum, acl_write, vote, envelope, acl_count = asyncio.run(asyncio.wait_for(scenario(), 120))
+    _, bob_inner = decode_response_frame(bob.response_data, 19, 7)
+    _, alice_inner = decode_response_frame(alice.response_data, 19, 7)
+    assert _results(bob_inner) == {"b1": ErrorCode.topic_authorization_failed}
+    assert bob_inner.topics[0].error_message == "Authorization failed."
+    # allowed means the command judged it: with no broker registered, INVALID_REPLICATION_FACTOR
+    assert _results(alice_inner) == {"a1": PASSED}  # CREATE on the cluster covers every topic
+    # per topic: the prefixed ACL allows ok-1, nothing allows nope
+    assert _results(created) == {"ok-1": PASSED, "nope": ErrorCode.topic_authorization_failed}
+    assert quorum.error_code == ErrorCode.none  # DESCRIBE on the cluster is granted
+    assert [r.error_code for r in acl_write.results] == [ErrorCode.cluster_authorization_failed]
+    assert acl_count == 3  # the refused CreateAcls wrote nothing
+    # a Raft peer without CLUSTER_ACTION, and a "broker" without it forwarding for a super user
+    assert vote.error_code == ErrorCode.cluster_authorization_failed
+    assert (envelope.error_code, envelope.response_data) == (ErrorCode.cluster_authorization_failed, None)
