@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.controller.scram_control import COMMANDS, alter_user_scram_credentials, error_response, scram_keys
+from engine.controller.scram_control import (
+    COMMANDS, alter_user_scram_credentials, error_response, scram_keys, scram_lookup,
+)
 from engine.image.metadata_image import MetadataImage
+from engine.net.channel_security import ScramCredential
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 from engine.records.metadata_record_serde import decode_metadata_value, encode_metadata_value
@@ -149,3 +152,17 @@ def test_the_error_response_names_each_user_once():
         [("a", ErrorCode.not_controller, "gone"), ("b", ErrorCode.not_controller, "gone")]
     assert [(c.api_key, c.name, c.min_version, c.max_version, c.read_only) for c in COMMANDS] == \
         [(51, "alter_user_scram_credentials", 0, 0, False)]
+
+
+def test_the_scram_lookup_reads_the_current_image_at_every_call() -> None:
+    """SASL/SCRAM's lookup (what the controller's listener authenticates against) answers from
+    whatever image is current: a credential added, then deleted, since the lookup was made."""
+    images = [bootstrapped()]
+    lookup = scram_lookup(lambda: images[-1])
+    assert lookup("SCRAM-SHA-256", "alice") is None
+    images.append(replayed(images[-1], alter(images[-1], upsertions=[upsert("alice")])))
+    stored_key, server_key = (bytes.fromhex(key) for key in KAFKA_KEYS[SHA256])
+    assert lookup("SCRAM-SHA-256", "alice") == ScramCredential(b"salt", stored_key, server_key, 8192)
+    assert lookup("SCRAM-SHA-512", "alice") is None and lookup("PLAIN", "alice") is None
+    images.append(replayed(images[-1], alter(images[-1], deletions=[delete("alice")])))
+    assert lookup("SCRAM-SHA-256", "alice") is None
