@@ -7,6 +7,11 @@ Responses arrive in request order; each is matched to its request by correlation
 A request timeout drops the connection (Kafka does the same: a late response would
 otherwise sit in the pipeline), and every failure makes the next connect to that
 address wait an exponential backoff.
+
+Security (``ClientSecurity``): TLS is started on the connected TCP stream (so a refused connect stays a
+NetworkError with backoff, while a handshake that fails is an AuthenticationError naming the address and
+OpenSSL's reason); SASL runs after ApiVersions, as Kafka's SaslClientAuthenticator does. A refused login
+is an AuthenticationError too: retrying the same credentials cannot help, so callers report it.
 """
 
 from __future__ import annotations
@@ -15,17 +20,21 @@ import asyncio
 import contextlib
 import functools
 import random
+import ssl
 import time
 from typing import Any, Callable
 
 from engine.records.kio_codec import ErrorCode
-from engine.net.errors import NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
+from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
+from engine.net.errors import AuthenticationError, NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
 from engine.net.kafka_protocol import (
     API_VERSIONS_KEY, API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,
     peek_correlation_id, peer_ranges, request_class, response_class,
 )
 from engine.net.message_versions import convert_message, shared_version
 from engine.net.kafka_server import DEFAULT_MAX_FRAME_BYTES, format_address
+from engine.net.sasl_authenticator import authenticate_client
+from engine.net.tls_channel import handshake_failure, start_tls
 
 Address = tuple[str, int]
 SOFTWARE_NAME = "metashell"
@@ -91,6 +100,10 @@ class _Channel:
         self.next_id = 0
         self.ranges: dict[int, tuple[int, int]] = {}
         self.closed_reason: str | None = None
+        # TLS 1.3 finishes the client's handshake before the server has checked the client's certificate,
+        # so a refused certificate arrives as an alert on the first read: kept to report it as such.
+        self.tls_failure: str | None = None
+        self.peer_closed = False
         self.read_task = asyncio.create_task(self._read_loop(), name=f"kafka client reader {self.name}")
 
     @property
@@ -140,9 +153,13 @@ class _Channel:
                 if not future.done():
                     future.set_result(response)
         except asyncio.IncompleteReadError:
+            self.peer_closed = True
             self.close("closed by the peer")
         except ProtocolError as err:
             self.close(f"closed: {err}")
+        except ssl.SSLError as err:
+            self.tls_failure = handshake_failure(err)
+            self.close(f"failed: {self.tls_failure}")
         except OSError as err:
             self.close(f"failed: {err}")
 
@@ -166,8 +183,10 @@ class KafkaClient:
 
     def __init__(self, *, client_id: str, request_timeout_ms: int = 2000, reconnect_backoff_ms: int = 50,
                  reconnect_backoff_max_ms: int = 1000, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-                 rng: random.Random | None = None, clock: Callable[[], float] = monotonic_ms):
+                 rng: random.Random | None = None, clock: Callable[[], float] = monotonic_ms,
+                 security: ClientSecurity = PLAINTEXT_CLIENT):
         self.client_id = client_id
+        self.security = security
         self.request_timeout_ms = request_timeout_ms
         self.max_frame_bytes = max_frame_bytes
         self._backoff = functools.partial(ReconnectBackoff, reconnect_backoff_ms, reconnect_backoff_max_ms,
@@ -268,16 +287,39 @@ class KafkaClient:
             backoff.record_failure()
             reason = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
             raise NetworkError(f"cannot connect to {name}: {reason}") from None
+        context = self.security.ssl_context
+        if self.security.protocol.uses_tls and context is not None:
+            try:
+                await start_tls(writer, context, self.request_timeout_ms,
+                                server_hostname=address[0] if context.check_hostname else None)
+            except (OSError, EOFError, TimeoutError) as err:
+                writer.close()
+                backoff.record_failure()
+                raise AuthenticationError(f"cannot connect to {name}: {handshake_failure(err)}") from None
+            except BaseException:
+                writer.close()
+                raise
         channel = _Channel(self, address, reader, writer)
         try:
             async with asyncio.timeout(self.request_timeout_ms / 1000.0):
                 await self._negotiate(channel)
+                if self.security.protocol.uses_sasl:
+                    await authenticate_client(channel.call, channel.ranges, self.security, name)
         except TimeoutError:
             channel.close("closed: no ApiVersions response")
             raise NetworkError(f"cannot connect to {name}: no ApiVersions response within "
                                f"{self.request_timeout_ms} ms") from None
         except NetError as err:
             channel.close(f"closed: {err}")
+            if isinstance(err, AuthenticationError):
+                raise
+            if channel.tls_failure is not None:
+                raise AuthenticationError(f"cannot connect to {name}: {channel.tls_failure}") from None
+            if context is not None and channel.peer_closed and not channel.ranges:
+                # asyncio's TLS server drops the connection without an alert when it refuses our
+                # certificate, so a TLS peer that hangs up before answering ApiVersions most likely did.
+                raise AuthenticationError(f"cannot connect to {name}: the peer closed the connection after the "
+                                          f"TLS handshake (did it refuse our certificate?)") from None
             raise
         except BaseException:
             channel.close("closed: connect cancelled", failure=False)
@@ -335,10 +377,10 @@ class KafkaClient:
 
 
 def request_once(address: Address, request: Any, *, timeout_ms: int = 2000, client_id: str = "metashell",
-                 adapt: bool = False) -> Any:
+                 adapt: bool = False, security: ClientSecurity = PLAINTEXT_CLIENT) -> Any:
     """Send one request and return its response, for command-line tools (runs its own event
     loop); ``adapt`` as in ``KafkaClient.send``."""
     async def once() -> Any:
-        async with KafkaClient(client_id=client_id, request_timeout_ms=timeout_ms) as client:
+        async with KafkaClient(client_id=client_id, request_timeout_ms=timeout_ms, security=security) as client:
             return await client.send(address, request, timeout_ms=timeout_ms, adapt=adapt)
     return asyncio.run(once())

@@ -5,6 +5,12 @@ request, and a writer that sends the responses strictly in request order (Kafka'
 guarantee), so a long-polling Fetch never stalls the reading of the requests behind
 it. ApiVersions is answered here. Anything wrong with a connection (a bad frame, a
 handler error) is logged as one line and closes that connection only.
+
+Security (``ListenerSecurity``): a TLS listener accepts plain TCP and upgrades it in our accept callback
+(see ``tls_channel`` for why), under a handshake timeout; a SASL listener reads only ApiVersions,
+SaslHandshake and SaslAuthenticate until the login succeeded (``sasl_authenticator``). The handler sees
+who the connection is in ``RequestContext.principal``: the SASL user, else the TLS client certificate's
+subject, else User:ANONYMOUS.
 """
 
 from __future__ import annotations
@@ -15,16 +21,20 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping, NoReturn
 
-from engine.net.channel_security import ANONYMOUS, KafkaPrincipal, SecurityProtocol
+from engine.net.channel_security import ANONYMOUS, PLAINTEXT_LISTENER, KafkaPrincipal, ListenerSecurity, SecurityProtocol
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 from engine.net.kafka_protocol import (
     API_VERSIONS_KEY, API_VERSIONS_SPEC, RAFT_APIS, ApiSpec, answer_api_versions, decode_request_frame,
     encode_response, frame_size, unsupported_api_versions_response,
 )
+from engine.net.sasl_authenticator import SASL_APIS, SaslRefused, SaslServerAuthenticator
+from engine.net.tls_channel import handshake_failure, peer_principal, start_tls
 
 log = logging.getLogger("engine.net")
 
 DEFAULT_MAX_FRAME_BYTES = 104857600  # Kafka's socket.request.max.bytes
+DEFAULT_HANDSHAKE_TIMEOUT_MS = 10000  # a TLS handshake not done by then is dropped (a stalled or silent peer)
+_FLUSH = -1  # a queue entry's api key meaning "everything before me is written": then close
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +76,21 @@ class _Connection:
         self.queue: asyncio.Queue[tuple[int, int, int, asyncio.Future]] = asyncio.Queue(server.max_in_flight)
         self.handlers: set[asyncio.Task] = set()
         self.failed = asyncio.Event()  # set by a handler that raised, to close without waiting our turn
+        security = server.security
+        self.principal: KafkaPrincipal = ANONYMOUS
+        self.sasl = SaslServerAuthenticator(security) if security.protocol.uses_sasl else None
 
     async def serve(self) -> None:
+        security = self.server.security
+        if security.ssl_context is not None and security.protocol.uses_tls:
+            try:
+                await start_tls(self.writer, security.ssl_context, self.server.handshake_timeout_ms)
+            except (OSError, EOFError, TimeoutError) as err:
+                log.warning("closing connection from %s on %s: %s", self.name, self.server.listener_name,
+                            handshake_failure(err))
+                self.writer.close()
+                return
+            self.principal = peer_principal(self.writer)
         tasks = [asyncio.create_task(self._read_loop()), asyncio.create_task(self._write_loop()),
                  asyncio.create_task(self.failed.wait())]
         try:
@@ -116,19 +139,48 @@ class _Connection:
         except ProtocolError as err:
             self._drop(str(err))
         if info.api_key == API_VERSIONS_KEY:
-            done = asyncio.get_running_loop().create_future()
             finalized = server.finalized_features() if server.finalized_features is not None else None
-            done.set_result(answer_api_versions(request, server.apis, server.features, finalized))
-            await self.queue.put((info.correlation_id, info.api_key, info.api_version, done))
+            await self._answer(info, answer_api_versions(request, server.apis, server.features, finalized))
+            return
+        if self.sasl is not None and (self.sasl.principal is None or info.api_key in SASL_APIS):
+            await self._authenticate(info, request)
             return
         ctx = RequestContext(info.api_key, info.api_version, info.correlation_id, info.client_id, self.peer,
-                             server.listener_name)
+                             server.listener_name, self.principal, server.security.protocol)
         task = asyncio.create_task(server.handler(ctx, request),
                                    name=f"{server.apis[info.api_key].name} v{info.api_version} "
                                         f"(correlation id {info.correlation_id})")
         self.handlers.add(task)
         task.add_done_callback(self._handler_done)
         await self.queue.put((info.correlation_id, info.api_key, info.api_version, task))
+
+    async def _answer(self, info: Any, response: Any) -> None:
+        done = asyncio.get_running_loop().create_future()
+        done.set_result(response)
+        await self.queue.put((info.correlation_id, info.api_key, info.api_version, done))
+
+    async def _authenticate(self, info: Any, request: Any) -> None:
+        """The SASL exchange (SaslServerAuthenticator): nothing else is read until it succeeded."""
+        assert self.sasl is not None
+        what = f"{self.server.apis[info.api_key].name} v{info.api_version}"
+        if self.sasl.principal is not None:
+            self._drop(f"{what} after SASL authentication completed (re-authentication is not supported)")
+        if info.api_key not in SASL_APIS:
+            self._drop(f"{what} before SASL authentication (only ApiVersions, SaslHandshake and "
+                       f"SaslAuthenticate are read until then)")
+        try:
+            response = self.sasl.answer(info.api_key, info.api_version, request)
+        except SaslRefused as refused:
+            if refused.response is not None:
+                # Kafka sends the refusal, then closes: wait until it is written.
+                await self._answer(info, refused.response)
+                written = asyncio.get_running_loop().create_future()
+                await self.queue.put((info.correlation_id, _FLUSH, 0, written))
+                await written
+            self._drop(refused.reason)
+        if self.sasl.principal is not None:
+            self.principal = self.sasl.principal
+        await self._answer(info, response)
 
     def _handler_done(self, task: asyncio.Task) -> None:
         self.handlers.discard(task)
@@ -143,6 +195,9 @@ class _Connection:
         with contextlib.suppress(_ConnectionClosed):
             while True:
                 correlation_id, api_key, version, pending = await self.queue.get()
+                if api_key == _FLUSH:
+                    pending.set_result(None)
+                    continue
                 what = f"{self.server.apis[api_key].name} v{version} (correlation id {correlation_id})"
                 try:
                     response = await pending
@@ -171,8 +226,14 @@ class KafkaServer:
                  apis: Mapping[int, ApiSpec] = RAFT_APIS, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  listener_name: str = "CONTROLLER", max_in_flight: int = 128,
                  features: Mapping[str, tuple[int, int]] | None = None,
-                 finalized_features: Callable[[], tuple[int, Mapping[str, int]]] | None = None):
+                 finalized_features: Callable[[], tuple[int, Mapping[str, int]]] | None = None,
+                 security: ListenerSecurity = PLAINTEXT_LISTENER,
+                 handshake_timeout_ms: int = DEFAULT_HANDSHAKE_TIMEOUT_MS):
         self.handler = handler
+        if security.protocol.uses_tls and security.ssl_context is None:
+            raise ValueError(f"listener {listener_name} is {security.protocol.name} but has no TLS context")
+        self.security = security
+        self.handshake_timeout_ms = handshake_timeout_ms
         self.features = dict(features or {})  # supported feature levels, told in ApiVersions
         # (epoch, name -> level) of the finalized features, told in ApiVersions v3+ (a controller's)
         self.finalized_features = finalized_features
@@ -180,6 +241,8 @@ class KafkaServer:
         self.port = port
         # ApiVersions is always served (by us): clients start every connection with it.
         self.apis: dict[int, ApiSpec] = {API_VERSIONS_KEY: API_VERSIONS_SPEC, **apis}
+        if security.protocol.uses_sasl:
+            self.apis.update(SASL_APIS)  # listed in ApiVersions, as a SASL listener must
         self.max_frame_bytes = max_frame_bytes
         self.listener_name = listener_name
         self.max_in_flight = max_in_flight

@@ -1,0 +1,355 @@
+"""TLS and SASL on real sockets (127.0.0.1): our KafkaServer and KafkaClient on every security protocol
+and SASL mechanism, the principal a handler sees, and the refusals — each one line, the server still
+serving the next good client. Certificates come from tests/tls_material.py; config goes through
+engine.net.security_config as a node's or tool's properties would."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import logging
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.records.kio_codec import ErrorCode
+from engine.net.errors import AuthenticationError, NetError
+from engine.net.kafka_client import KafkaClient
+from engine.net.kafka_protocol import RAFT_APIS, ApiSpec, encode_request, request_class, response_class
+from engine.net.kafka_server import KafkaServer, RequestContext
+from engine.net.sasl_mechanisms import scram_credential
+from engine.net.security_config import client_security, listener_security
+from engine.net.tls_channel import certificate_principal
+from tls_material import TestCA, write_pem
+
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+LISTENER = "SECURE"
+DESCRIBE_CLUSTER = request_class(60, 0)
+
+
+class Material:
+    """Stores written once per module; tests only read them."""
+
+    def __init__(self, directory: Path):
+        self.ca, other = TestCA(), TestCA("another CA")
+        self.server = write_pem(directory, "server", self.ca.issue("broker", organization="Acme"),
+                                key_password="server-key")
+        self.client = write_pem(directory, "client", self.ca.issue("alice-host", organization="Acme"))
+        self.client_subject = "CN=alice-host,O=Acme"
+        self.expired_client = write_pem(directory, "expired-client", self.ca.issue("old", expired=True))
+        self.expired_server = write_pem(directory, "expired-server", self.ca.issue("old-broker", expired=True))
+        self.foreign_client = write_pem(directory, "foreign-client", other.issue("mallory"))
+        self.other_host = write_pem(directory, "other-host", self.ca.issue("far", hosts=("far.example",)))
+        # a truststore of the other CA only: our server's certificate is unknown to it
+        self.foreign_trust = write_pem(directory, "foreign-trust", other.issue("x"), trust=(other,)).truststore
+        self.scram = {(m, "alice"): scram_credential(m, "alice-secret") for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")}
+
+
+@pytest.fixture(scope="module")
+def material(tmp_path_factory) -> Material:
+    return Material(tmp_path_factory.mktemp("tls"))
+
+
+def server_props(m: Material, *, client_auth: str = "none", mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                 store=None) -> dict[str, str]:
+    store = store or m.server
+    p = f"listener.name.{LISTENER.lower()}."
+    return {"ssl.keystore.location": str(store.keystore), "ssl.keystore.type": "PEM",
+            "ssl.key.password": store.key_password or "", "ssl.truststore.location": str(m.server.truststore),
+            "ssl.truststore.type": "PEM", f"{p}ssl.client.auth": client_auth, "sasl.enabled.mechanisms": mechanisms,
+            f"{p}plain.sasl.jaas.config": f'{PLAIN_MODULE} required username="admin" password="admin-secret" '
+                                          f'user_admin="admin-secret" user_alice="alice-secret";'}
+
+
+def client_props(m: Material, protocol: str, mechanism: str = "PLAIN", password: str = "alice-secret", *,
+                 certificate=None, trust: Path | None = None) -> dict[str, str]:
+    props = {"security.protocol": protocol, "sasl.mechanism": mechanism,
+             "sasl.jaas.config": f'{SCRAM_MODULE} required username="alice" password="{password}";',
+             "ssl.truststore.location": str(trust or m.client.truststore), "ssl.truststore.type": "PEM"}
+    if certificate is not None:
+        props.update({"ssl.keystore.location": str(certificate.keystore), "ssl.keystore.type": "PEM"})
+    return props
+
+
+async def who_am_i(ctx: RequestContext, request: Any) -> Any:
+    """DescribeCluster answering with the principal and protocol the connection has, in cluster_id."""
+    return response_class(60, 0)(throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, error_message=None,
+                                 cluster_id=f"{ctx.principal}|{ctx.security_protocol.name}", controller_id=1,
+                                 brokers=(), cluster_authorized_operations=0)
+
+
+def run_against(m: Material, protocol: str, clients: list[dict[str, str]], *, host: str = "127.0.0.1",
+                **server_kwargs: Any) -> list[Any]:
+    """Serve ``protocol`` and connect each client in turn (a fresh KafkaClient each): the cluster_id
+    answered, or the NetError raised."""
+    security = listener_security(server_props(m, **server_kwargs), LISTENER, protocol, "server.properties",
+                                 scram_credentials=lambda mech, user: m.scram.get((mech, user)))
+
+    async def main() -> list[Any]:
+        out: list[Any] = []
+        async with KafkaServer(who_am_i, listener_name=LISTENER, security=security,
+                               apis={**RAFT_APIS}) as server:
+            for props in clients:
+                async with KafkaClient(client_id="t", request_timeout_ms=5000,
+                                       security=client_security(props, "client.properties")) as client:
+                    try:
+                        response = await client.send((host, server.address[1]), DESCRIBE_CLUSTER(include_cluster_authorized_operations=False))
+                        out.append(response.cluster_id)
+                    except NetError as err:
+                        out.append(err)
+            while server.connection_count:  # every refusal logged before the assertions read the log
+                await asyncio.sleep(0.01)
+        return out
+    return asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "engine.net" and r.levelno >= logging.WARNING]
+
+
+# ---------------------------------------------------------------- round trips
+
+@pytest.mark.parametrize("protocol, mechanism", [
+    ("PLAINTEXT", None), ("SSL", None),
+    ("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"), ("SASL_PLAINTEXT", "SCRAM-SHA-512"),
+    ("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-256"), ("SASL_SSL", "SCRAM-SHA-512"),
+])
+def test_round_trip_with_principal(material, protocol, mechanism):
+    (answer,) = run_against(material, protocol, [client_props(material, protocol, mechanism or "PLAIN")])
+    user = "User:alice" if mechanism else "User:ANONYMOUS"
+    assert answer == f"{user}|{protocol}"
+
+
+def test_mutual_tls_principal_is_the_certificate_subject(material):
+    answers = run_against(material, "SSL", [client_props(material, "SSL", certificate=material.client)],
+                          client_auth="required")
+    assert answers == [f"User:{material.client_subject}|SSL"]
+
+
+def test_requested_client_auth_without_certificate_is_anonymous(material):
+    answers = run_against(material, "SSL", [client_props(material, "SSL"),
+                                            client_props(material, "SSL", certificate=material.client)],
+                          client_auth="requested")
+    assert answers == ["User:ANONYMOUS|SSL", f"User:{material.client_subject}|SSL"]
+
+
+def test_sasl_ssl_principal_is_the_sasl_user_even_with_a_certificate(material):
+    answers = run_against(material, "SASL_SSL", [client_props(material, "SASL_SSL", "SCRAM-SHA-512",
+                                                              certificate=material.client)], client_auth="required")
+    assert answers == ["User:alice|SASL_SSL"]
+
+
+def test_sasl_listener_lists_handshake_and_authenticate(material):
+    security = listener_security(server_props(material), LISTENER, "SASL_PLAINTEXT", None)
+
+    async def main() -> dict[int, tuple[int, int]]:
+        async with KafkaServer(who_am_i, security=security) as server:
+            client_sec = client_security(client_props(material, "SASL_PLAINTEXT"), None)
+            async with KafkaClient(client_id="t", security=client_sec) as client:
+                return await client.api_versions(server.address)
+    ranges = asyncio.run(main())
+    assert ranges[17] == (1, 1) and ranges[36] == (0, 2)
+
+
+def test_certificate_principal_prints_unknown_attributes_as_java_does():
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import Encoding
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COUNTRY_NAME, "NO"), x509.NameAttribute(NameOID.ORGANIZATION_NAME, "A, B"),
+                      x509.NameAttribute(NameOID.EMAIL_ADDRESS, "a@b"), x509.NameAttribute(NameOID.COMMON_NAME, "x")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    # X500Principal.getName(): RFC 2253, most specific first; emailAddress (no RFC 2253 keyword) as
+    # its OID with the hex DER of its IA5String value.
+    assert str(certificate_principal(cert.public_bytes(Encoding.DER))) == \
+        "User:CN=x,1.2.840.113549.1.9.1=#1603614062,O=A\\, B,C=NO"
+
+
+# ---------------------------------------------------------------- refusals
+
+def assert_refused(answers: list[Any], reason: str, good: str) -> str:
+    """The first client refused with one AuthenticationError line holding ``reason``; the next served."""
+    refused, served = answers
+    assert isinstance(refused, AuthenticationError), refused
+    text = str(refused)
+    assert "\n" not in text and text.startswith("cannot connect to 127.0.0.1:") and reason in text, text
+    assert served == good
+    return text
+
+
+@pytest.mark.parametrize("protocol, mechanism, reason", [
+    ("SASL_PLAINTEXT", "PLAIN", "SASL authentication failed: Authentication failed: Invalid username or password"),
+    ("SASL_SSL", "SCRAM-SHA-512", "SASL authentication failed: Authentication failed during authentication due "
+                                  "to invalid credentials with SASL mechanism SCRAM-SHA-512"),
+])
+def test_wrong_password(material, caplog, protocol, mechanism, reason):
+    answers = run_against(material, protocol, [client_props(material, protocol, mechanism, "wrong"),
+                                               client_props(material, protocol, mechanism)])
+    assert_refused(answers, reason, f"User:alice|{protocol}")
+    (line,) = warnings(caplog)
+    assert f"on {LISTENER}: SASL authentication failed ({mechanism})" in line
+
+
+def test_mechanism_not_enabled(material, caplog):
+    answers = run_against(material, "SASL_PLAINTEXT", [client_props(material, "SASL_PLAINTEXT", "SCRAM-SHA-256"),
+                                                       client_props(material, "SASL_PLAINTEXT", "PLAIN")],
+                          mechanisms="PLAIN")
+    assert_refused(answers, "SASL mechanism SCRAM-SHA-256 is not enabled there (it offers PLAIN)",
+                   "User:alice|SASL_PLAINTEXT")
+    (line,) = warnings(caplog)
+    assert "SASL mechanism 'SCRAM-SHA-256' is not enabled" in line
+
+
+def test_client_does_not_know_the_server_ca(material, caplog):
+    answers = run_against(material, "SSL", [client_props(material, "SSL", trust=material.foreign_trust),
+                                            client_props(material, "SSL")])
+    assert_refused(answers, "TLS handshake failed: certificate verify failed: unable to get local issuer "
+                            "certificate", "User:ANONYMOUS|SSL")
+    (line,) = warnings(caplog)
+    assert line.startswith("closing connection from 127.0.0.1:") and f"on {LISTENER}: TLS handshake failed" in line
+
+
+@pytest.mark.parametrize("certificate, reason", [("foreign_client", "unable to get local issuer certificate"),
+                                                 ("expired_client", "certificate has expired")])
+def test_server_refuses_the_client_certificate(material, caplog, certificate, reason):
+    answers = run_against(material, "SSL", [client_props(material, "SSL", certificate=getattr(material, certificate)),
+                                            client_props(material, "SSL", certificate=material.client)],
+                          client_auth="required")
+    assert_refused(answers, "the peer closed the connection after the TLS handshake (did it refuse our certificate?)",
+                   f"User:{material.client_subject}|SSL")
+    (line,) = warnings(caplog)
+    assert f"on {LISTENER}: TLS handshake failed: certificate verify failed: {reason}" in line
+
+
+def test_expired_server_certificate(material, caplog):
+    answers = run_against(material, "SSL", [client_props(material, "SSL")] * 2, store=material.expired_server)
+    refused, again = answers
+    assert "TLS handshake failed: certificate verify failed: certificate has expired" in str(refused)
+    assert isinstance(again, AuthenticationError)
+    lines = warnings(caplog)
+    assert len(lines) == 2 and all(f"on {LISTENER}: TLS handshake failed" in line for line in lines)
+
+
+def test_host_name_check(material):
+    checked = client_props(material, "SSL")
+    unchecked = {**checked, "ssl.endpoint.identification.algorithm": ""}
+    answers = run_against(material, "SSL", [checked, unchecked], store=material.other_host)
+    assert "certificate verify failed: IP address mismatch" in str(answers[0])
+    assert answers[1] == "User:ANONYMOUS|SSL"
+
+
+def test_plaintext_client_on_a_tls_listener(material, caplog):
+    answers = run_against(material, "SSL", [client_props(material, "PLAINTEXT"), client_props(material, "SSL")])
+    refused, served = answers
+    assert isinstance(refused, NetError) and "\n" not in str(refused) and served == "User:ANONYMOUS|SSL"
+    (line,) = warnings(caplog)
+    assert f"on {LISTENER}: TLS handshake failed:" in line
+
+
+def test_tls_client_on_a_plaintext_listener(material, caplog):
+    answers = run_against(material, "PLAINTEXT", [client_props(material, "SSL"), client_props(material, "PLAINTEXT")])
+    assert_refused(answers, "TLS handshake failed: the peer closed the connection (is it a TLS listener?)",
+                   "User:ANONYMOUS|PLAINTEXT")
+    (line,) = warnings(caplog)
+    assert line.startswith("closing connection from 127.0.0.1:")
+
+
+def test_request_before_authentication_closes_the_connection(material, caplog):
+    answers = run_against(material, "SASL_PLAINTEXT", [client_props(material, "PLAINTEXT"),
+                                                       client_props(material, "SASL_PLAINTEXT")])
+    refused, served = answers
+    assert isinstance(refused, NetError) and "closed by the peer" in str(refused)
+    assert served == "User:alice|SASL_PLAINTEXT"
+    (line,) = warnings(caplog)
+    assert "describe_cluster v0 before SASL authentication" in line
+
+
+def test_raw_sasl_handshake_v0_is_refused(material, caplog):
+    """Kafka's pre-1.0 raw-token mode is not served: a SaslHandshake v0 closes the connection."""
+    security = listener_security(server_props(material), LISTENER, "SASL_PLAINTEXT", None)
+
+    async def main() -> bytes:
+        async with KafkaServer(who_am_i, listener_name=LISTENER, security=security) as server:
+            reader, writer = await asyncio.open_connection(*server.address)
+            writer.write(encode_request(request_class(17, 0)(mechanism="PLAIN"), 1, "raw"))
+            data = await reader.read()
+            writer.close()
+            return data
+    assert asyncio.run(asyncio.wait_for(main(), 10)) == b""
+    (line,) = warnings(caplog)
+    assert "sasl_handshake v0 is not served" in line
+
+
+# ---------------------------------------------------------------- a real Kafka client
+
+def metadata_for(port: int, seen: list[str]):
+    """A handler answering Metadata with this one node and no topics, noting each caller's principal."""
+    async def handler(ctx: RequestContext, request: Any) -> Any:
+        seen.append(str(ctx.principal))
+        cls = response_class(3, ctx.api_version)
+        module = sys.modules[cls.__module__]
+        broker = {"node_id": 1, "host": "127.0.0.1", "port": port}
+        if ctx.api_version >= 1:
+            broker["rack"] = None
+        fields = {"brokers": (module.MetadataResponseBroker(**broker),), "controller_id": 1, "topics": ()}
+        names = {f.name for f in dataclasses.fields(cls)}
+        fields.update({k: v for k, v in {"throttle_time": datetime.timedelta(0), "cluster_id": "metashell",
+                                         "cluster_authorized_operations": -2147483648}.items() if k in names})
+        return cls(**fields)
+    return handler
+
+
+def test_librdkafka_admin_client_over_sasl_ssl(material):
+    """confluent-kafka (librdkafka, a real Kafka client): ApiVersions, SaslHandshake v1, SaslAuthenticate
+    with SCRAM-SHA-512 over TLS checked against our CA, then Metadata as User:alice; a wrong password is
+    refused with Kafka's message."""
+    admin_module = pytest.importorskip("confluent_kafka.admin")
+    from confluent_kafka import KafkaError
+    security = listener_security(server_props(material), LISTENER, "SASL_SSL", None,
+                                 scram_credentials=lambda mech, user: material.scram.get((mech, user)))
+    seen: list[str] = []
+    loop = asyncio.new_event_loop()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = KafkaServer(metadata_for(port, seen), port=port, listener_name=LISTENER, security=security,
+                         apis={3: ApiSpec(3, "metadata", 1, 12)})
+    loop.run_until_complete(server.start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def admin(password: str, error_cb: Any = None) -> Any:
+        return admin_module.AdminClient({**({"error_cb": error_cb} if error_cb else {}),
+            "bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": password,
+            "ssl.ca.location": str(material.client.truststore), "ssl.endpoint.identification.algorithm": "https",
+            "log_level": 0})
+
+    try:
+        metadata = admin("alice-secret").list_topics(timeout=20)
+        assert [b.port for b in metadata.brokers.values()] == [port] and "User:alice" in seen
+        errors: list[Any] = []
+        refused = admin("wrong", errors.append)
+        for _ in range(500):  # until librdkafka reports the refusal (it retries the login meanwhile)
+            if errors:
+                break
+            refused.poll(0.05)
+        assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+        assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in errors[0].str()
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
