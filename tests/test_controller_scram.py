@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.controller.scram_control import (
-    COMMANDS, alter_user_scram_credentials, error_response, scram_keys, scram_lookup,
-)
+from engine.controller.scram_control import COMMANDS, alter_user_scram_credentials, error_response, scram_keys
 from engine.image.metadata_image import MetadataImage
 from engine.net.channel_security import ScramCredential
+from engine.server.scram_credentials import scram_lookup
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 from engine.records.metadata_record_serde import decode_metadata_value, encode_metadata_value

@@ -13,11 +13,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from engine.controller.controller_result import Command, ControllerContext, ControllerResult
-from engine.image.metadata_image import MetadataImage
-from engine.net.channel_security import ScramCredential, ScramCredentialLookup
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 
@@ -113,21 +111,7 @@ def error_response(request: Any, code: Any, message: str | None) -> Any:
         throttle_time=timedelta(0), results=tuple(_result(user, code, message) for user in users))
 
 
-MECHANISM_CODES = {name: code for code, (name, _) in MECHANISMS.items()}
-
-
-def scram_lookup(image: Callable[[], MetadataImage]) -> ScramCredentialLookup:
-    """SASL/SCRAM's credential lookup over the controller's own metadata: ``(mechanism, user)``
-    answered from the UserScramCredentialRecords of the image ``image()`` returns at that moment,
-    so a credential altered or deleted since start counts at the next handshake."""
-    def lookup(mechanism: str, user: str) -> ScramCredential | None:
-        code = MECHANISM_CODES.get(mechanism)
-        record = image().scram.get((code, user)) if code is not None else None
-        if record is None:
-            return None
-        return ScramCredential(salt=bytes(record.salt), stored_key=bytes(record.stored_key),
-                               server_key=bytes(record.server_key), iterations=int(record.iterations))
-    return lookup
+MECHANISM_CODES = {name: code for code, (name, _) in MECHANISMS.items()}  # SASL's names -> record codes
 
 
 COMMANDS: list[Command] = [
