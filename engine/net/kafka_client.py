@@ -306,8 +306,9 @@ class KafkaClient:
                 if self.security.protocol.uses_sasl:
                     await authenticate_client(channel.call, channel.ranges, self.security, name)
         except TimeoutError:
-            channel.close("closed: no ApiVersions response")
-            raise NetworkError(f"cannot connect to {name}: no ApiVersions response within "
+            step = "SASL authentication" if channel.ranges else "ApiVersions response"
+            channel.close(f"closed: no {step}")
+            raise NetworkError(f"cannot connect to {name}: no {step} within "
                                f"{self.request_timeout_ms} ms") from None
         except NetError as err:
             channel.close(f"closed: {err}")

@@ -87,7 +87,7 @@ class _Connection:
                 await start_tls(self.writer, security.ssl_context, self.server.handshake_timeout_ms)
             except (OSError, EOFError, TimeoutError) as err:
                 log.warning("closing connection from %s on %s: %s", self.name, self.server.listener_name,
-                            handshake_failure(err))
+                            handshake_failure(err, server_side=True))
                 self.writer.close()
                 return
             self.principal = peer_principal(self.writer)
@@ -120,6 +120,8 @@ class _Connection:
                         self._drop(f"connection closed inside a frame ({len(err.partial)} bytes read)")
                     return  # a clean close between frames
                 except ProtocolError as err:
+                    if prefix[:2] == b"\x16\x03" and not self.server.security.protocol.uses_tls:
+                        self._drop("a TLS handshake on a non-TLS listener (is the client using SSL?)")
                     self._drop(str(err))
                 except OSError as err:
                     return log.debug("connection from %s failed: %s", self.name, err)

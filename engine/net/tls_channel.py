@@ -61,18 +61,24 @@ def peer_principal(writer: asyncio.StreamWriter) -> KafkaPrincipal:
     return certificate_principal(der) if der else ANONYMOUS
 
 
-def handshake_failure(err: BaseException) -> str:
-    """One line for a failed TLS handshake: OpenSSL's reason without its "[SSL: X]" and "(_ssl.c:N)"."""
-    if isinstance(err, TimeoutError):
+def handshake_failure(err: BaseException, *, server_side: bool = False) -> str:
+    """One line for a failed TLS handshake: OpenSSL's reason without its "[SSL: X]" and "(_ssl.c:N)",
+    with a hint where the usual cause is known (the other side not speaking TLS, or refusing our
+    certificate: asyncio's TLS drops the connection without sending an alert)."""
+    if isinstance(err, TimeoutError) or "taking longer than" in str(err):
         return "TLS handshake timed out"
     if isinstance(err, (asyncio.IncompleteReadError, ConnectionResetError, ssl.SSLEOFError, EOFError,
                         BrokenPipeError)) or (isinstance(err, ssl.SSLError) and "EOF" in str(err)):
+        if server_side:
+            return "TLS handshake failed: the client closed the connection (did it refuse our certificate?)"
         return "TLS handshake failed: the peer closed the connection (is it a TLS listener?)"
     if isinstance(err, ssl.SSLCertVerificationError) and err.verify_message:
         return f"TLS handshake failed: certificate verify failed: {err.verify_message}"
     text = " ".join(str(err).split())
     if isinstance(err, ssl.SSLError):
         text = _OPENSSL_NOISE.sub("", text) or (err.reason or type(err).__name__)
+        if err.reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE"):
+            text += " (is the client using PLAINTEXT?)" if server_side else " (is it a TLS listener?)"
     return f"TLS handshake failed: {text or type(err).__name__}"
 
 
