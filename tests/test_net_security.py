@@ -6,6 +6,7 @@ engine.net.security_config as a node's or tool's properties would."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import logging
@@ -312,34 +313,46 @@ def metadata_for(port: int, seen: list[str]):
     return handler
 
 
+@contextlib.contextmanager
+def metadata_server_in_thread(m: Material, seen: list[str]):
+    """A SASL_SSL listener serving Metadata on its own event loop thread, for blocking Kafka clients;
+    yields its port."""
+    security = listener_security(server_props(m), LISTENER, "SASL_SSL", None,
+                                 scram_credentials=lambda mech, user: m.scram.get((mech, user)))
+    loop = asyncio.new_event_loop()
+    with socket.socket() as sock:  # the port first: Metadata must advertise it
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = KafkaServer(metadata_for(port, seen), port=port, listener_name=LISTENER, security=security,
+                         apis={3: ApiSpec(3, "metadata", 0, 12)})
+    loop.run_until_complete(server.start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield port
+    finally:
+        asyncio.run_coroutine_threadsafe(server.close(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
+
+
 def test_librdkafka_admin_client_over_sasl_ssl(material):
     """confluent-kafka (librdkafka, a real Kafka client): ApiVersions, SaslHandshake v1, SaslAuthenticate
     with SCRAM-SHA-512 over TLS checked against our CA, then Metadata as User:alice; a wrong password is
     refused with Kafka's message."""
     admin_module = pytest.importorskip("confluent_kafka.admin")
     from confluent_kafka import KafkaError
-    security = listener_security(server_props(material), LISTENER, "SASL_SSL", None,
-                                 scram_credentials=lambda mech, user: material.scram.get((mech, user)))
     seen: list[str] = []
-    loop = asyncio.new_event_loop()
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    server = KafkaServer(metadata_for(port, seen), port=port, listener_name=LISTENER, security=security,
-                         apis={3: ApiSpec(3, "metadata", 1, 12)})
-    loop.run_until_complete(server.start())
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
+    with metadata_server_in_thread(material, seen) as port:
+        def admin(password: str, error_cb: Any = None) -> Any:
+            return admin_module.AdminClient({
+                **({"error_cb": error_cb} if error_cb else {}),
+                "bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": password,
+                "ssl.ca.location": str(material.client.truststore), "ssl.endpoint.identification.algorithm": "https",
+                "log_level": 0})
 
-    def admin(password: str, error_cb: Any = None) -> Any:
-        return admin_module.AdminClient({**({"error_cb": error_cb} if error_cb else {}),
-            "bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": password,
-            "ssl.ca.location": str(material.client.truststore), "ssl.endpoint.identification.algorithm": "https",
-            "log_level": 0})
-
-    try:
         metadata = admin("alice-secret").list_topics(timeout=20)
         assert [b.port for b in metadata.brokers.values()] == [port] and "User:alice" in seen
         errors: list[Any] = []
@@ -350,8 +363,20 @@ def test_librdkafka_admin_client_over_sasl_ssl(material):
             refused.poll(0.05)
         assert errors and errors[0].code() == KafkaError._AUTHENTICATION
         assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in errors[0].str()
-    finally:
-        asyncio.run_coroutine_threadsafe(server.close(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(30)
-        loop.close()
+
+
+def test_kafka_python_consumer_over_sasl_ssl(material):
+    """kafka-python (its own SaslHandshake/SaslAuthenticate and SCRAM code) bootstraps through our
+    listener and reads Metadata as User:alice."""
+    kafka = pytest.importorskip("kafka")
+    seen: list[str] = []
+    with metadata_server_in_thread(material, seen) as port:
+        consumer = kafka.KafkaConsumer(
+            bootstrap_servers=f"127.0.0.1:{port}", security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="alice", sasl_plain_password="alice-secret",
+            ssl_cafile=str(material.client.truststore), request_timeout_ms=20000)
+        try:
+            assert consumer.topics() == set()
+        finally:
+            consumer.close()
+    assert seen and set(seen) == {"User:alice"}
