@@ -37,7 +37,8 @@ def cmd_storage_format(args: argparse.Namespace) -> int:
     format_storage(Path(args.config), args.cluster_id, release_version=args.release_version,
                    standalone=args.standalone, initial_controllers=args.initial_controllers,
                    no_initial_controllers=args.no_initial_controllers,
-                   ignore_formatted=args.ignore_formatted, features=features, out=_out)
+                   ignore_formatted=args.ignore_formatted, features=features, add_scram=args.add_scram or (),
+                   out=_out)
     return 0
 
 
@@ -149,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--release-version", "-r", help="e.g. 3.7 or 3.7-IV4 (default: latest production)")
     fmt.add_argument("--feature", "-f", action="append", help="NAME=LEVEL, a feature level to set")
     fmt.add_argument("--ignore-formatted", "-g", action="store_true", help="skip directories already formatted")
+    fmt.add_argument("--add-scram", "-S", action="append",
+                     help="a SCRAM credential for bootstrap.checkpoint, e.g. 'SCRAM-SHA-256=[name=alice,password=s]' "
+                          "(also salt=, iterations=, saltedpassword=; repeatable)")
     voters = fmt.add_mutually_exclusive_group()
     voters.add_argument("--standalone", "-s", action="store_true", help="this controller is the only voter")
     voters.add_argument("--initial-controllers", "-I", help="ID@HOST:PORT:DIRECTORY_ID,... the initial voters")

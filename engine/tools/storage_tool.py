@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from engine.records import metadata_records as m
 from engine.common.errors import ConfigError, StorageError
@@ -26,8 +26,10 @@ from engine.storage.log_reader import METADATA_PARTITION_DIR
 from engine.storage.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
 from engine.records.metadata_record_serde import control_record
 from engine.image.metadata_version import (
-    BY_NAME, KRAFT_VERSION_1_MINIMUM, check_feature_names, feature_levels_for, resolve_metadata_version,
+    BY_NAME, KRAFT_VERSION_1_MINIMUM, check_feature_names, feature_levels_for, record_versions,
+    resolve_metadata_version,
 )
+from engine.tools.scram_arguments import scram_records
 from engine.storage.snapshot_writer import SnapshotId, write_bootstrap_checkpoint, write_snapshot
 
 
@@ -124,13 +126,17 @@ def format_storage(config_path: Path, cluster_id: str, *, release_version: str |
                    standalone: bool = False, initial_controllers: str | None = None,
                    no_initial_controllers: bool = False, ignore_formatted: bool = False,
                    features: dict[str, int] | None = None, now_ms: int | None = None,
-                   out: Callable[[str], None] = print) -> list[Path]:
-    """Format every log directory of the node; returns the directories written."""
+                   add_scram: Sequence[str] = (), out: Callable[[str], None] = print) -> list[Path]:
+    """Format every log directory of the node; returns the directories written. ``add_scram``
+    are ``--add-scram`` arguments: SCRAM credentials for bootstrap.checkpoint (KIP-900)."""
     config = load_node_config(config_path)
     _check_cluster_id(cluster_id)
     features = dict(features or {})
     check_feature_names(features)
     level = resolve_metadata_version(release_version, features)
+    scram = scram_records(add_scram)  # read before anything is written: a bad one formats nothing
+    if scram and not record_versions(level.level).scram:
+        raise ConfigError("SCRAM is only supported in metadata.version 3.5-IV2 or later.")
     voters = _initial_voters(config, standalone, initial_controllers, no_initial_controllers)
     _check_kraft_version(level, features.get("kraft.version"), dynamic=bool(voters) or no_initial_controllers)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -146,7 +152,7 @@ def format_storage(config_path: Path, cluster_id: str, *, release_version: str |
             random_kafka_uuid()
         write_meta_properties(directory, MetaProperties(1, cluster_id, config.node_id, directory_id))
         if directory == config.metadata_log_dir:
-            _write_metadata_files(directory, config, voters, level, features, now_ms)
+            _write_metadata_files(directory, config, voters, level, features, now_ms, scram)
         out(f"Formatting metadata directory {directory} with metadata.version "
             f"{level.name}." if directory == config.metadata_log_dir else f"Formatting data directory {directory}")
     return todo
@@ -216,10 +222,11 @@ def _unformatted(directories: list[Path], ignore_formatted: bool, out: Callable[
 
 
 def _write_metadata_files(directory: Path, config: NodeConfig, voters: list[Voter], level, features: dict,
-                          now_ms: int) -> None:
+                          now_ms: int, scram: Sequence[object] = ()) -> None:
     levels = feature_levels_for(level, overrides=features)
     records = [m.FeatureLevelRecordV0(name=name, feature_level=i16(value))
                for name, value in levels]
+    records.extend(scram)  # after the feature levels, as Kafka's Formatter adds them
     write_bootstrap_checkpoint(directory, records, now_ms=now_ms)
     if voters:
         listener = config.controller_listeners[0] if config.controller_listeners else "CONTROLLER"
