@@ -109,3 +109,17 @@ def test_the_controller_enforces_its_acls_and_answers_kafkas_error_codes(tmp_pat
     # a Raft peer without CLUSTER_ACTION, and a "broker" without it forwarding for a super user
     assert vote.error_code == ErrorCode.cluster_authorization_failed
     assert (envelope.error_code, envelope.response_data) == (ErrorCode.cluster_authorization_failed, None)
+
+
+def test_a_broker_forwards_its_clients_principal_and_address() -> None:
+    """The simulated broker's Envelope carries who the client's connection authenticated as (not a
+    fixed ANONYMOUS) and its address: what the controller authorizes the inner request as."""
+    from engine.broker.forwarding import envelope_of
+    from engine.net.channel_security import KafkaPrincipal
+    from engine.net.kafka_server import RequestContext
+    from engine.server.controller_server import client_host, read_principal_data
+
+    ctx = RequestContext(19, 7, 5, "admin", ("10.1.2.3", 40000), "PLAINTEXT", principal=KafkaPrincipal("User", "alice"))
+    envelope = envelope_of(ctx, _create_topics("t"))
+    assert read_principal_data(envelope.request_principal) == ("User:alice", False)
+    assert client_host(envelope.client_host_address) == "10.1.2.3"
