@@ -100,7 +100,8 @@ def run_against(m: Material, protocol: str, clients: list[dict[str, str]], *, ho
                 async with KafkaClient(client_id="t", request_timeout_ms=5000,
                                        security=client_security(props, "client.properties")) as client:
                     try:
-                        response = await client.send((host, server.address[1]), DESCRIBE_CLUSTER(include_cluster_authorized_operations=False))
+                        request = DESCRIBE_CLUSTER(include_cluster_authorized_operations=False)
+                        response = await client.send((host, server.address[1]), request)
                         out.append(response.cluster_id)
                     except NetError as err:
                         out.append(err)
@@ -165,7 +166,8 @@ def test_certificate_principal_prints_unknown_attributes_as_java_does():
     from cryptography.hazmat.primitives.serialization import Encoding
     from cryptography.x509.oid import NameOID
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COUNTRY_NAME, "NO"), x509.NameAttribute(NameOID.ORGANIZATION_NAME, "A, B"),
+    name = x509.Name([x509.NameAttribute(NameOID.COUNTRY_NAME, "NO"),
+                      x509.NameAttribute(NameOID.ORGANIZATION_NAME, "A, B"),
                       x509.NameAttribute(NameOID.EMAIL_ADDRESS, "a@b"), x509.NameAttribute(NameOID.COMMON_NAME, "x")])
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
@@ -223,16 +225,20 @@ def test_client_does_not_know_the_server_ca(material, caplog):
                          f"our certificate?)")
 
 
-@pytest.mark.parametrize("certificate, reason", [("foreign_client", "unable to get local issuer certificate"),
-                                                 ("expired_client", "certificate has expired")])
+@pytest.mark.parametrize("certificate, reason", [
+    ("foreign_client", "certificate verify failed: unable to get local issuer certificate"),
+    ("expired_client", "certificate verify failed: certificate has expired"),
+    (None, "peer did not return a certificate"),
+])
 def test_server_refuses_the_client_certificate(material, caplog, certificate, reason):
-    answers = run_against(material, "SSL", [client_props(material, "SSL", certificate=getattr(material, certificate)),
+    offered = getattr(material, certificate) if certificate else None
+    answers = run_against(material, "SSL", [client_props(material, "SSL", certificate=offered),
                                             client_props(material, "SSL", certificate=material.client)],
                           client_auth="required")
     assert_refused(answers, "the peer closed the connection after the TLS handshake (did it refuse our certificate?)",
                    f"User:{material.client_subject}|SSL")
     (line,) = warnings(caplog)
-    assert f"on {LISTENER}: TLS handshake failed: certificate verify failed: {reason}" in line
+    assert line.endswith(f"on {LISTENER}: TLS handshake failed: {reason}")
 
 
 def test_expired_server_certificate(material, caplog):
@@ -380,3 +386,19 @@ def test_kafka_python_consumer_over_sasl_ssl(material):
         finally:
             consumer.close()
     assert seen and set(seen) == {"User:alice"}
+
+
+def test_silent_client_on_a_tls_listener_times_out(material, caplog):
+    """A peer that connects and never starts the handshake is dropped after handshake_timeout_ms (one line)."""
+    security = listener_security(server_props(material), LISTENER, "SSL", None)
+
+    async def main() -> bytes:
+        async with KafkaServer(who_am_i, listener_name=LISTENER, security=security,
+                               handshake_timeout_ms=100) as server:
+            reader, writer = await asyncio.open_connection(*server.address)
+            data = await reader.read()  # EOF once the server gives up
+            writer.close()
+            return data
+    assert asyncio.run(asyncio.wait_for(main(), 10)) == b""
+    (line,) = warnings(caplog)
+    assert line.endswith(f"on {LISTENER}: TLS handshake timed out")

@@ -196,7 +196,8 @@ def test_ssl_client_with_certificate_for_mtls(stores):
 
 
 @pytest.mark.parametrize("props, expected", [
-    ({"security.protocol": "TLS"}, "security.protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'TLS'"),
+    ({"security.protocol": "TLS"},
+     "security.protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'TLS'"),
     ({"security.protocol": "SASL_PLAINTEXT"}, "sasl.mechanism is GSSAPI (Kafka's default), which is not supported"),
     ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}, "sasl.jaas.config is not set"),
     ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",

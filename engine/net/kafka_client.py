@@ -26,7 +26,9 @@ from typing import Any, Callable
 
 from engine.records.kio_codec import ErrorCode
 from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
-from engine.net.errors import AuthenticationError, NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError
+from engine.net.errors import (
+    AuthenticationError, NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError,
+)
 from engine.net.kafka_protocol import (
     API_VERSIONS_KEY, API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,
     peek_correlation_id, peer_ranges, request_class, response_class,

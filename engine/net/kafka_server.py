@@ -21,7 +21,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping, NoReturn
 
-from engine.net.channel_security import ANONYMOUS, PLAINTEXT_LISTENER, KafkaPrincipal, ListenerSecurity, SecurityProtocol
+from engine.net.channel_security import (
+    ANONYMOUS, PLAINTEXT_LISTENER, KafkaPrincipal, ListenerSecurity, SecurityProtocol,
+)
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 from engine.net.kafka_protocol import (
     API_VERSIONS_KEY, API_VERSIONS_SPEC, RAFT_APIS, ApiSpec, answer_api_versions, decode_request_frame,

@@ -115,7 +115,8 @@ async def authenticate_client(call: Call, peer_ranges: dict[int, tuple[int, int]
     while token is not None:
         response = await call(request_class(SASL_AUTHENTICATE_KEY, version)(auth_bytes=token))
         if response.error_code != ErrorCode.none:
-            raise refused(f"SASL authentication failed: {response.error_message or ErrorCode(response.error_code).name}")
+            reason = response.error_message or ErrorCode(response.error_code).name
+            raise refused(f"SASL authentication failed: {reason}")
         try:
             token = client.evaluate(bytes(response.auth_bytes))
         except AuthenticationError as err:
