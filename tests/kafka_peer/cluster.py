@@ -166,8 +166,7 @@ class KafkaCluster:
                 for node in self.voters:
                     node.start()
                 if any(not n.is_voter for n in self.nodes):
-                    wait_until(lambda: quorum_leader(self.controller_addresses) >= 0, "a quorum leader",
-                               self.live_nodes())
+                    wait_until(self.has_leader, "a quorum leader", self.live_nodes())
                 for node in self.nodes:
                     if not node.is_voter:
                         node.start()
@@ -183,11 +182,15 @@ class KafkaCluster:
     def wait_ready(self, nodes: list[KafkaNode] | None = None) -> None:
         """Until the quorum has a leader and every broker in ``nodes`` is registered and unfenced."""
         nodes = nodes or self.nodes
-        wait_until(lambda: quorum_leader(self.controller_addresses) >= 0, "a quorum leader", self.live_nodes())
+        wait_until(self.has_leader, "a quorum leader", self.live_nodes())
         for node in nodes:
             if node.is_broker:
                 wait_until(lambda node=node: node.node_id in metadata_brokers(node.broker_address),
                            f"broker {node.node_id} unfenced", self.live_nodes())
+
+    def has_leader(self) -> bool:
+        """Whether a DescribeQuorum answer names a leader (asked in PLAINTEXT; kafka_peer.secured asks otherwise)."""
+        return quorum_leader(self.controller_addresses) >= 0
 
     def live_nodes(self) -> list[KafkaNode]:
         return [n for n in self.nodes if n.alive]

@@ -33,7 +33,7 @@ from tests.tls_material import Leaf, PemFiles, TestCA, write_pem
 
 from .cluster import KafkaCluster
 from .distribution import KafkaDistribution
-from .nodes import KafkaNode, wait_until
+from .nodes import KafkaNode, metadata_brokers, wait_until
 
 SCRAM = "SCRAM-SHA-512"
 CONTROLLER_USER = "controller"  # the controllers' own login on their listener
@@ -81,19 +81,22 @@ class SecuredQuorum:
     root: Path
     protocol: str  # the controller listener's security protocol: SASL_SSL or SSL
     voters: int = 1
+    controllers: str = "kafka"  # whose controllers: Kafka's, or ours ("kraftd": kraftd start, same config)
+    brokers: int = 0  # Kafka broker-only nodes: PLAINTEXT for clients, the secured listener to the controllers
     ca: TestCA = field(default_factory=TestCA)
     passwords: dict[str, str] = field(default_factory=dict)  # SCRAM user -> password (SASL_SSL only)
     cluster: KafkaCluster | None = None
     status: dict[str, str] = field(default_factory=dict)  # Kafka's describe --status once ready
 
     @classmethod
-    def sasl_ssl(cls, dist: KafkaDistribution, root: Path) -> "SecuredQuorum":
+    def sasl_ssl(cls, dist: KafkaDistribution, root: Path, *, controllers: str = "kafka",
+                 brokers: int = 0) -> "SecuredQuorum":
         """One controller: Kafka's controllers cannot use SCRAM between themselves. Its server
         side reads credentials from the metadata image, which a controller loads only once it
         knows the high watermark, so no vote is ever authenticated (tried here with three:
         "invalid credentials with SASL mechanism SCRAM-SHA-512" forever; Confluent's
         cp-ansible refuses the setup for the same reason). Clients and brokers can use it."""
-        return cls(dist, root, "SASL_SSL", 1,
+        return cls(dist, root, "SASL_SSL", 1, controllers, brokers,
                    passwords={CONTROLLER_USER: "controller-secret-51c2", ADMIN_USER: "admin-secret-9d04",
                               NOBODY_USER: "nobody-secret-e6b8"})
 
@@ -104,7 +107,8 @@ class SecuredQuorum:
     # ------------------------------------------------------------------ the quorum
     def server_config(self) -> dict[str, str]:
         server = write_java_pem(self.root / "tls", "server", self.ca.issue("controller"))
-        config = {"listener.security.protocol.map": f"CONTROLLER:{self.protocol}", **ssl_store_config(server)}
+        config = {"listener.security.protocol.map": f"CONTROLLER:{self.protocol},PLAINTEXT:PLAINTEXT",
+                  **ssl_store_config(server)}
         if self.protocol == "SSL":
             # the controllers present their own certificate to each other: also as clients
             config["ssl.client.auth"] = "required"
@@ -113,18 +117,22 @@ class SecuredQuorum:
             "sasl.enabled.mechanisms": SCRAM,
             "listener.name.controller.sasl.enabled.mechanisms": SCRAM,
             "sasl.mechanism.controller.protocol": SCRAM,
-            # the listener's JAAS is also the controllers' login when they call each other
+            # the listener's JAAS is also the login of a controller or broker calling a controller
             f"listener.name.controller.{SCRAM.lower()}.sasl.jaas.config":
                 jaas(CONTROLLER_USER, self.passwords[CONTROLLER_USER]),
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": f"User:{CONTROLLER_USER};User:{ADMIN_USER}",
         })
+        if self.brokers:
+            # the brokers' PLAINTEXT listener (clients of the tests) authenticates nobody: ANONYMOUS,
+            # which only that listener can be, may do anything there
+            config["super.users"] += ";User:ANONYMOUS"
         return config
 
     def start(self) -> "SecuredQuorum":
         scram = [f"{SCRAM}=[name={user},password={password}]" for user, password in self.passwords.items()]
-        self.cluster = _Cluster(self.dist, self.root / "cluster", voters=self.voters, config=self.server_config(),
-                                quorum=self, scram=scram)
+        self.cluster = _Cluster(self.dist, self.root / "cluster", voters=self.voters, brokers=self.brokers,
+                                controllers=self.controllers, config=self.server_config(), quorum=self, scram=scram)
         self.cluster.start()
         return self
 
@@ -189,17 +197,25 @@ class _Cluster(KafkaCluster):
             args += ["--add-scram", credential]
         return args
 
-    def wait_ready(self, nodes: list[KafkaNode] | None = None) -> None:
-        nodes = nodes or self.nodes
-        for node in nodes:
-            wait_until(lambda node=node: STARTED in node.output_path.read_text(errors="replace"),
-                       f"Kafka node {node.node_id} started", self.live_nodes())
+    def has_leader(self) -> bool:
+        """Kafka's kafka-metadata-quorum through the secured listener names a leader (a JVM a
+        call: asked once Kafka's controllers say they started)."""
+        if not all(STARTED in n.output_path.read_text(errors="replace") for n in self.voters if not n.kraftd):
+            return False
         ready = self.secured.client_config("readiness", certificate="readiness")
+        status = parse_status(self.secured.describe_status(ready, check=False).stdout)
+        if int(status.get("LeaderId", "-1")) < 0:
+            return False
+        self.secured.status = status  # what Kafka's own tool reports: the tests compare with it
+        return True
 
-        def leader() -> bool:
-            status = parse_status(self.secured.describe_status(ready, check=False).stdout)
-            if int(status.get("LeaderId", "-1")) < 0:
-                return False
-            self.secured.status = status  # what Kafka's own tool reports: the tests compare with it
-            return True
-        wait_until(leader, "a quorum leader (kafka-metadata-quorum through the secured listener)", self.live_nodes())
+    def wait_ready(self, nodes: list[KafkaNode] | None = None) -> None:
+        """A leader, then each broker in ``nodes`` unfenced (its own PLAINTEXT Metadata answer lists it):
+        the broker registered and heartbeats through the secured controller listener."""
+        if not self.secured.status:  # else asked already, before the brokers started
+            wait_until(self.has_leader, "a quorum leader (kafka-metadata-quorum through the secured listener)",
+                       self.live_nodes())
+        for node in nodes or self.nodes:
+            if node.is_broker:
+                wait_until(lambda node=node: node.node_id in metadata_brokers(node.broker_address),
+                           f"broker {node.node_id} unfenced", self.live_nodes())
