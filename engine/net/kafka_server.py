@@ -88,11 +88,14 @@ class _Connection:
             try:
                 await start_tls(self.writer, security.ssl_context, self.server.handshake_timeout_ms)
             except (OSError, EOFError, TimeoutError) as err:
-                log.warning("closing connection from %s on %s: %s", self.name, self.server.listener_name,
-                            handshake_failure(err, server_side=True))
-                self.writer.close()
-                return
-            self.principal = peer_principal(self.writer)
+                return self._refuse(handshake_failure(err, server_side=True))
+            except BaseException:
+                self.writer.close()  # server shutdown during the handshake
+                raise
+            try:
+                self.principal = peer_principal(self.writer)
+            except ValueError as err:  # a certificate OpenSSL accepted but cryptography cannot read
+                return self._refuse(f"cannot read the client certificate's subject: {err}")
         tasks = [asyncio.create_task(self._read_loop()), asyncio.create_task(self._write_loop()),
                  asyncio.create_task(self.failed.wait())]
         try:
@@ -105,6 +108,11 @@ class _Connection:
             await asyncio.gather(*children, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await self.writer.wait_closed()
+
+    def _refuse(self, problem: str) -> None:
+        """Close a connection that never got to its first request."""
+        log.warning("closing connection from %s on %s: %s", self.name, self.server.listener_name, problem)
+        self.writer.close()
 
     def _drop(self, problem: str) -> NoReturn:
         log.warning("closing connection from %s on %s: %s", self.name, self.server.listener_name, problem)
