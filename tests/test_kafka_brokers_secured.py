@@ -17,7 +17,7 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka_peer.fixtures import VERSIONS
 from kafka_peer.nodes import metadata_brokers
-from kafka_peer.secured import NOBODY_USER, SecuredQuorum, parse_status
+from kafka_peer.secured import NOBODY_USER, Quorums, SecuredQuorum, parse_status
 
 from engine.image.metadata_loader import load_log_dir
 
@@ -25,23 +25,17 @@ pytestmark = [pytest.mark.kafka, pytest.mark.parametrize("kafka_dist", VERSIONS[
 
 
 @pytest.fixture(scope="module")
-def _made() -> Iterator[dict]:
-    made: dict[str, SecuredQuorum] = {}
-    yield made
-    for quorum in made.values():
-        quorum.close()
+def _quorums() -> Iterator[Quorums]:
+    quorums = Quorums()
+    yield quorums
+    quorums.close()
 
 
 @pytest.fixture
-def secured(kafka_dist, _made, tmp_path_factory) -> SecuredQuorum:
+def secured(kafka_dist, _quorums, tmp_path_factory) -> SecuredQuorum:
     """Our controller and a Kafka broker, SASL_SSL between them (shared: each test makes its own topics)."""
-    quorum = _made.get("sasl")
-    if quorum is None or not all(n.alive for n in quorum.cluster.nodes):
-        if quorum is not None:
-            quorum.close()
-        quorum = _made["sasl"] = SecuredQuorum.sasl_ssl(
-            kafka_dist, tmp_path_factory.mktemp("kraftd-secured"), controllers="kraftd", brokers=1).start()
-    return quorum
+    return _quorums.get("sasl", lambda: SecuredQuorum.sasl_ssl(
+        kafka_dist, tmp_path_factory.mktemp("kraftd-secured"), controllers="kraftd", brokers=1))
 
 
 def our_image(quorum: SecuredQuorum):

@@ -24,7 +24,7 @@ from typing import Iterator
 
 import pytest
 from kafka_peer.fixtures import VERSIONS
-from kafka_peer.secured import ADMIN_USER, KEY_PASSWORD, NOBODY_USER, SecuredQuorum
+from kafka_peer.secured import ADMIN_USER, KEY_PASSWORD, NOBODY_USER, Quorums, SecuredQuorum
 
 from metashell.live.attach import Attachment, load_command_config
 from tests.tls_material import TestCA
@@ -37,33 +37,22 @@ ATTACH_TIMEOUT_S = 60
 
 
 @pytest.fixture(scope="module")
-def _quorums() -> Iterator[dict]:
-    made: dict[str, SecuredQuorum] = {}
-    yield made
-    for quorum in made.values():
-        quorum.close()
-
-
-def _quorum(kind: str, kafka_dist, made: dict, tmp_path_factory) -> SecuredQuorum:
-    quorum = made.get(kind)
-    if quorum is None or not all(n.alive for n in quorum.cluster.nodes):
-        if quorum is not None:
-            quorum.close()
-        start = SecuredQuorum.sasl_ssl if kind == "sasl" else SecuredQuorum.mutual_tls
-        quorum = made[kind] = start(kafka_dist, tmp_path_factory.mktemp(f"secured-{kind}")).start()
-    return quorum
+def _quorums() -> Iterator[Quorums]:
+    quorums = Quorums()
+    yield quorums
+    quorums.close()
 
 
 @pytest.fixture
 def sasl_quorum(kafka_dist, _quorums, tmp_path_factory) -> SecuredQuorum:
     """One Kafka controller, its listener SASL_SSL with SCRAM-SHA-512 (shared: ask, don't change)."""
-    return _quorum("sasl", kafka_dist, _quorums, tmp_path_factory)
+    return _quorums.get("sasl", lambda: SecuredQuorum.sasl_ssl(kafka_dist, tmp_path_factory.mktemp("secured-sasl")))
 
 
 @pytest.fixture
 def mtls_quorum(kafka_dist, _quorums, tmp_path_factory) -> SecuredQuorum:
     """One Kafka controller, its listener SSL with ssl.client.auth=required (shared)."""
-    return _quorum("mtls", kafka_dist, _quorums, tmp_path_factory)
+    return _quorums.get("mtls", lambda: SecuredQuorum.mutual_tls(kafka_dist, tmp_path_factory.mktemp("secured-mtls")))
 
 
 def metashell(quorum: SecuredQuorum, config: Path | None, commands: str) -> subprocess.CompletedProcess:

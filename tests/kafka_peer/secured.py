@@ -28,6 +28,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from tests.tls_material import Leaf, PemFiles, TestCA, write_pem
 
@@ -178,6 +179,26 @@ class SecuredQuorum:
     def kafka_status(self, command_config: Path) -> dict[str, str]:
         """``describe --status`` as its "Name: value" lines (ClusterId, LeaderId, CurrentVoters...)."""
         return parse_status(self.describe_status(command_config).stdout)
+
+
+class Quorums:
+    """A test module's secured quorums by name: each started on first use (again when one of its
+    nodes died), all killed by ``close`` (the module's end: idle JVMs take CPU from the rest)."""
+
+    def __init__(self) -> None:
+        self.made: dict[str, SecuredQuorum] = {}
+
+    def get(self, name: str, make: Callable[[], SecuredQuorum]) -> SecuredQuorum:
+        quorum = self.made.get(name)
+        if quorum is None or not all(n.alive for n in quorum.cluster.nodes):
+            if quorum is not None:
+                quorum.close()
+            quorum = self.made[name] = make().start()
+        return quorum
+
+    def close(self) -> None:
+        for quorum in self.made.values():
+            quorum.close()
 
 
 def parse_status(text: str) -> dict[str, str]:
