@@ -123,3 +123,12 @@ def test_a_broker_forwards_its_clients_principal_and_address() -> None:
     envelope = envelope_of(ctx, _create_topics("t"))
     assert read_principal_data(envelope.request_principal) == ("User:alice", False)
     assert client_host(envelope.client_host_address) == "10.1.2.3"
+
+
+def test_acl_hosts_are_compared_with_javas_form_of_the_address() -> None:
+    """Kafka compares an ACL's host with InetAddress.getHostAddress: IPv6 uncompressed."""
+    from engine.server.controller_server import java_host_address
+
+    assert java_host_address("127.0.0.1") == "127.0.0.1"
+    assert java_host_address("::1") == "0:0:0:0:0:0:0:1"
+    assert java_host_address("fe80::ab:1%eth0") == "fe80:0:0:0:0:0:ab:1"

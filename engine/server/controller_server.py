@@ -103,6 +103,7 @@ class ControllerServer:
                  registrar: ControllerRegistrar | None = None):
         self.driver = driver
         self.authorizer = config.authorizer
+        self._acls: tuple[Any, tuple[Any, ...]] = (None, ())  # the committed ACL map and its records
         # DescribeCluster stays the Raft driver's answer (the voters' endpoints, the Raft leader as
         # controller id), which holds before a metadata.version with registrations and while a
         # controller is still unregistered; `kraftd quorum` and Kafka's admin clients find the
@@ -194,8 +195,12 @@ class ControllerServer:
 
     def caller(self, principal: str, host: str) -> Caller:
         """The authorizer for one request, over the ACLs committed so far."""
-        acls = tuple(self.core.committed_image().acls.values()) if self.authorizer.enabled else ()
-        return Caller(self.authorizer, acls, principal, host)
+        if not self.authorizer.enabled:
+            return Caller(self.authorizer, (), principal, host)
+        acls = self.core.committed_image().acls
+        if self._acls[0] is not acls:  # a new image shares its ACL map until the ACLs change
+            self._acls = (acls, tuple(acls.values()))
+        return Caller(self.authorizer, self._acls[1], principal, java_host_address(host))
 
     def _authorize_raft(self, ctx: RequestContext) -> Any:
         """The Raft driver's hook: the error code refusing a Raft API (CLUSTER_ACTION for the
@@ -284,6 +289,19 @@ class ControllerServer:
             return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.not_controller)
         frame = encode_response(response, info.correlation_id, info.api_key)
         return module.EnvelopeResponse(response_data=frame[4:], error_code=ErrorCode.none)
+
+
+def java_host_address(host: str) -> str:
+    """The address as Java's InetAddress.getHostAddress writes it, which ACL hosts are compared
+    with: IPv4 dotted, IPv6 as eight uncompressed hex groups (0:0:0:0:0:0:0:1)."""
+    try:
+        address = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return host
+    if address.version == 4:
+        return str(address)
+    groups = address.packed
+    return ":".join(f"{int.from_bytes(groups[i:i + 2], 'big'):x}" for i in range(0, 16, 2))
 
 
 def client_host(address: bytes | None) -> str:
