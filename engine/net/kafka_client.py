@@ -187,6 +187,8 @@ class KafkaClient:
                  reconnect_backoff_max_ms: int = 1000, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  rng: random.Random | None = None, clock: Callable[[], float] = monotonic_ms,
                  security: ClientSecurity = PLAINTEXT_CLIENT):
+        if security.protocol.uses_tls and security.ssl_context is None:
+            raise ValueError(f"{security.protocol.name} needs a TLS context")
         self.client_id = client_id
         self.security = security
         self.request_timeout_ms = request_timeout_ms
@@ -289,8 +291,8 @@ class KafkaClient:
             backoff.record_failure()
             reason = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
             raise NetworkError(f"cannot connect to {name}: {reason}") from None
-        context = self.security.ssl_context
-        if self.security.protocol.uses_tls and context is not None:
+        context = self.security.ssl_context if self.security.protocol.uses_tls else None
+        if context is not None:
             try:
                 await start_tls(writer, context, self.request_timeout_ms,
                                 server_hostname=address[0] if context.check_hostname else None)
