@@ -9,6 +9,7 @@ import uuid
 
 from engine.controller.api_permissions import authorize_request, cluster_denial, covered_api_keys
 from engine.controller.commands import all_commands
+from engine.controller.controller_config import ControllerConfig
 from engine.controller.standard_authorizer import (
     ALLOW, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTION, DELETE, DESCRIBE, LITERAL, READ, TOPIC, AuthorizerConfig, Caller,
 )
@@ -73,6 +74,9 @@ def test_delete_topics_tells_a_denied_topic_only_to_who_may_see_it() -> None:
     answered = [(r.name, r.topic_id, r.error_code) for r in verdict.finish(empty).responses]
     denied = ErrorCode.topic_authorization_failed
     assert answered == [("seen", SEEN, denied), (None, HIDDEN, denied), ("hidden", None, denied)]
+    # with delete.topic.enable=false the command refuses all of it first, as Kafka's ControllerApis does
+    disabled = ControllerConfig(delete_topic_enable=False)
+    assert authorize_request(caller, COMMANDS[20], req, _image(), disabled).request is req
 
 
 def test_create_topics_hides_the_configs_of_a_topic_it_may_not_describe() -> None:

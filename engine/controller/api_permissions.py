@@ -17,6 +17,7 @@ import dataclasses
 from collections import Counter
 from typing import Any, Callable, NamedTuple
 
+from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import Command
 from engine.controller.delegation_token_control import not_allowed_response
 from engine.controller.standard_authorizer import (
@@ -86,10 +87,13 @@ class Verdict(NamedTuple):
     finish: Callable[[Any], Any] = lambda response: response
 
 
-def authorize_request(caller: Caller, command: Command, request: Any, image: MetadataImage) -> Verdict:
+def authorize_request(caller: Caller, command: Command, request: Any, image: MetadataImage,
+                      config: ControllerConfig | None = None) -> Verdict:
     """The verdict on one request for ``command`` (read at its newest version)."""
     if not caller.config.enabled or command.api_key in UNCHECKED:
         return Verdict(request)
+    if command.api_key == 20 and config is not None and not config.delete_topic_enable:
+        return Verdict(request)  # Kafka refuses the whole request before authorizing (TOPIC_DELETION_DISABLED)
     per_item = _PER_ITEM.get(command.api_key)
     if per_item is not None:
         return per_item(caller, command, request, image)

@@ -233,7 +233,8 @@ class ControllerServer:
         token_refused = api_key in TOKEN_API_KEYS and (token_authenticated or not forwarded)
         verdict = api_permissions.Verdict(request)
         if caller is not None and not token_refused:
-            verdict = api_permissions.authorize_request(caller, command, request, self.core.committed_image())
+            verdict = api_permissions.authorize_request(caller, command, request, self.core.committed_image(),
+                                                        self.core.config)
         if token_refused:
             response = not_allowed_response(api_key, request, principal)
         elif verdict.request is None:
