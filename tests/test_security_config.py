@@ -233,3 +233,18 @@ def test_controller_channel_named_after_protocol_needs_no_map():
     security = client_security({}, WHERE, listener_name="PLAINTEXT")
     assert security.protocol is SecurityProtocol.PLAINTEXT
     assert "controller.listener.names is not set" in config_error(controller_client_security, {}, WHERE)
+
+
+def test_inline_pem_stores(stores):
+    """ssl.keystore.key + ssl.keystore.certificate.chain and ssl.truststore.certificates, as Kafka allows."""
+    server, _ = stores
+    keystore = server.keystore.read_text()
+    key_end = keystore.index("-----END ENCRYPTED PRIVATE KEY-----") + len("-----END ENCRYPTED PRIVATE KEY-----")
+    props = {"ssl.keystore.type": "PEM", "ssl.keystore.key": keystore[:key_end],
+             "ssl.keystore.certificate.chain": keystore[key_end:].strip(), "ssl.key.password": server.key_password,
+             "ssl.truststore.type": "PEM", "ssl.truststore.certificates": server.truststore.read_text(),
+             "ssl.client.auth": "required"}
+    assert listener_security(props, "SSL", "SSL", WHERE).ssl_context.verify_mode == ssl.CERT_REQUIRED
+    del props["ssl.keystore.certificate.chain"]
+    assert "ssl.keystore.key is set but ssl.keystore.certificate.chain is not" in config_error(
+        listener_security, props, "SSL", "SSL", WHERE)

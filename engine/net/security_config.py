@@ -17,7 +17,8 @@ What Kafka reads, and so what we read:
   ``listener.name.<l>.<mech>.sasl.jaas.config`` (Kafka builds that channel with JaasContext.Type.SERVER,
   so the login's username/password come from the listener's server-side JAAS entry).
 * TLS stores are PEM only (``ssl.keystore.type=PEM``: private key then certificate chain;
-  ``ssl.truststore.type=PEM``: CA certificates; or the truststore inline in ``ssl.truststore.certificates``).
+  ``ssl.truststore.type=PEM``: CA certificates; or inline, as Kafka allows, in ``ssl.keystore.key`` with
+  ``ssl.keystore.certificate.chain`` and ``ssl.truststore.certificates``).
   Kafka's defaults are JKS, which Python's ssl cannot read; a JKS or PKCS12 store is one ConfigError
   saying only PEM is supported. The files are checked with ``cryptography`` before OpenSSL sees them, so
   a wrong ``ssl.key.password`` or a file that is not PEM is a line naming the key, not OpenSSL's
@@ -34,6 +35,7 @@ ssl.protocol, ssl.enabled.protocols and ssl.cipher.suites are left to OpenSSL's 
 from __future__ import annotations
 
 import ssl
+import tempfile
 from pathlib import Path
 from typing import Mapping, NamedTuple
 
@@ -230,20 +232,41 @@ def _certificates(data: bytes, key: str, s: _Settings) -> list[x509.Certificate]
     return certs
 
 
+def _has_keystore(s: _Settings) -> bool:
+    return bool(s.get("ssl.keystore.location")[0] or s.get("ssl.keystore.key")[0])
+
+
 def _load_keystore(context: ssl.SSLContext, s: _Settings) -> None:
-    """ssl.keystore.location (PEM: the private key, then the certificate chain) into ``context``."""
+    """The key and certificate chain into ``context``: ssl.keystore.location (a PEM file: the private
+    key, then the chain) or, as Kafka also allows, the PEM text itself in ssl.keystore.key and
+    ssl.keystore.certificate.chain (OpenSSL loads only files, so that goes through a private temporary
+    file that is gone once loaded)."""
     location, location_key = s.get("ssl.keystore.location")
-    if not location:
-        inline, inline_key = s.get("ssl.keystore.key")
-        if inline:
-            raise s.error(f"{inline_key} (an inline key) is not supported: put the key and certificate chain "
-                          f"in a PEM file named by ssl.keystore.location")
+    inline, inline_key = s.get("ssl.keystore.key")
+    if not location and not inline:
         return
     _store_type(s, "ssl.keystore.type", "key and certificate chain")
     if s.get("ssl.keystore.password")[0]:
         raise s.error(f"{s.get('ssl.keystore.password')[1]} cannot be used with a PEM keystore "
                       f"(as in Kafka, give only ssl.key.password)")
-    path, data = _read_store(s, "ssl.keystore.location")
+    if location:
+        path, data = _read_store(s, "ssl.keystore.location")
+        _check_keystore(s, data, location, location_key)
+        _load_cert_chain(context, s, path, location, location_key)
+        return
+    chain, chain_key = s.get("ssl.keystore.certificate.chain")
+    if not chain:
+        raise s.error(f"{inline_key} is set but {chain_key} is not (an inline key needs its certificate chain)")
+    data = f"{inline}\n{chain}\n".encode()
+    _check_keystore(s, data, "the value", inline_key)
+    with tempfile.TemporaryDirectory(prefix="metashell-keystore-") as directory:  # mode 0700
+        path = Path(directory) / "keystore.pem"
+        path.write_bytes(data)
+        _load_cert_chain(context, s, path, "the value", inline_key)
+
+
+def _check_keystore(s: _Settings, data: bytes, location: str, location_key: str) -> None:
+    """The key reads with ssl.key.password and certificates follow it, or a line saying what is wrong."""
     password, password_key = s.get("ssl.key.password")
     if b"PRIVATE KEY-----" not in data:
         raise s.error(f"{location_key}: {location} holds no PEM private key")
@@ -260,6 +283,10 @@ def _load_keystore(context: ssl.SSLContext, s: _Settings) -> None:
     if b"CERTIFICATE-----" not in data:
         raise s.error(f"{location_key}: {location} holds no PEM certificate after its private key")
     _certificates(data, location_key, s)
+
+
+def _load_cert_chain(context: ssl.SSLContext, s: _Settings, path: Path, location: str, location_key: str) -> None:
+    password = s.get("ssl.key.password")[0]
     try:
         context.load_cert_chain(str(path), password=password or None)
     except (ssl.SSLError, OSError) as err:
@@ -305,7 +332,7 @@ def listener_security(props: Mapping[str, str], listener_name: str, protocol: Se
     context = None
     if protocol.uses_tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        if not s.get("ssl.keystore.location")[0]:
+        if not _has_keystore(s):
             raise s.error(f"listener {listener_name} is {protocol.name} but ssl.keystore.location is not set "
                           f"(nor {s.prefix}ssl.keystore.location): a TLS listener needs its key and certificate")
         _load_keystore(context, s)
