@@ -208,8 +208,9 @@ class ControllerServer:
         denial = api_permissions.cluster_denial(self.caller(str(ctx.principal), ctx.peer[0]), ctx.api_key)
         if denial is None:
             return None
-        log.info("node %d: %s refused to %s from %s: %s", self.core.node_id, ctx.api_key, ctx.principal,
-                 ctx.peer[0], denial[1])
+        spec = served_apis().get(ctx.api_key)
+        log.info("node %d: %s refused to %s from %s: %s", self.core.node_id, spec.name if spec else ctx.api_key,
+                 ctx.principal, ctx.peer[0], denial[1])
         return denial[0]
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any:
