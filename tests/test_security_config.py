@@ -221,9 +221,11 @@ def test_controller_channel_as_kafka_builds_it(stores):
     security = controller_client_security(props, WHERE)
     assert security.protocol is SecurityProtocol.SASL_SSL and security.sasl_mechanism == "SCRAM-SHA-256"
     assert (security.username, security.password) == ("ctl", "ctl-secret")
-    del props["listener.security.protocol.map"]
+    props["listener.security.protocol.map"] = "OLD:PLAINTEXT"
     assert "listener CONTROLLER has no entry in listener.security.protocol.map" in config_error(
         controller_client_security, props, WHERE)
+    del props["listener.security.protocol.map"]  # not set at all: Kafka takes the controller listener as PLAINTEXT
+    assert controller_client_security(props, WHERE).protocol is SecurityProtocol.PLAINTEXT
     assert "sasl.mechanism.controller.protocol is GSSAPI (Kafka's default)" in config_error(
         client_security, {"listener.security.protocol.map": "C:SASL_PLAINTEXT"}, WHERE, listener_name="C",
         mechanism_key="sasl.mechanism.controller.protocol")

@@ -191,6 +191,9 @@ def _listener_protocol(props: Mapping[str, str], listener_name: str, where: str 
             return _protocol(protocol, "listener.security.protocol.map", where)
     if wanted in SecurityProtocol.__members__:
         return SecurityProtocol[wanted]
+    if not props.get("listener.security.protocol.map", "").strip():
+        # Kafka (KRaft) maps a controller listener to PLAINTEXT when the map is not set at all
+        return SecurityProtocol.PLAINTEXT
     raise ConfigError(f"listener {listener_name} has no entry in listener.security.protocol.map", path=where)
 
 

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 from engine.records.metadata_record_serde import AnyRecord
+from engine.net.channel_security import PLAINTEXT_CLIENT, PLAINTEXT_LISTENER, ClientSecurity, ListenerSecurity
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import API_VERSIONS_KEY, RAFT_APIS, ApiSpec, request_class, response_class
@@ -131,7 +132,12 @@ class RaftDriver:
     def __init__(self, *, config: RaftConfig, cluster_id: str, local: ReplicaKey,
                  endpoints: tuple[tuple[str, Address], ...], log: RaftLog, store: ElectionStore,
                  bind: Address, rng: random.Random | None = None, clock: WallClock | None = None,
-                 client_id: str | None = None):
+                 client_id: str | None = None, listener_security: ListenerSecurity = PLAINTEXT_LISTENER,
+                 client_security: ClientSecurity = PLAINTEXT_CLIENT):
+        # How the controller listener is secured, and how we reach the other controllers' (Kafka's
+        # controller.listener.names security, for both sides of Raft's connections).
+        self.listener_security = listener_security
+        self.client_security = client_security
         # APIs served beside Raft's on the same listener (the controller's), and their handler:
         # set with ``serve`` before ``start``.
         self.extra_apis: dict[int, ApiSpec] = {}
@@ -153,8 +159,10 @@ class RaftDriver:
         self.rng = rng or random.Random()
         self.clock = clock or WallClock()
         client_id = client_id or f"raft-client-{local.node_id}"
-        self.net = KafkaClient(client_id=client_id, request_timeout_ms=config.request_timeout_ms)
-        self.fetch_net = KafkaClient(client_id=client_id, request_timeout_ms=config.request_timeout_ms)
+        self.net = KafkaClient(client_id=client_id, request_timeout_ms=config.request_timeout_ms,
+                               security=client_security)
+        self.fetch_net = KafkaClient(client_id=client_id, request_timeout_ms=config.request_timeout_ms,
+                                     security=client_security)
         self.server: KafkaServer | None = None
         self.client: RaftClient | None = None
         self.address: Address | None = None
@@ -228,7 +236,8 @@ class RaftDriver:
         """The first half of ``start``: bind the listener (requests wait for ``start_core``)."""
         self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1],
                                   apis={**served_apis(), **self.extra_apis}, listener_name=self.config.listener_name,
-                                  features=self._supported_features, finalized_features=self._finalized_features)
+                                  features=self._supported_features, finalized_features=self._finalized_features,
+                                  security=self.listener_security)
         self.address = await self.server.start()
         # A listener configured with port 0 advertises the port it got.
         self.endpoints = tuple((name, (host, self.address[1]) if name == self.config.listener_name and port == 0

@@ -38,15 +38,20 @@ from engine.controller.controller_config import ControllerConfig
 from engine.controller.feature_control import supported_feature_ranges
 from engine.image.image_writer import image_records
 from engine.image.metadata_image import MetadataImage
+from engine.net.channel_security import (
+    PLAINTEXT_CLIENT, PLAINTEXT_LISTENER, ClientSecurity, ListenerSecurity, SecurityProtocol,
+)
+from engine.net.security_config import controller_client_security, listener_security
 from engine.raft.raft_client import RaftListener
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.server.controller_registration import ControllerRegistrar
 from engine.server.node_config import (
     JAVA_INT_MAX, JAVA_LONG_MAX, advertised_host, int_setting, node_id_setting, parse_listeners, parse_roles,
-    read_config,
+    read_config, security_protocol_map,
 )
 from engine.server.controller_server import ControllerServer, read_bootstrap_records
+from engine.server.scram_credentials import scram_lookup
 from engine.server.metadata_listener import MetadataListener
 from engine.server.snapshot_policy import (
     DEFAULT_MAX_BYTES, DEFAULT_MAX_INTERVAL_MS, MAX_BYTES_KEY, MAX_INTERVAL_KEY, SnapshotLimits, SnapshotPolicy,
@@ -82,6 +87,10 @@ class ControllerSettings:
     snapshots: SnapshotLimits = field(default_factory=SnapshotLimits)
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     controller: ControllerConfig = field(default_factory=ControllerConfig)
+    # the controller listener's security (its SCRAM lookup is added at start, over the node's image),
+    # and how this node reaches the other controllers: the same listener's client side, as in Kafka
+    listener_security: ListenerSecurity = PLAINTEXT_LISTENER
+    client_security: ClientSecurity = PLAINTEXT_CLIENT
 
     @property
     def dynamic(self) -> bool:
@@ -127,11 +136,19 @@ def load_controller_settings(path: Path) -> ControllerSettings:
                                  where)
     if props.get(INTERNAL_SEGMENT_BYTES_KEY, "").strip():
         segment_bytes = int_setting(props, INTERNAL_SEGMENT_BYTES_KEY, segment_bytes, 1, JAVA_INT_MAX, where)
+    protocol = security_protocol_map(props, where).get(names[0].upper())
+    if protocol is None and not props.get("listener.security.protocol.map", "").strip():
+        protocol = int(SecurityProtocol.PLAINTEXT)  # Kafka's KRaft default for an unmapped controller listener
+    if protocol is None:
+        raise ConfigError(f"the controller listener {names[0]} has no entry in listener.security.protocol.map",
+                          path=where)
+    security = listener_security(props, names[0], SecurityProtocol(protocol), where)
     return ControllerSettings(path=path, node_id=node_id, metadata_log_dir=Path(metadata_dir),
                               listener_name=names[0], bind=(bind_host or "0.0.0.0", bind_port),
                               endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=idle,
                               snapshots=snapshots, segment_bytes=segment_bytes,
-                              controller=ControllerConfig.from_properties(node_id, props, where))
+                              controller=ControllerConfig.from_properties(node_id, props, where),
+                              listener_security=security, client_security=controller_client_security(props, where))
 
 
 def check_storage(settings: ControllerSettings) -> MetaProperties:
@@ -198,7 +215,11 @@ class ControllerNode:
         self.driver = RaftDriver(config=s.raft, cluster_id=self.meta.cluster_id,
                                  local=ReplicaKey(s.node_id, self.meta.directory_id), endpoints=s.endpoints,
                                  log=self.raft_log, store=store, bind=s.bind,
-                                 client_id=f"raft-client-{s.node_id}")
+                                 client_id=f"raft-client-{s.node_id}",
+                                 # SCRAM logins are checked against this node's image at each handshake
+                                 listener_security=replace(s.listener_security,
+                                                           scram_credentials=scram_lookup(self._image)),
+                                 client_security=s.client_security)
         driver = self.driver
         self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
                                          driver.now_ms, self._snapshot_due)
@@ -209,7 +230,8 @@ class ControllerNode:
             controller_commands.all_commands(), controller_commands.all_periodic(),
             soft=controller_commands.new_soft_state(config), activation_hooks=controller_commands.activation_hooks(),
             supported_features=supported_feature_ranges(),
-            registrar=ControllerRegistrar(s.node_id, lambda: driver.endpoints, supported_feature_ranges()))
+            registrar=ControllerRegistrar(s.node_id, lambda: driver.endpoints, supported_feature_ranges(),
+                                          int(s.listener_security.protocol)))
         for attachment in self._attachments:
             driver.register(attachment.listener)
         driver.on_state_change(self._state_changed)
@@ -229,6 +251,9 @@ class ControllerNode:
         for attachment in self._attachments:
             if attachment.task is not None:
                 self._tasks.append(asyncio.create_task(attachment.task(), name="attached task"))
+
+    def _image(self) -> MetadataImage:
+        return self.metadata.image if self.metadata is not None else MetadataImage()
 
     def _state_changed(self, role: str, leader) -> None:
         if role not in ("leader", "follower"):  # those are said by the listener's "leader is N in epoch E"

@@ -26,7 +26,7 @@ log = logging.getLogger("engine.server.controller")
 CONTROLLER_REGISTRATION_KEY = 70
 MINIMUM_LEVEL = 15  # 3.7-IV0
 RETRY_MS = 1000
-PLAINTEXT = 0  # the security protocol of our listeners (TLS and SASL are issue 15's)
+PLAINTEXT = 0  # Kafka's SecurityProtocol id
 
 _REQUEST = protocol_module("controller_registration", 0, "request")
 
@@ -36,8 +36,9 @@ Submit = Callable[[Any], Awaitable[Any]]
 
 class ControllerRegistrar:
     def __init__(self, node_id: int, endpoints: Callable[[], Sequence[tuple[str, tuple[str, int]]]],
-                 supported_features: Mapping[str, tuple[int, int]]):
+                 supported_features: Mapping[str, tuple[int, int]], security_protocol: int = PLAINTEXT):
         self.node_id = node_id
+        self.security_protocol = security_protocol  # the controller listener's, as brokers must speak it
         self.incarnation_id = random_kafka_uuid()
         self._endpoints = endpoints  # read when sending: a listener on port 0 learns its port at bind
         self.supported_features = dict(supported_features)
@@ -47,7 +48,7 @@ class ControllerRegistrar:
     def request(self) -> Any:
         return _REQUEST.ControllerRegistrationRequest(
             controller_id=i32(self.node_id), incarnation_id=self.incarnation_id, zk_migration_ready=False,
-            listeners=tuple(_REQUEST.Listener(name=name, host=host, port=u16(port), security_protocol=i16(PLAINTEXT))
+            listeners=tuple(_REQUEST.Listener(name=name, host=host, port=u16(port), security_protocol=i16(self.security_protocol))
                             for name, (host, port) in self._endpoints()),
             features=tuple(_REQUEST.Feature(name=name, min_supported_version=i16(low), max_supported_version=i16(high))
                            for name, (low, high) in sorted(self.supported_features.items())))
