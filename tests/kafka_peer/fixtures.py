@@ -110,7 +110,9 @@ def _param(item: pytest.Item, name: str) -> Any:
 
 
 def _runs_kafka(item: pytest.Item) -> bool:
-    return _param(item, "kafka_dist") is not None or _param(item, "kafka_newest_server") is not None
+    """Marked ``kafka`` (a module's own Kafka fixtures too), or given a Kafka version."""
+    return (item.get_closest_marker("kafka") is not None or _param(item, "kafka_dist") is not None
+            or _param(item, "kafka_newest_server") is not None)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own grouping by version and any deselection
