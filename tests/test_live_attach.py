@@ -241,8 +241,9 @@ async def test_a_controller_of_another_cluster_stops_the_feed_with_one_line(tmp_
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"security.protocol": "SASL_SSL"}, "security.protocol=SASL_SSL is not supported yet (issue 15)"),
-    ({"security.protocol": "SSL"}, "not supported yet (issue 15)"),
+    ({"security.protocol": "SASL_SSL"}, "sasl.mechanism is GSSAPI (Kafka's default), which is not supported"),
+    ({"security.protocol": "SSL", "ssl.truststore.location": "/nope"}, "only PEM stores are supported"),
+    ({"security.protocol": "TLS"}, "security.protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
     ({"request.timeout.ms": "soon"}, "request.timeout.ms must be an integer"),
 ])
 def test_a_bad_command_config_is_refused_with_one_line(config: dict, message: str) -> None:

@@ -214,6 +214,19 @@ def test_another_clusters_controller_stops_the_follower_with_one_line() -> None:
     assert f.poll(2).messages == []
 
 
+@pytest.mark.parametrize("code", [E.cluster_authorization_failed, E.topic_authorization_failed])
+def test_a_refused_principal_is_fatal(code) -> None:
+    """Kafka answers a Fetch from a principal without CLUSTER_ACTION with an answer-wide error; asking
+    again as the same principal is refused again, so the follower stops with one line."""
+    f = _follower()
+    request = _ask(f, 0)
+    f.receive(1, InboundResponse(request.correlation_id, rm.fetch_response(
+        E.none, leader_id=-1, epoch=0, high_watermark=-1, top_error=code)))
+    assert f.error is not None and E(code).name.upper() in f.error and "CLUSTER_ACTION" in f.error
+    assert "\n" not in f.error
+    assert f.poll(2).messages == []
+
+
 def test_no_answer_backs_off_then_asks_the_next_bootstrap_controller() -> None:
     f = _follower(settings=FollowerSettings(retry_backoff_ms=100))
     first = _ask(f, 0)

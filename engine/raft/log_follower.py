@@ -237,10 +237,15 @@ class LogFollower:
 
     def _partition_of(self, now_ms: int, where: str, response: Any) -> Any | None:
         """A Fetch or FetchSnapshot answer's one partition; None (backing off) on an error of the
-        whole answer. Another cluster's answer is fatal."""
+        whole answer. Another cluster's answer is fatal, and so is a refusal of who we are: asking
+        again as the same principal is refused again."""
         if response.error_code == E.inconsistent_cluster_id:
             raise FollowerError(f"{where} belongs to another cluster than {self.cluster_id} "
                                 "(INCONSISTENT_CLUSTER_ID)")
+        if response.error_code in (E.cluster_authorization_failed, E.topic_authorization_failed):
+            name = E(response.error_code).name.upper()
+            raise FollowerError(f"{where} refused to serve the metadata log: {name} (the principal needs "
+                                "CLUSTER_ACTION on the cluster, or to be one of the controllers' super.users)")
         part = rm.only_partition(response)
         if response.error_code != E.none or part is None:
             self._back_off(now_ms)

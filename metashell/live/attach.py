@@ -10,7 +10,12 @@ The command config (``--command-config FILE``, Java properties) may set Kafka's 
 ``request.timeout.ms`` and ``retry.backoff.ms``, ``controller.quorum.fetch.timeout.ms``, and
 ``cluster.id`` (sent in every Fetch, so that a controller of another cluster refuses us;
 without it the Fetch carries a null cluster id, which Kafka accepts, as its own tools send).
-Only PLAINTEXT is spoken: SSL and SASL are refused (issue 15) rather than tried in clear.
+It may also secure the connections as Kafka's tools do: ``security.protocol`` (PLAINTEXT, SSL,
+SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with the
+username and password of ``sasl.jaas.config``, and PEM stores (``ssl.truststore.location``, and
+``ssl.keystore.location`` / ``ssl.key.password`` for a listener that wants a client certificate).
+A refused login or certificate stops the attachment with one line: retrying the same secret would
+only be refused again (and lock accounts where a server counts failures).
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ import threading
 import time
 from typing import Callable, Mapping
 
-from engine.common.errors import ConfigError, MetadataError
+from engine.common.errors import MetadataError
 from engine.common.java_properties import load_properties
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import image_of_snapshot
-from engine.net.errors import NetError
+from engine.net.channel_security import ClientSecurity
+from engine.net.errors import AuthenticationError, NetError
 from engine.net.kafka_client import KafkaClient
+from engine.net.security_config import client_security
 from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
 from engine.raft.raft_config import int_property
 from engine.raft.raft_io import InboundResponse, OutboundRequest
@@ -40,7 +47,6 @@ from metashell.live.feed import AttachStatus, FeedUpdate
 FETCH_API_KEY = 1
 DESCRIBE_INTERVAL_S = 1.0
 CLIENT_ID = "metashell-attach"
-SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
 
 
 class AttachError(MetadataError):
@@ -54,11 +60,7 @@ def load_command_config(path: str) -> dict[str, str]:
 
 def follower_settings(config: Mapping[str, str], where: str = "--command-config") -> FollowerSettings:
     """The follower's timeouts from a command config, Kafka's defaults for what it leaves out;
-    ConfigError for a bad number or a security protocol we do not speak yet."""
-    protocol = config.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol not in SUPPORTED_PROTOCOLS:
-        raise ConfigError(f"security.protocol={protocol} is not supported yet (issue 15): only PLAINTEXT",
-                          path=where)
+    ConfigError for a bad number."""
     defaults = FollowerSettings()
 
     def number(key: str, default: int, low: int) -> int:
@@ -82,6 +84,7 @@ class Attachment:
         self.bootstrap = bootstrap
         self._addresses = quorum_tool.parse_bootstrap(bootstrap, "--bootstrap-controller")
         self._settings = follower_settings(config)
+        self._security: ClientSecurity = client_security(config, "--command-config")
         self._cluster_id = config.get("cluster.id") or None
         self._on_update = on_update
         self._lock = threading.Condition()
@@ -189,7 +192,8 @@ class Attachment:
         core = LogFollower(self._addresses, snapshot_state=_snapshot_image, empty_state=MetadataImage(),
                            cluster_id=self._cluster_id, settings=s, now_ms=_monotonic_ms())
         clients = [KafkaClient(client_id=CLIENT_ID, request_timeout_ms=s.request_timeout_ms,
-                               reconnect_backoff_ms=min(50, s.retry_backoff_ms or 50)) for _ in range(2)]
+                               reconnect_backoff_ms=min(50, s.retry_backoff_ms or 50), security=self._security)
+                   for _ in range(2)]
         tasks: set[asyncio.Task] = set()
         describe = asyncio.create_task(self._describe_loop(core, clients[1]))
         try:
@@ -232,6 +236,10 @@ class Attachment:
                     self._fetch_version = int(type(sent).__version__)
             response = await client.send(address, request, timeout_ms=timeout_ms, adapt=True)
             answer = InboundResponse(message.correlation_id, response)
+        except AuthenticationError as err:
+            core.fail(str(err))  # fatal: the same secret or certificate would be refused again
+            self._wake.set()
+            return
         except NetError as err:
             answer = InboundResponse(message.correlation_id, None, str(err))
         core.receive(_monotonic_ms(), answer)
