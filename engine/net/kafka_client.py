@@ -325,6 +325,11 @@ class KafkaClient:
                 # certificate, so a TLS peer that hangs up before answering ApiVersions most likely did.
                 raise AuthenticationError(f"cannot connect to {name}: the peer closed the connection after the "
                                           f"TLS handshake (did it refuse our certificate?)") from None
+            if context is None and channel.peer_closed and not channel.ranges:
+                # A TLS listener takes our ApiVersions for a bad handshake and hangs up without a word.
+                raise NetworkError(f"cannot connect to {name}: the peer closed the connection before answering "
+                                   f"ApiVersions (is it a TLS listener? set security.protocol to SSL or "
+                                   f"SASL_SSL)") from None
             raise
         except BaseException:
             channel.close("closed: connect cancelled", failure=False)

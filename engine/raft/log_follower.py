@@ -110,6 +110,8 @@ class LogFollower:
         self._next_correlation_id = 1
         self._backoff_until_ms = 0
         self._last_ok_ms = now_ms
+        # why the last request got no answer (cleared by the next answer): what a tool shows while retrying
+        self.last_failure: str | None = None
 
     # -- the public surface -----------------------------------------------------------
 
@@ -138,8 +140,10 @@ class LogFollower:
         if flight is None or self.error is not None:
             return  # an answer to a request given up on
         if message.response is None:
+            self.last_failure = message.error
             self._failed(now_ms, flight)
             return
+        self.last_failure = None
         try:
             if flight.api == "fetch":
                 self._on_fetch(now_ms, flight, message.response)

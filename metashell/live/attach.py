@@ -322,9 +322,10 @@ def _note(core: LogFollower) -> str:
             return (f"downloading snapshot {downloading.end_offset}-{downloading.epoch} from leader "
                     f"{core.leader_id} (epoch {core.epoch})")
         return f"following leader {core.leader_id} (epoch {core.epoch})"
+    last = f" (last: {core.last_failure})" if core.last_failure else ""
     if core.applied_offset < 0 and core.high_watermark < 0:
-        return "connecting"
-    return f"disconnected, retrying (at offset {core.applied_offset + 1})"
+        return f"connecting{last}"
+    return f"disconnected, retrying (at offset {core.applied_offset + 1}){last}"
 
 
 __all__ = ["AttachError", "Attachment", "follower_settings", "load_command_config"]
