@@ -157,15 +157,17 @@ def parse_bootstrap(text: str, config_name: str = "bootstrap.controllers") -> li
     return addresses
 
 
-def default_send(timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Send:
-    """The network, resolved at the first request (so a --dry-run never imports the client)."""
+def default_send(timeout_ms: int = DEFAULT_TIMEOUT_MS, security: Any = None) -> Send:
+    """The network, resolved at the first request (so a --dry-run never imports the client);
+    ``security``: engine.net's ClientSecurity (None: PLAINTEXT)."""
     def send(address: Address, request: Any) -> Any:
         if transport is not None:
             return transport(address, request)
         from engine.net.kafka_client import request_once
+        extra = {} if security is None else {"security": security}
         # A peer without our version is asked in an older one it serves: Kafka 4.1 takes only
         # AddRaftVoter v0 (Kafka 4.3 also v1, which we send).
-        return request_once(address, request, timeout_ms=timeout_ms, adapt=True)
+        return request_once(address, request, timeout_ms=timeout_ms, adapt=True, **extra)
     return send
 
 
@@ -429,7 +431,13 @@ def run_quorum(args: argparse.Namespace, out: Callable[[str], None] = print, *, 
         props = load_properties(config)
     timeout = props.get("request.timeout.ms", "").strip()
     timeout_ms = int(timeout) if timeout.isdigit() else DEFAULT_TIMEOUT_MS
-    send = send or default_send(timeout_ms)
+    security = None
+    if config is not None and send is None:
+        # As Kafka's tool hands the file to its Admin client: security.protocol, sasl.*, ssl.* secure
+        # the connections (read now, so a bad setting is one line before anything is sent)
+        from engine.net.security_config import client_security
+        security = client_security(props, str(config))
+    send = send or default_send(timeout_ms, security)
     if args.quorum_command == "describe":
         if args.status and args.replication:
             raise ConfigError("Only one of --status or --replication should be specified with describe sub-command")
