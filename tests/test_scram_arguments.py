@@ -99,7 +99,9 @@ def test_kraftd_writes_the_scram_records_kafka_storage_writes(kafka_dist, tmp_pa
     release = ".".join(kafka_dist.version.split(".")[:2])
     written = {}
     for tool in ("kafka-storage", "kraftd"):
-        config = write_config(tmp_path / f"{tool}.properties", 1, 9093, tmp_path / tool, "127.0.0.1:9093")
+        # log.dirs too: without it Kafka's tool also formats its default /tmp/kafka-logs, shared by every run
+        config = write_config(tmp_path / f"{tool}.properties", 1, 9093, tmp_path / tool, "127.0.0.1:9093",
+                              **{"log.dirs": str(tmp_path / tool)})
         scram = [arg for argument in ARGUMENTS for arg in ("--add-scram", argument)]
         if tool == "kafka-storage":
             done = subprocess.run(kafka_dist.command("kafka-storage", "format", "-t", CLUSTER_ID, "-c", str(config),
