@@ -6,12 +6,16 @@ by ``kraftd storage format --add-scram`` (tests/kafka_peer/secured.py, Kafka's c
 throughout), and one Kafka broker whose controller listener is the same: it registers, is
 unfenced and forwards a CreateTopics to us through it. Kafka's own ``kafka-metadata-quorum``
 also reaches our controller through that listener, and is refused for a wrong password or a
-user no ACL lets in: Kafka's clients, not ours, judge our SASL_SSL.
+user no ACL lets in: Kafka's clients, not ours, judge our SASL_SSL. metashell attaches with the
+same --command-config.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -22,6 +26,7 @@ from kafka_peer.secured import NOBODY_USER, Quorums, SecuredQuorum, parse_status
 
 from engine.image.metadata_loader import load_log_dir
 
+REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.kafka, pytest.mark.parametrize("kafka_dist", VERSIONS[-1:], indirect=True)]
 
 
@@ -83,3 +88,12 @@ def test_kafkas_tool_as_a_user_without_acls_is_refused_by_our_controller(secured
     assert done.returncode != 0, done.stdout
     assert "ClusterAuthorizationException" in done.stdout + done.stderr, done.stderr[-2000:]
     assert parse_status(done.stdout).get("LeaderId") is None
+
+
+def test_metashell_attaches_to_our_controller_over_sasl_ssl(secured):
+    """The same --command-config Kafka's tool used: metashell sees the Kafka broker registered."""
+    done = subprocess.run([sys.executable, "-m", "metashell.cli", "--bootstrap-controller", secured.bootstrap_controllers,
+                           "--command-config", str(secured.client_config("admin")), "-c", "ls /brokers; cat /quorum/leader"],
+                          capture_output=True, text=True, cwd=REPO, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(secured.cluster.brokers[0].node_id), "1"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,8 +56,11 @@ def write_java_pem(directory: Path, name: str, leaf: Leaf, *, trust: tuple[TestC
     """``write_pem`` with the key encrypted as Java 17 can read it (PKCS#5 v1.5/PKCS#12 PBE,
     PBEWithSHA1AndDESede, by openssl): Kafka decrypts a PEM key with the JCE algorithm its
     EncryptedPrivateKeyInfo names, and JDK 17 has no SecretKeyFactory for the PBES2 that
-    cryptography's BestAvailableEncryption writes ("PBES2 SecretKeyFactory not available")."""
+    cryptography's BestAvailableEncryption writes ("PBES2 SecretKeyFactory not available").
+    Without openssl on PATH the key stays unencrypted (no ssl.key.password), which Kafka reads too."""
     pem = write_pem(directory, name, leaf, trust=trust)
+    if shutil.which("openssl") is None:
+        return pem
     encrypted = subprocess.run(["openssl", "pkcs8", "-topk8", "-v1", "PBE-SHA1-3DES", "-passout", "env:KEY_PASSWORD"],
                                input=leaf.key_pem(), capture_output=True, check=True,
                                env={**os.environ, "KEY_PASSWORD": KEY_PASSWORD}).stdout
