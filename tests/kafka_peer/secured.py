@@ -5,9 +5,10 @@
     quorum.client_config(...)                              # a --command-config file for a client
     quorum.describe_status(config_path)                    # kafka-metadata-quorum describe --status
 
-Controller-only KRaft nodes (one by default: every JVM costs seconds of the suite's budget),
-built by kafka_peer.cluster.KafkaCluster with the security settings as overrides, all Kafka's
-config names. Certificates are made at test time (tests/tls_material.py); the SCRAM users are
+Controller-only KRaft nodes (one: every JVM costs seconds of the suite's budget, and SCRAM
+cannot be used between Kafka's controllers, see ``sasl_ssl``), Kafka's or ours (``controllers=
+"kraftd"``), optionally with Kafka brokers that reach them through the secured listener, built by
+kafka_peer.cluster.KafkaCluster with the security settings as overrides, all Kafka's config names. Certificates are made at test time (tests/tls_material.py); the SCRAM users are
 bootstrapped into the metadata log by ``kafka-storage format --add-scram`` on every controller,
 as a real cluster's would be before its first start (the controllers must authenticate each
 other before there is a quorum to write a credential through).
@@ -17,8 +18,9 @@ super users, ``nobody`` authenticates but holds no ACL, so the tests can tell an
 failure from an authentication one.
 
 Readiness cannot be asked with our PLAINTEXT DescribeQuorum (kafka_peer.nodes.quorum_leader):
-a node is started when its log says so, and the quorum is ready when Kafka's own
-``kafka-metadata-quorum --command-config`` names a leader through the secured listener.
+a Kafka controller is started when its log says so, the quorum is ready when Kafka's own
+``kafka-metadata-quorum --command-config`` names a leader through the secured listener (its
+answer kept in ``status`` for the tests), a broker when its own Metadata answer lists it.
 """
 
 from __future__ import annotations
