@@ -189,7 +189,12 @@ def test_bad_broker_configs_and_storage_are_one_line(tmp_path: Path) -> None:
         return str(info.value)
 
     assert "no broker listener" in error(listeners="CONTROLLER://127.0.0.1:9093")
-    assert "not PLAINTEXT" in error(**{"listener.security.protocol.map": "PLAINTEXT:SSL"})
+    assert "listener PLAINTEXT is SSL but ssl.keystore.location is not set" in error(
+        **{"listener.security.protocol.map": "PLAINTEXT:SSL"})
+    assert "sasl.mechanism.inter.broker.protocol is GSSAPI (Kafka's default)" in error(
+        **{"listener.security.protocol.map": "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+           "sasl.enabled.mechanisms": "PLAIN", "listener.name.plaintext.plain.sasl.jaas.config":
+           'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'})
     assert "inter.broker.listener.name" in error(**{"inter.broker.listener.name": "OTHER"})
     assert "broker.heartbeat.interval.ms" in error(**{"broker.heartbeat.interval.ms": "often"})
     faults = tmp_path / "faults.properties"

@@ -9,7 +9,8 @@ It plays a Kafka broker's whole part toward the controller quorum and holds no m
   active controller (engine.broker.controller_channel): STARTING until the controller says it
   caught up, RECOVERY until unfenced, RUNNING; SIGTERM is a controlled shutdown;
 - the client listeners (engine.broker.broker_apis): admin reads from the image, writes forwarded
-  to the controller in an Envelope;
+  to the controller in an Envelope; each served with its own security (TLS, SASL), a SCRAM login
+  checked against the broker's own image at each handshake, as Kafka's broker does;
 - simulated replicas: followers fetch from leaders over the wire, leaders shrink and expand the
   ISR by AlterPartition (engine.broker.replica_sim), replicas get directories by
   AssignReplicasToDirs (engine.broker.dir_assignments);
@@ -27,6 +28,7 @@ import contextlib
 import logging
 import os
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from engine.broker.broker_lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig, registration_needs_refresh
@@ -47,6 +49,7 @@ from engine.server.broker_settings import (
 )
 from engine.server.broker_replicas import BrokerReplicas
 from engine.server.metadata_listener import MetadataListener
+from engine.server.scram_credentials import scram_lookup
 from engine.server.snapshot_policy import SnapshotPolicy
 from engine.storage.log_reader import METADATA_PARTITION_DIR
 from engine.storage.snapshot_writer import SnapshotId
@@ -125,7 +128,8 @@ class BrokerNode:
             self.driver = driver = RaftDriver(
                 config=s.raft, cluster_id=self.cluster_id,
                 local=ReplicaKey(s.node_id, self.dir_ids[s.metadata_log_dir]), endpoints=(), log=self.raft_log,
-                store=store, bind=("127.0.0.1", 0), client_id=f"raft-client-{s.node_id}")
+                store=store, bind=("127.0.0.1", 0), client_id=f"raft-client-{s.node_id}",
+                client_security=s.controller_security)
             self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
                                              driver.now_ms, self._snapshot_due)
             driver.register(self.metadata)
@@ -136,13 +140,15 @@ class BrokerNode:
             self.metadata = self.shared.metadata
         driver.register(_Wakeup(self))
         self.channel = ControllerChannel(self._active_controller, KafkaClient(
-            client_id=f"broker-{s.node_id}-to-controller", request_timeout_ms=s.session_timeout_ms // 2))
+            client_id=f"broker-{s.node_id}-to-controller", request_timeout_ms=s.session_timeout_ms // 2,
+            security=s.controller_security))
         self.replicas = BrokerReplicas(
             ReplicaConfig(s.node_id, tuple(self.dir_ids[d] for d in s.log_dirs),
                           fetch_interval_ms=s.replica_fetch_wait_max_ms,
                           replica_lag_time_max_ms=s.replica_lag_time_max_ms),
             image=lambda: self.image, broker_epoch=lambda: self.lifecycle.broker_epoch, channel=self.channel,
-            inter_broker_listener=s.inter_broker_listener, now_ms=driver.now_ms,
+            inter_broker_listener=s.inter_broker_listener, inter_broker_security=s.inter_broker_security,
+            now_ms=driver.now_ms,
             controller_timeout_ms=s.session_timeout_ms)
         self.apis = BrokerApis(broker_id=s.node_id, cluster_id=self.cluster_id, image=lambda: self.image,
                                send_to_controller=self._forward, listener_name=s.inter_broker_listener,
@@ -151,10 +157,12 @@ class BrokerNode:
                                log_dirs=lambda: [LogDir(str(d), self.dir_ids[d], d not in self.faults.failed_dirs)
                                                  for d in s.log_dirs])
         advertised = []
-        for (name, bind), listener in zip(s.binds, s.advertised):
+        scram = scram_lookup(lambda: self.image)  # the credentials this broker has replayed, at each login
+        for index, ((name, bind), listener) in enumerate(zip(s.binds, s.advertised)):
+            security = replace(s.listener_security(index), scram_credentials=scram)
             server = KafkaServer(self.apis.handle, host=bind[0], port=bind[1], apis=self.apis.apis,
                                  listener_name=name, features=supported_feature_ranges(),
-                                 finalized_features=self._finalized_features)
+                                 finalized_features=self._finalized_features, security=security)
             try:
                 address = await server.start()
             except OSError as err:
@@ -164,7 +172,8 @@ class BrokerNode:
             # a listener on port 0 advertises the port it got
             advertised.append(listener if listener.port else type(listener)(listener.name, listener.host, address[1],
                                                                               listener.security_protocol))
-            self.log.info("%s listening on %s:%d (%s)", self.prefix, address[0], address[1], name)
+            self.log.info("%s listening on %s:%d (%s, %s)", self.prefix, address[0], address[1], name,
+                          security.protocol.name)
         self.lifecycle = BrokerLifecycle(LifecycleConfig(
             broker_id=s.node_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation_id,
             listeners=tuple(advertised), supported_features=supported_feature_ranges(),

@@ -4,8 +4,8 @@ engine.broker.dir_assignments.
 One task polls both cores whenever the broker's image moves, an answer comes back or a core's
 timer falls due. Followers' Fetch requests go over TCP to the leader broker's endpoint on the
 inter-broker listener (from the image's registration, as Kafka's fetcher finds it), through one
-client whose connections stay open; AlterPartition and AssignReplicasToDirs go to the active
-controller through the broker's channel. A leader's side is ``handle_fetch``, which the client
+client whose connections stay open (secured as the inter-broker listener asks); AlterPartition
+and AssignReplicasToDirs go to the active controller through the broker's channel. A leader's side is ``handle_fetch``, which the client
 listener calls for a Fetch that names a replica. A send that fails is handed back to its core
 as ``None`` (the cores back off and retry, as Kafka's managers do).
 """
@@ -23,6 +23,7 @@ from engine.broker.controller_channel import ControllerChannel
 from engine.broker.dir_assignments import DirAssignments
 from engine.broker.replica_sim import CONTROLLER, ReplicaConfig, ReplicaSim
 from engine.image.metadata_image import MetadataImage
+from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_server import RequestContext
@@ -37,7 +38,8 @@ class BrokerReplicas:
 
     def __init__(self, config: ReplicaConfig, *, image: Callable[[], MetadataImage],
                  broker_epoch: Callable[[], int], channel: ControllerChannel, inter_broker_listener: str,
-                 now_ms: Callable[[], int], controller_timeout_ms: int, rng: random.Random | None = None):
+                 now_ms: Callable[[], int], controller_timeout_ms: int, rng: random.Random | None = None,
+                 inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT):
         self.sim = ReplicaSim(config, rng or random.Random())
         self.dirs = DirAssignments(config.broker_id, config.log_dir_ids, rng)
         self._image = image
@@ -46,7 +48,8 @@ class BrokerReplicas:
         self.listener = inter_broker_listener
         self.now_ms = now_ms
         self.controller_timeout_ms = controller_timeout_ms
-        self.client = KafkaClient(client_id=f"broker-{config.broker_id}-fetcher", request_timeout_ms=FETCH_TIMEOUT_MS)
+        self.client = KafkaClient(client_id=f"broker-{config.broker_id}-fetcher", request_timeout_ms=FETCH_TIMEOUT_MS,
+                                  security=inter_broker_security)
         self._seen: tuple[MetadataImage, int] | None = None  # (image, broker epoch) last given to the cores
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None

@@ -10,6 +10,13 @@ Our own key ``kraftd.sim.faults.file`` names a properties file the broker watche
 ``kraftd cluster lag`` and ``disk-fail`` inject faults: ``replica.fetch.delay.ms``,
 ``replica.fetch.failure.rate`` (the probability that a follower's fetch is lost) and
 ``failed.log.dirs``.
+
+Security is Kafka's config names throughout (engine.net.security_config): each broker listener is
+served with its own ListenerSecurity (``listener.security.protocol.map``, ssl.*, sasl.*, per-listener
+overrides); the channel to the controllers (the metadata observer and the requests to the active
+controller) is the first controller listener's client side with ``sasl.mechanism.controller.protocol``;
+the replica fetcher reaches other brokers on the inter-broker listener with
+``sasl.mechanism.inter.broker.protocol``, as Kafka's ReplicaFetcherBlockingSend does.
 """
 
 from __future__ import annotations
@@ -26,9 +33,13 @@ from engine.common.file_io import write_bytes_atomically
 from engine.common.java_properties import load_properties
 from engine.broker.broker_lifecycle import Listener
 from engine.controller.controller_config import ControllerConfig
+from engine.net.channel_security import (
+    PLAINTEXT_CLIENT, PLAINTEXT_LISTENER, ClientSecurity, ListenerSecurity, SecurityProtocol,
+)
+from engine.net.security_config import client_security, controller_client_security, listener_security
 from engine.raft.raft_config import RaftConfig
 from engine.server.node_config import (
-    JAVA_INT_MAX, JAVA_LONG_MAX, SECURITY_PROTOCOLS, advertised_host, int_setting, node_id_setting, read_config,
+    JAVA_INT_MAX, JAVA_LONG_MAX, advertised_host, int_setting, node_id_setting, read_config,
     parse_listeners, parse_roles, security_protocol_map,
 )
 from engine.server.snapshot_policy import (
@@ -66,6 +77,15 @@ class BrokerSettings:
     roles: tuple[str, ...] = ("broker",)
     # the static settings DescribeConfigs reports for this broker (min.insync.replicas, ...)
     static_configs: ControllerConfig = field(default_factory=ControllerConfig)
+    # each broker listener's server side, in the order of ``binds`` (SCRAM lookups are added at start,
+    # over the broker's own image); the client side toward the controllers and toward the other
+    # brokers' inter-broker listener
+    listener_securities: tuple[ListenerSecurity, ...] = ()
+    controller_security: ClientSecurity = PLAINTEXT_CLIENT
+    inter_broker_security: ClientSecurity = PLAINTEXT_CLIENT
+
+    def listener_security(self, index: int) -> ListenerSecurity:
+        return self.listener_securities[index] if index < len(self.listener_securities) else PLAINTEXT_LISTENER
 
     @property
     def dynamic(self) -> bool:
@@ -98,12 +118,12 @@ def load_broker_settings(path: Path) -> BrokerSettings:
         raise ConfigError(f"listeners {props.get('listeners', '')!r} has no broker listener (one not in "
                           f"controller.listener.names)", path=where)
     advertised = []
+    securities = []
     for name in broker_names:
         protocol = protocols.get(name)
         if protocol is None:
             raise ConfigError(f"listener {name} has no entry in listener.security.protocol.map", path=where)
-        if protocol != SECURITY_PROTOCOLS["PLAINTEXT"]:
-            raise ConfigError(f"listener {name} is not PLAINTEXT: TLS and SASL are not supported yet", path=where)
+        securities.append(listener_security(props, name, SecurityProtocol(protocol), where))
         host, port = advertised_map.get(name, listeners[name])
         advertised.append(Listener(name, advertised_host(host), port, protocol))
     inter_broker = props.get("inter.broker.listener.name", "").strip().upper() or \
@@ -114,6 +134,8 @@ def load_broker_settings(path: Path) -> BrokerSettings:
     raft = RaftConfig.from_properties(props, where=where)
     if not raft.static_voters.voters and not raft.bootstrap_servers:
         raise ConfigError("set controller.quorum.bootstrap.servers (or controller.quorum.voters)", path=where)
+    inter_broker_security = client_security(props, where, listener_name=inter_broker,
+                                            mechanism_key="sasl.mechanism.inter.broker.protocol")
     faults = props.get(FAULTS_FILE_KEY, "").strip()
 
     def setting(key: str, default: int, minimum: int = 1, maximum: int = JAVA_INT_MAX) -> int:
@@ -134,7 +156,9 @@ def load_broker_settings(path: Path) -> BrokerSettings:
         snapshots=SnapshotLimits(max_bytes=setting(MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX),
                                  max_interval_ms=setting(MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0,
                                                          JAVA_LONG_MAX)),
-        roles=tuple(roles), static_configs=ControllerConfig.from_properties(node_id, props, where))
+        roles=tuple(roles), static_configs=ControllerConfig.from_properties(node_id, props, where),
+        listener_securities=tuple(securities), controller_security=controller_client_security(props, where),
+        inter_broker_security=inter_broker_security)
 
 
 def check_broker_storage(settings: BrokerSettings) -> dict[Path, MetaProperties]:
