@@ -193,3 +193,57 @@ def test_a_wrong_password_is_the_clients_error_and_the_broker_keeps_serving(rig:
     assert all(b.state == BrokerState.RUNNING for b in rig.brokers)
     metadata = rig.admin("admin", PASSWORDS["admin"]).list_topics(timeout=DEADLINE_S)
     assert sorted(metadata.brokers) == list(BROKER_IDS)
+
+
+def test_a_broker_listener_with_required_client_certificates(tmp_path: Path) -> None:
+    """SSL with listener.name.<l>.ssl.client.auth=required: a client presenting a certificate of
+    the listener's CA is served (the controller side stays PLAINTEXT here); one without is refused
+    in the handshake, and the broker goes on serving."""
+    from engine.net.errors import NetError
+    from engine.net.kafka_client import KafkaClient
+    from engine.net.security_config import client_security
+    from engine.records.kio_codec import protocol_module
+    from tests.node_quorum import start_quorum
+    from tests.test_broker_node import bootstrap_of
+
+    ca = TestCA()
+    server, client = (write_pem(tmp_path / "tls", name, ca.issue(name)) for name in ("broker", "client"))
+    metadata = protocol_module("metadata", 12, "request").MetadataRequest
+
+    async def main() -> None:
+        configs, (controller,) = await start_quorum(tmp_path / "quorum", 1, **FAST)
+        bootstrap = bootstrap_of(configs)
+        config = write_properties(tmp_path / "broker.properties", {
+            "process.roles": "broker", "node.id": 9, "listeners": "MTLS://127.0.0.1:0",
+            "listener.security.protocol.map": "MTLS:SSL,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER", "controller.quorum.bootstrap.servers": bootstrap,
+            "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore, "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": server.truststore, "listener.name.mtls.ssl.client.auth": "required",
+            "log.dirs": tmp_path / "broker9", **FAST})
+        format_storage(config, CLUSTER_ID, out=lambda line: None)
+        broker = BrokerNode(load_broker_settings(config))
+        try:
+            await broker.start()
+            await wait_until(lambda: broker.state == BrokerState.RUNNING, DEADLINE_S, "the broker RUNNING")
+            (endpoint,) = controller.image.cluster.brokers[9].endpoints
+            assert (endpoint.name, endpoint.security_protocol) == ("MTLS", 1)  # SSL's id
+            address = broker.servers[0].address
+            tls = {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                   "ssl.truststore.location": str(client.truststore)}
+            keyed = {**tls, "ssl.keystore.type": "PEM", "ssl.keystore.location": str(client.keystore)}
+            async with KafkaClient(client_id="no-certificate", security=client_security(tls, None)) as bare:
+                with pytest.raises(NetError) as refused:
+                    await bare.send(address, metadata(topics=None, allow_auto_topic_creation=False,
+                                                      include_topic_authorized_operations=False), adapt=True)
+                assert "refuse our certificate" in str(refused.value)
+            async with KafkaClient(client_id="certified", security=client_security(keyed, None)) as certified:
+                answer = await certified.send(address, metadata(topics=None, allow_auto_topic_creation=False,
+                                                                include_topic_authorized_operations=False),
+                                              adapt=True)
+            assert [b.node_id for b in answer.brokers] == [9]
+            assert broker.state == BrokerState.RUNNING
+        finally:
+            await broker.stop()
+            await controller.stop()
+
+    asyncio.run(asyncio.wait_for(main(), DEADLINE_S * 2))
