@@ -402,3 +402,33 @@ def test_silent_client_on_a_tls_listener_times_out(material, caplog):
     assert asyncio.run(asyncio.wait_for(main(), 10)) == b""
     (line,) = warnings(caplog)
     assert line.endswith(f"on {LISTENER}: TLS handshake timed out")
+
+
+def test_plaintext_client_told_a_jvm_tls_listener_speaks_tls() -> None:
+    """Kafka's (the JVM's) TLS listener answers plain bytes with a TLS alert record and hangs up; the
+    client reads those bytes where a frame size should be and says it met a TLS listener, at once and
+    for good (AuthenticationError), instead of a 350 MB frame and retries."""
+    alert = bytes.fromhex("15030300020250")  # what Kafka 4.3's controller listener sent our ApiVersions
+
+    async def scenario() -> BaseException:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read(4)
+            writer.write(alert)
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with KafkaClient(client_id="test", request_timeout_ms=10_000) as client:
+                with pytest.raises(AuthenticationError) as refused:
+                    await client.api_versions(("127.0.0.1", port))
+            return refused.value
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    refused = asyncio.run(scenario())
+    assert str(refused).startswith("cannot connect to 127.0.0.1:") and "\n" not in str(refused)
+    assert str(refused).endswith(": it is a TLS listener and we are not using TLS (set security.protocol to SSL "
+                                 "or SASL_SSL)")

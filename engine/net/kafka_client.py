@@ -106,6 +106,7 @@ class _Channel:
         # so a refused certificate arrives as an alert on the first read: kept to report it as such.
         self.tls_failure: str | None = None
         self.peer_closed = False
+        self.speaks_tls = False  # a PLAINTEXT channel whose peer answered in TLS records
         self.read_task = asyncio.create_task(self._read_loop(), name=f"kafka client reader {self.name}")
 
     @property
@@ -137,7 +138,18 @@ class _Channel:
         max_bytes = self.client.max_frame_bytes
         try:
             while True:
-                payload = await self.reader.readexactly(frame_size(await self.reader.readexactly(4), max_bytes))
+                prefix = await self.reader.readexactly(4)
+                try:
+                    size = frame_size(prefix, max_bytes)
+                except ProtocolError:
+                    tls_record = prefix[0] in (0x15, 0x16) and prefix[1] == 3 and prefix[2] <= 4  # alert/handshake
+                    if tls_record and not self.client.security.protocol.uses_tls:
+                        # a TLS record (an alert or a handshake) where a frame size should be: a TLS
+                        # listener refusing our plain bytes, not a 350 MB response
+                        self.speaks_tls = True
+                        raise ProtocolError("the peer answered with a TLS record: it is a TLS listener") from None
+                    raise
+                payload = await self.reader.readexactly(size)
                 correlation_id = peek_correlation_id(payload)
                 if not self.pending:
                     raise ProtocolError(f"unexpected response with correlation id {correlation_id}")
@@ -325,6 +337,9 @@ class KafkaClient:
                 # certificate, so a TLS peer that hangs up before answering ApiVersions most likely did.
                 raise AuthenticationError(f"cannot connect to {name}: the peer closed the connection after the "
                                           f"TLS handshake (did it refuse our certificate?)") from None
+            if channel.speaks_tls:
+                raise AuthenticationError(f"cannot connect to {name}: it is a TLS listener and we are not using "
+                                          f"TLS (set security.protocol to SSL or SASL_SSL)") from None
             if context is None and channel.peer_closed and not channel.ranges:
                 # A TLS listener takes our ApiVersions for a bad handshake and hangs up without a word.
                 raise NetworkError(f"cannot connect to {name}: the peer closed the connection before answering "
