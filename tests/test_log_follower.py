@@ -231,9 +231,13 @@ def test_no_answer_backs_off_then_asks_the_next_bootstrap_controller() -> None:
     f = _follower(settings=FollowerSettings(retry_backoff_ms=100))
     first = _ask(f, 0)
     f.receive(5, InboundResponse(first.correlation_id, None, "connection refused"))
+    assert f.last_failure == "connection refused" and f.error is None  # kept for the tools' note
     assert f.poll(50).messages == []  # backing off
     second = _ask(f, 105)
     assert second.destination.address != first.destination.address
+    f.receive(106, InboundResponse(second.correlation_id, rm.fetch_response(
+        E.none, leader_id=-1, epoch=0, high_watermark=-1)))
+    assert f.last_failure is None  # an answer, even one without a leader, ends the failure
 
 
 def test_while_no_leader_is_elected_it_keeps_asking_the_bootstrap_controllers_without_error() -> None:
