@@ -58,10 +58,10 @@ def material(tmp_path_factory) -> Material:
 
 
 def server_props(m: Material, *, client_auth: str = "none", mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-                 store=None) -> dict[str, str]:
+                 store=None, extra: dict[str, str] | None = None) -> dict[str, str]:
     store = store or m.server
     p = f"listener.name.{LISTENER.lower()}."
-    return {"ssl.keystore.location": str(store.keystore), "ssl.keystore.type": "PEM",
+    return {**(extra or {}), "ssl.keystore.location": str(store.keystore), "ssl.keystore.type": "PEM",
             "ssl.key.password": store.key_password or "", "ssl.truststore.location": str(m.server.truststore),
             "ssl.truststore.type": "PEM", f"{p}ssl.client.auth": client_auth, "sasl.enabled.mechanisms": mechanisms,
             f"{p}plain.sasl.jaas.config": f'{PLAIN_MODULE} required username="admin" password="admin-secret" '
@@ -266,9 +266,33 @@ def test_plaintext_client_on_a_tls_listener(material, caplog):
     assert line.endswith(f"on {LISTENER}: TLS handshake failed: wrong version number (is the client using PLAINTEXT?)")
 
 
+def test_enabled_protocols_are_enforced_in_the_handshake(material, caplog):
+    """A TLS 1.3-only listener refuses a client held to TLS 1.2 (by its list, or by ssl.protocol, as Kafka's
+    clients are), in one line on each side, and serves the next client."""
+    tls12 = {**client_props(material, "SSL"), "ssl.enabled.protocols": "TLSv1.2"}
+    by_protocol = {**client_props(material, "SSL"), "ssl.protocol": "TLSv1.2"}
+    answers = run_against(material, "SSL", [tls12, by_protocol, client_props(material, "SSL")],
+                          extra={f"listener.name.{LISTENER.lower()}.ssl.enabled.protocols": "TLSv1.3"})
+    for refused in answers[:2]:
+        assert isinstance(refused, AuthenticationError) and "\n" not in str(refused), refused
+        assert "TLS handshake failed" in str(refused) and "ssl.enabled.protocols" in str(refused), refused
+    assert answers[2] == "User:ANONYMOUS|SSL"
+    lines = warnings(caplog)
+    assert len(lines) == 2 and all(line.endswith(f"on {LISTENER}: TLS handshake failed: unsupported protocol") for line in lines), lines
+
+
+def test_a_tls_12_listener_refuses_a_tls_13_only_client(material):
+    tls13 = {**client_props(material, "SSL"), "ssl.enabled.protocols": "TLSv1.3"}
+    answers = run_against(material, "SSL", [tls13, client_props(material, "SSL")],
+                          extra={"ssl.enabled.protocols": "TLSv1.2"})
+    assert isinstance(answers[0], AuthenticationError) and "TLS handshake failed" in str(answers[0])
+    assert answers[1] == "User:ANONYMOUS|SSL"
+
+
 def test_tls_client_on_a_plaintext_listener(material, caplog):
     answers = run_against(material, "PLAINTEXT", [client_props(material, "SSL"), client_props(material, "PLAINTEXT")])
-    assert_refused(answers, "TLS handshake failed: the peer closed the connection (is it a TLS listener?)",
+    assert_refused(answers, "TLS handshake failed: the peer closed the connection (is it a TLS listener? "
+                            "does it accept our ssl.enabled.protocols?)",
                    "User:ANONYMOUS|PLAINTEXT")
     (line,) = warnings(caplog)
     assert line.endswith(f"on {LISTENER}: a TLS handshake on a non-TLS listener (is the client using SSL?)")

@@ -250,3 +250,35 @@ def test_inline_pem_stores(stores):
     del props["ssl.keystore.certificate.chain"]
     assert "ssl.keystore.key is set but ssl.keystore.certificate.chain is not" in config_error(
         listener_security, props, "SSL", "SSL", WHERE)
+
+
+# ---------------------------------------------------------------- TLS versions
+
+def test_enabled_protocols_bound_the_tls_versions(stores):
+    server, client = stores
+    default = listener_security(tls_props(server), "SSL", "SSL", WHERE).ssl_context
+    assert (default.minimum_version, default.maximum_version) == (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3)
+    # an old config's list: the versions JDK 17 disables are accepted and left out
+    props = {**tls_props(server), "listener.name.ssl.ssl.enabled.protocols": "TLSv1.1, TLSv1.3",
+             "ssl.enabled.protocols": "TLSv1.2"}
+    only_13 = listener_security(props, "SSL", "SSL", WHERE).ssl_context
+    assert (only_13.minimum_version, only_13.maximum_version) == (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_3)
+    capped = client_security({"security.protocol": "SSL", **tls_props(client), "ssl.protocol": "TLSv1.2"},
+                             "admin.properties").ssl_context
+    assert (capped.minimum_version, capped.maximum_version) == (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2)
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ({"ssl.enabled.protocols": "TLSv1.2,SSLv3"}, "ssl.enabled.protocols names SSLv3, which is not a TLS version"),
+    ({"ssl.enabled.protocols": "TLSv1,TLSv1.1"}, "ssl.enabled.protocols is 'TLSv1,TLSv1.1': it enables no TLS "
+                                                 "version we can use"),
+    ({"ssl.enabled.protocols": " "}, "it enables no TLS version we can use"),
+    ({"ssl.protocol": "SSL"}, "ssl.protocol must be one of TLS, TLSv1.2, TLSv1.3, got 'SSL'"),
+    ({"ssl.protocol": "TLSv1.2", "ssl.enabled.protocols": "TLSv1.3"},
+     "ssl.protocol is TLSv1.2 but ssl.enabled.protocols is 'TLSv1.3': no TLS version is left"),
+])
+def test_tls_version_errors_name_the_key(stores, extra, expected):
+    _, client = stores
+    message = config_error(client_security, {"security.protocol": "SSL", **tls_props(client), **extra},
+                           "admin.properties")
+    assert message.startswith("admin.properties: ") and expected in message

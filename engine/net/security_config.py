@@ -29,7 +29,11 @@ What Kafka reads, and so what we read:
   empty does not. A client always verifies the server's chain (against the system CAs when no truststore
   is given, as the JVM's default trust store would).
 
-ssl.protocol, ssl.enabled.protocols and ssl.cipher.suites are left to OpenSSL's defaults (TLS 1.2+).
+* ``ssl.enabled.protocols`` (Kafka's default ``TLSv1.2,TLSv1.3``) bounds the TLS versions a listener
+  accepts and a client offers. TLSv1 and TLSv1.1 may be listed, as old configs do, but are not enabled:
+  JDK 17 disables them too. On a client, ``ssl.protocol=TLSv1.2`` keeps it off TLS 1.3 even where the
+  list allows it, as Kafka documents. ``ssl.cipher.suites`` is left to OpenSSL's defaults: its names are
+  the JVM's, and Python's ssl cannot choose TLS 1.3 suites.
 """
 
 from __future__ import annotations
@@ -55,6 +59,9 @@ _LOGIN_MODULES = {  # what each mechanism's JAAS entry names in Kafka
 _CONTROL_FLAGS = ("required", "requisite", "sufficient", "optional")
 _CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 _UNSUPPORTED_MECHANISMS = ("GSSAPI", "OAUTHBEARER")
+_TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+_DISABLED_TLS_VERSIONS = ("TLSv1", "TLSv1.1")  # accepted in a list, never enabled (as JDK 17's java.security)
+_SSL_PROTOCOLS = ("TLS", "TLSv1.2", "TLSv1.3")  # ssl.protocol values a JVM's SSLContext takes that still work
 
 
 # ---------------------------------------------------------------- JAAS
@@ -321,6 +328,32 @@ def _load_truststore(context: ssl.SSLContext, s: _Settings) -> bool:
     return True
 
 
+def _set_tls_versions(context: ssl.SSLContext, s: _Settings, *, client: bool) -> None:
+    """The TLS versions ``context`` may negotiate, from ssl.enabled.protocols (and, for a client,
+    ssl.protocol), as one contiguous range: with only TLS 1.2 and 1.3 left to choose from, every list
+    is one."""
+    text, key = s.get("ssl.enabled.protocols", "TLSv1.2,TLSv1.3")
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in _TLS_VERSIONS and n not in _DISABLED_TLS_VERSIONS]
+    if unknown:
+        raise s.error(f"{key} names {', '.join(unknown)}, which is not a TLS version "
+                      f"(use {', '.join(_TLS_VERSIONS)})")
+    versions = sorted({_TLS_VERSIONS[n] for n in names if n in _TLS_VERSIONS})
+    if not versions:
+        raise s.error(f"{key} is {text!r}: it enables no TLS version we can use (TLSv1 and TLSv1.1 are disabled, "
+                      f"as in JDK 17; use {', '.join(_TLS_VERSIONS)})")
+    highest = versions[-1]
+    if client:
+        protocol, protocol_key = s.get("ssl.protocol", "TLSv1.3")
+        if protocol not in _SSL_PROTOCOLS:
+            raise s.error(f"{protocol_key} must be one of {', '.join(_SSL_PROTOCOLS)}, got {protocol!r}")
+        if protocol == "TLSv1.2":
+            highest = min(highest, ssl.TLSVersion.TLSv1_2)
+            if highest < versions[0]:
+                raise s.error(f"{protocol_key} is TLSv1.2 but {key} is {text!r}: no TLS version is left")
+    context.minimum_version, context.maximum_version = versions[0], highest
+
+
 # ---------------------------------------------------------------- server side
 
 def listener_security(props: Mapping[str, str], listener_name: str, protocol: SecurityProtocol | str,
@@ -335,6 +368,7 @@ def listener_security(props: Mapping[str, str], listener_name: str, protocol: Se
     context = None
     if protocol.uses_tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        _set_tls_versions(context, s, client=False)
         if not _has_keystore(s):
             raise s.error(f"listener {listener_name} is {protocol.name} but ssl.keystore.location is not set "
                           f"(nor {s.prefix}ssl.keystore.location): a TLS listener needs its key and certificate")
@@ -391,6 +425,7 @@ def client_security(props: Mapping[str, str], where: str | None, *, listener_nam
     context = None
     if protocol.uses_tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        _set_tls_versions(context, s, client=True)
         algorithm, algorithm_key = s.get("ssl.endpoint.identification.algorithm", "https")
         if algorithm.lower() not in ("https", ""):
             raise s.error(f"{algorithm_key} must be https or empty, got {algorithm!r}")

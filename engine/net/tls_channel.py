@@ -71,7 +71,10 @@ def handshake_failure(err: BaseException, *, server_side: bool = False) -> str:
                         BrokenPipeError)) or (isinstance(err, ssl.SSLError) and "EOF" in str(err)):
         if server_side:
             return "TLS handshake failed: the client closed the connection (did it refuse our certificate?)"
-        return "TLS handshake failed: the peer closed the connection (is it a TLS listener?)"
+        # a TLS listener that refused our TLS version drops the connection the same way (Python's TLS
+        # server sends no alert), so the hint names both causes
+        return ("TLS handshake failed: the peer closed the connection (is it a TLS listener? "
+                "does it accept our ssl.enabled.protocols?)")
     if isinstance(err, ssl.SSLCertVerificationError) and err.verify_message:
         return f"TLS handshake failed: certificate verify failed: {err.verify_message}"
     text = " ".join(str(err).split())
