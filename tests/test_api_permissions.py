@@ -133,3 +133,26 @@ def test_a_token_for_someone_else_needs_create_tokens_on_that_user() -> None:
     own = module.CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None, renewers=(),
                                               max_lifetime=datetime.timedelta(milliseconds=-1))
     assert authorize_request(_alice(), COMMANDS[38], own, _image()).request is own
+
+
+def test_before_the_acls_are_loaded_only_super_users_pass() -> None:
+    """Kafka's StandardAuthorizer before its initial load: AuthorizerNotReadyException, answered as
+    UNKNOWN_SERVER_ERROR, for everyone but super users, whatever the ACLs or the no-ACL default say."""
+    from engine.controller.api_permissions import NOT_READY_MESSAGE
+
+    config = AuthorizerConfig(enabled=True, super_users=frozenset({"User:admin"}), allow_everyone_if_no_acl_found=True)
+    create = request("create_topics", 7, timeout=datetime.timedelta(seconds=1), validate_only=True, topics=(
+        protocol_module("create_topics", 7, "request").CreatableTopic(
+            name="t", num_partitions=1, replication_factor=1, assignments=(), configs=()),))
+    waiting = Caller(config, (), "User:alice", "127.0.0.1", loaded=False)
+    verdict = authorize_request(waiting, COMMANDS[19], create, _image())
+    assert verdict.request is None
+    assert [(t.name, t.error_code, t.error_message) for t in verdict.answer.topics] == \
+        [("t", ErrorCode.unknown_server_error, NOT_READY_MESSAGE)]
+    assert cluster_denial(waiting, 52) == (ErrorCode.unknown_server_error, NOT_READY_MESSAGE)  # Vote
+    admin = Caller(config, (), "User:admin", "127.0.0.1", loaded=False)
+    assert authorize_request(admin, COMMANDS[19], create, _image()).request == create
+    assert cluster_denial(admin, 52) is None
+    loaded = Caller(config, (), "User:alice", "127.0.0.1")
+    assert authorize_request(loaded, COMMANDS[19], create, _image()).request == create
+    assert cluster_denial(loaded, 52) is None

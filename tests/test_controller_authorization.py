@@ -20,7 +20,10 @@ from engine.server.controller_node import ControllerNode, load_controller_settin
 from engine.controller.standard_authorizer import (
     ALLOW, CLUSTER, CREATE, DESCRIBE, LITERAL, PREFIXED, STANDARD_AUTHORIZER, TOPIC,
 )
-from tests.node_quorum import start_quorum, wait_until
+from engine.controller.api_permissions import NOT_READY_MESSAGE
+from engine.net.ports import pick_ports
+from engine.net.security_config import client_security
+from tests.node_quorum import make_quorum, start_quorum, wait_until
 
 _topics = protocol_module("create_topics", 7, "request")
 _acls = protocol_module("create_acls", 3, "request")
@@ -47,6 +50,7 @@ def _envelope(inner: object, principal: str) -> object:
         client_host_address=bytes([127, 0, 0, 1]))
 
 
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 PASSED = ErrorCode.invalid_replication_factor  # what the command answers a topic with no broker registered
 
 
@@ -109,6 +113,58 @@ def test_the_controller_enforces_its_acls_and_answers_kafkas_error_codes(tmp_pat
     # a Raft peer without CLUSTER_ACTION, and a "broker" without it forwarding for a super user
     assert vote.error_code == ErrorCode.cluster_authorization_failed
     assert (envelope.error_code, envelope.response_data) == (ErrorCode.cluster_authorization_failed, None)
+
+
+def test_until_the_acls_are_loaded_only_super_users_are_served(tmp_path: Path) -> None:
+    """A controller that has not caught up with the high watermark judges nobody by the ACLs it has
+    replayed so far: as Kafka's StandardAuthorizer before its initial load, it answers every check of
+    a non-super user with UNKNOWN_SERVER_ERROR (retriable), even with allow.everyone.if.no.acl.found,
+    and serves super users. The controllers reach each other as ``ctl``, a super user, as Kafka needs
+    of them (their CLUSTER_ACTION ACL would be in the log they are yet to read); ``alice`` is a client.
+    Once a leader is elected and its log applied, the ACLs speak."""
+    jaas = (f'{PLAIN_MODULE} required username="ctl" password="ctl-secret" user_ctl="ctl-secret" '
+            f'user_alice="alice-secret";')
+    alice = client_security({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                             "sasl.jaas.config": f'{PLAIN_MODULE} required username="alice" password="alice-secret";'},
+                            "alice.properties")
+
+    async def scenario():
+        configs = make_quorum(tmp_path / "q", pick_ports(3), **{
+            "listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.controller.protocol": "PLAIN", "listener.name.controller.plain.sasl.jaas.config": jaas,
+            "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:ctl",
+            "allow.everyone.if.no.acl.found": "true"})
+        nodes = [ControllerNode(load_controller_settings(c)) for c in configs]
+        client = KafkaClient(client_id="test", security=alice)
+        try:
+            await nodes[0].start()  # one voter of three: no leader, no high watermark
+            address = nodes[0].driver.address
+            early = (await client.send(address, _create_topics("t1")),
+                     await client.send(address, describe_quorum_request()),
+                     await client.send(address, vote_request(nodes[0].meta.cluster_id, ReplicaKey(7, None), 1,
+                                                             ReplicaKey(1, None), 0, 0, False)),
+                     await client.send(address, _envelope(_create_topics("t2"), "User:ctl")))
+            loaded_early = nodes[0].controller.acls_loaded()
+            for node in nodes[1:]:
+                await node.start()
+            await wait_until(lambda: nodes[0].controller.acls_loaded(), 30, "the ACLs loaded on node 1")
+            later = await client.send(address, _create_topics("t3"))
+            return early, loaded_early, later
+        finally:
+            await client.close()
+            for node in nodes:
+                await node.stop()
+
+    (created, quorum, vote, envelope), loaded_early, later = asyncio.run(asyncio.wait_for(scenario(), 120))
+    assert not loaded_early
+    assert _results(created) == {"t1": ErrorCode.unknown_server_error}
+    assert created.topics[0].error_message == NOT_READY_MESSAGE
+    assert quorum.error_code == ErrorCode.unknown_server_error
+    assert vote.error_code == ErrorCode.unknown_server_error
+    assert (envelope.error_code, envelope.response_data) == (ErrorCode.unknown_server_error, None)
+    # loaded: no ACL names the topic, so allow.everyone.if.no.acl.found lets it through to the command
+    # (which answers as the active controller would, or sends the caller to it)
+    assert _results(later)["t3"] in (PASSED, ErrorCode.not_controller)
 
 
 def test_a_broker_forwards_its_clients_principal_and_address() -> None:

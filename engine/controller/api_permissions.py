@@ -70,8 +70,14 @@ UNCHECKED = frozenset({18, 39, 40})
 _TOPIC_CONFIG, _BROKER, _BROKER_LOGGER, _CLIENT_METRICS, _GROUP_CONFIG = 2, 4, 8, 16, 32
 
 
+NOT_READY_MESSAGE = "The authorizer is not ready: the controller has not loaded the ACLs yet."
+
+
 def cluster_denial(caller: Caller, api_key: int) -> tuple[Any, str] | None:
-    """(CLUSTER_AUTHORIZATION_FAILED, message) when the API's operation on CLUSTER is denied."""
+    """(CLUSTER_AUTHORIZATION_FAILED, message) when the API's operation on CLUSTER is denied;
+    (UNKNOWN_SERVER_ERROR, message) while the ACLs are not loaded, as Kafka answers then."""
+    if caller.not_ready and api_key in CLUSTER_OPERATIONS:
+        return ErrorCode.unknown_server_error, NOT_READY_MESSAGE
     operation = CLUSTER_OPERATIONS.get(api_key)
     if operation is None or caller.allows(operation, CLUSTER):
         return None
@@ -94,6 +100,8 @@ def authorize_request(caller: Caller, command: Command, request: Any, image: Met
         return Verdict(request)
     if command.api_key == 20 and config is not None and not config.delete_topic_enable:
         return Verdict(request)  # Kafka refuses the whole request before authorizing (TOPIC_DELETION_DISABLED)
+    if caller.not_ready:  # the whole request, whatever it names: Kafka's handler fails on the first check
+        return Verdict(None, command.error_response(request, ErrorCode.unknown_server_error, NOT_READY_MESSAGE))
     per_item = _PER_ITEM.get(command.api_key)
     if per_item is not None:
         return per_item(caller, command, request, image)

@@ -16,6 +16,12 @@ The rules of org.apache.kafka.metadata.authorizer.StandardAuthorizerData, for on
 
 Pure: the ACLs are read from whatever image the caller gives, so an ACL committed a moment ago
 counts at the next request.
+
+Until the ACLs are loaded (the owner says when: Kafka's AclPublisher completes the initial load once
+the metadata has caught up with the high watermark), only super users are answered; anyone else's
+action is "not ready", which Kafka's StandardAuthorizer throws as AuthorizerNotReadyException and its
+request handlers answer as UNKNOWN_SERVER_ERROR, a retriable error. Judging by a log still being
+replayed could allow what a later record denies, or deny a broker for good what it may do.
 """
 
 from __future__ import annotations
@@ -138,12 +144,19 @@ def authorize(acls: Iterable[Any], config: AuthorizerConfig, principal: str, hos
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """One request's authorizer: who asks, from where, against which ACLs."""
+    """One request's authorizer: who asks, from where, against which ACLs; ``loaded`` False while
+    those ACLs are not yet all there (see the module's docstring)."""
 
     config: AuthorizerConfig
     acls: tuple[Any, ...]
     principal: str
     host: str
+    loaded: bool = True
+
+    @property
+    def not_ready(self) -> bool:
+        """Whether this caller must be told the authorizer is not ready (a super user never is)."""
+        return self.config.enabled and not self.loaded and self.principal not in self.config.super_users
 
     def allows(self, operation: int, resource_type: int, resource_name: str = CLUSTER_NAME) -> bool:
         return authorize(self.acls, self.config, self.principal, self.host, operation, resource_type, resource_name)

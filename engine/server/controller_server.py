@@ -104,6 +104,7 @@ class ControllerServer:
         self.driver = driver
         self.authorizer = config.authorizer
         self._acls: tuple[Any, tuple[Any, ...]] = (None, ())  # the committed ACL map and its records
+        self._acls_loaded = False  # once True, for good: Kafka completes the authorizer's initial load once
         # DescribeCluster stays the Raft driver's answer (the voters' endpoints, the Raft leader as
         # controller id), which holds before a metadata.version with registrations and while a
         # controller is still unregistered; `kraftd quorum` and Kafka's admin clients find the
@@ -200,7 +201,21 @@ class ControllerServer:
         acls = self.core.committed_image().acls
         if self._acls[0] is not acls:  # a new image shares its ACL map until the ACLs change
             self._acls = (acls, tuple(acls.values()))
-        return Caller(self.authorizer, self._acls[1], principal, java_host_address(host))
+        return Caller(self.authorizer, self._acls[1], principal, java_host_address(host), self.acls_loaded())
+
+    def acls_loaded(self) -> bool:
+        """Whether the committed image has caught up with the high watermark once, as Kafka's
+        MetadataLoader must before its AclPublisher completes the authorizer's initial load. Before
+        that (a restarted controller that has not heard from the leader, a new one still fetching)
+        the image's ACLs are those of a log being replayed, and only super users are served."""
+        if not self._acls_loaded:
+            client = self.driver.client
+            high_watermark = client.high_watermark if client is not None else None
+            if high_watermark is not None and self.core.committed_offset + 1 >= high_watermark:
+                self._acls_loaded = True
+                log.info("node %d: the authorizer loaded the ACLs (%d, at offset %d)", self.core.node_id,
+                         len(self.core.committed_image().acls), self.core.committed_offset)
+        return self._acls_loaded
 
     def _authorize_raft(self, ctx: RequestContext) -> Any:
         """The Raft driver's hook: the error code refusing a Raft API (CLUSTER_ACTION for the
@@ -259,11 +274,12 @@ class ControllerServer:
 
     async def _envelope(self, ctx: RequestContext, envelope: Any, caller: Caller) -> Any:
         module = protocol_module("envelope", 0, "response")
-        if api_permissions.cluster_denial(caller, ENVELOPE_KEY) is not None:
-            # only a broker (CLUSTER_ACTION) may speak for its clients
-            log.info("node %d: an Envelope from %s refused: %s has no CLUSTER_ACTION on the cluster",
-                     self.core.node_id, ctx.peer[0], caller.principal)
-            return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.cluster_authorization_failed)
+        denial = api_permissions.cluster_denial(caller, ENVELOPE_KEY)
+        if denial is not None:
+            # only a broker (CLUSTER_ACTION) may speak for its clients; and none before the ACLs are loaded
+            log.info("node %d: an Envelope from %s refused to %s: %s", self.core.node_id, ctx.peer[0],
+                     caller.principal, denial[1])
+            return module.EnvelopeResponse(response_data=None, error_code=denial[0])
         try:
             info, inner = decode_request_frame(bytes(envelope.request_data), self._forwardable)
             principal, token_authenticated = read_principal_data(envelope.request_principal)
