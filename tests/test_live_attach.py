@@ -246,7 +246,7 @@ async def test_a_controller_of_another_cluster_stops_the_feed_with_one_line(tmp_
 
 @pytest.mark.parametrize("config, message", [
     ({"security.protocol": "SASL_SSL"}, "sasl.mechanism is GSSAPI (Kafka's default), which is not supported"),
-    ({"security.protocol": "SSL", "ssl.truststore.location": "/nope"}, "only PEM stores are supported"),
+    ({"security.protocol": "SSL", "ssl.truststore.location": "/nope"}, "ssl.truststore.location: cannot read /nope"),
     ({"security.protocol": "TLS"}, "security.protocol must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
     ({"request.timeout.ms": "soon"}, "request.timeout.ms must be an integer"),
 ])

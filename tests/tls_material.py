@@ -132,3 +132,30 @@ def write_truststore(path: Path, *cas: TestCA) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(ca.cert_pem() for ca in cas))
     return path
+
+
+def write_pkcs12(path: Path, leaf: Leaf | None, password: str | None, *, cas: tuple[TestCA, ...] = ()) -> Path:
+    """A PKCS12 store made by ``cryptography``: ``leaf``'s key and certificate (a keystore) and/or
+    ``cas`` as certificate entries (a truststore), encrypted under ``password``."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    encryption = (serialization.BestAvailableEncryption(password.encode()) if password
+                  else serialization.NoEncryption())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pkcs12.serialize_key_and_certificates(
+        b"leaf" if leaf else None, leaf.key if leaf else None, leaf.cert if leaf else None,
+        [ca.cert for ca in cas] or None, encryption))
+    return path
+
+
+def keytool(*args: str) -> None:
+    """The JDK's keytool (the one next to ``java``), for stores made as a JVM makes them."""
+    import os
+    import shutil
+    import subprocess
+
+    java_home = os.environ.get("JAVA_HOME")
+    tool = (str(Path(java_home) / "bin" / "keytool") if java_home and (Path(java_home) / "bin" / "keytool").exists()
+            else shutil.which("keytool"))
+    assert tool, "keytool (the JDK's) is not on PATH: the PKCS12/JKS tests need it, as the Kafka tests need java"
+    subprocess.run([tool, *args], check=True, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)

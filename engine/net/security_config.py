@@ -16,11 +16,12 @@ What Kafka reads, and so what we read:
   entry, its protocol from the map, ``sasl.mechanism.controller.protocol``, and the JAAS of
   ``listener.name.<l>.<mech>.sasl.jaas.config`` (Kafka builds that channel with JaasContext.Type.SERVER,
   so the login's username/password come from the listener's server-side JAAS entry).
-* TLS stores are PEM only (``ssl.keystore.type=PEM``: private key then certificate chain;
+* TLS stores are PEM (``ssl.keystore.type=PEM``: private key then certificate chain;
   ``ssl.truststore.type=PEM``: CA certificates; or inline, as Kafka allows, in ``ssl.keystore.key`` with
-  ``ssl.keystore.certificate.chain`` and ``ssl.truststore.certificates``).
-  Kafka's defaults are JKS, which Python's ssl cannot read; a JKS or PKCS12 store is one ConfigError
-  saying only PEM is supported. The files are checked with ``cryptography`` before OpenSSL sees them, so
+  ``ssl.keystore.certificate.chain`` and ``ssl.truststore.certificates``) or PKCS12 (with
+  ``ssl.keystore.password`` / ``ssl.truststore.password``, engine.net.pkcs12_stores). Kafka's default
+  type is JKS, which we cannot read: a JKS file is one ConfigError saying how to convert it, while a
+  PKCS12 file under the JKS type is read as PKCS12, as the JDK does. The files are checked with ``cryptography`` before OpenSSL sees them, so
   a wrong ``ssl.key.password`` or a file that is not PEM is a line naming the key, not OpenSSL's
   "[SSL] PEM lib".
 * ``ssl.client.auth`` (required / requested / none) is the server context's verify mode. On a SASL_SSL
@@ -47,6 +48,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from engine.common.errors import ConfigError
+from engine.net import pkcs12_stores
 from engine.net.channel_security import (
     SASL_MECHANISMS, ClientSecurity, ListenerSecurity, ScramCredentialLookup, SecurityProtocol,
 )
@@ -215,14 +217,31 @@ def _mechanism(text: str, key: str, where: str | None) -> str:
     return mechanism
 
 
-# ---------------------------------------------------------------- PEM stores
+# ---------------------------------------------------------------- stores: PEM and PKCS12
 
-def _store_type(s: _Settings, key: str, what: str) -> None:
-    store_type, type_key = s.get(key, "JKS")
-    if store_type.upper() != "PEM":
-        default = " (Kafka's default)" if type_key == key and key not in s.props else ""
-        raise s.error(f"{type_key} is {store_type or 'empty'}{default}: only PEM stores are supported "
-                      f"(set {type_key}=PEM and give the {what} as PEM)")
+def _store_format(s: _Settings, type_key: str, what: str, data: bytes | None, location: str) -> str:
+    """PEM or PKCS12: how to read the store ``data`` (None: inline PEM text, which Kafka allows only
+    with the PEM type). A store typed JKS that is a PKCS12 file is one, as the JDK reads it."""
+    store_type, key = s.get(type_key, "JKS")
+    kind = store_type.upper()
+    default = " (Kafka's default)" if key == type_key and type_key not in s.props else ""
+    if kind == "PKCS12" and data is not None and not pkcs12_stores.looks_like_pkcs12(data):
+        found = "a JKS store" if pkcs12_stores.is_jks(data) else "PEM text" if b"-----BEGIN" in data else "not DER"
+        raise s.error(f"{key} is PKCS12 but {location} is not a PKCS12 file ({found})")
+    if kind == "PEM" or (kind == "PKCS12" and data is not None):
+        return kind
+    if kind == "JKS" and data is not None:
+        if pkcs12_stores.looks_like_pkcs12(data):
+            return "PKCS12"
+        if pkcs12_stores.is_jks(data):
+            raise s.error(f"{key} is JKS{default} and {location} is a JKS store, which we cannot read: convert it "
+                          f"(keytool -importkeystore -srckeystore {location} -destkeystore STORE.p12 "
+                          f"-deststoretype PKCS12) and set {key}=PKCS12, or use PEM")
+    if data is None:
+        raise s.error(f"{key} is {store_type or 'empty'}{default}: a {what} given inline must be PEM "
+                      f"(set {key}=PEM)")
+    raise s.error(f"{key} is {store_type or 'empty'}{default}: the store types we read are PKCS12 and PEM "
+                  f"(set {key}=PKCS12 for a PKCS12 file, or {key}=PEM and give the {what} as PEM)")
 
 
 def _read_store(s: _Settings, location_key: str) -> tuple[Path, bytes]:
@@ -255,12 +274,14 @@ def _load_keystore(context: ssl.SSLContext, s: _Settings) -> None:
     inline, inline_key = s.get("ssl.keystore.key")
     if not location and not inline:
         return
-    _store_type(s, "ssl.keystore.type", "key and certificate chain")
+    path, data = _read_store(s, "ssl.keystore.location") if location else (None, None)
+    if _store_format(s, "ssl.keystore.type", "key and certificate chain", data, location) == "PKCS12":
+        _load_pkcs12_keystore(context, s, data, location, location_key)
+        return
     if s.get("ssl.keystore.password")[0]:
         raise s.error(f"{s.get('ssl.keystore.password')[1]} cannot be used with a PEM keystore "
                       f"(as in Kafka, give only ssl.key.password)")
     if location:
-        path, data = _read_store(s, "ssl.keystore.location")
         _check_keystore(s, data, location, location_key)
         _load_cert_chain(context, s, path, location, location_key)
         return
@@ -273,6 +294,25 @@ def _load_keystore(context: ssl.SSLContext, s: _Settings) -> None:
         path = Path(directory) / "keystore.pem"
         path.write_bytes(data)
         _load_cert_chain(context, s, path, "the value", inline_key)
+
+
+def _load_pkcs12_keystore(context: ssl.SSLContext, s: _Settings, data: bytes, location: str,
+                          location_key: str) -> None:
+    """A PKCS12 keystore: opened with ssl.keystore.password (or ssl.key.password, where the key's
+    differs), its key entry handed to OpenSSL."""
+    store_password, store_key = s.get("ssl.keystore.password")
+    key_password = s.get("ssl.key.password")[0]
+    passwords = [p for p in (store_password, key_password) if p]
+    if not passwords:
+        raise s.error(f"{store_key} is not set: the PKCS12 keystore {location} needs its password")
+    try:
+        key, chain = pkcs12_stores.keystore_entry(data, passwords)
+        pkcs12_stores.load_keystore(context, key, chain)
+    except ValueError as err:
+        raise s.error(f"{location_key}: cannot use the PKCS12 keystore {location} with {store_key}: {err}") from None
+    except (ssl.SSLError, OSError) as err:
+        raise s.error(f"{location_key}: {location} is not a usable key and certificate chain: "
+                      f"{getattr(err, 'reason', None) or err}") from None
 
 
 def _check_keystore(s: _Settings, data: bytes, location: str, location_key: str) -> None:
@@ -310,13 +350,21 @@ def _load_truststore(context: ssl.SSLContext, s: _Settings) -> bool:
     inline, inline_key = s.get("ssl.truststore.certificates")
     if not location and not inline:
         return False
-    _store_type(s, "ssl.truststore.type", "CA certificates")
+    data = _read_store(s, "ssl.truststore.location")[1] if location else None
+    store_format = _store_format(s, "ssl.truststore.type", "CA certificates", data, location)
     if location:
-        data = _read_store(s, "ssl.truststore.location")[1]
         key = location_key
     else:
         data, key = inline.encode(), inline_key
-    certs = _certificates(data, key, s)
+    if store_format == "PKCS12":
+        password, password_key = s.get("ssl.truststore.password")
+        try:
+            certs = pkcs12_stores.truststore_certificates(data, password or None)
+        except ValueError as err:
+            raise s.error(f"{key}: cannot use the PKCS12 truststore {location}"
+                          f"{' with ' + password_key if password else ''}: {err}") from None
+    else:
+        certs = _certificates(data, key, s)
     if not certs:
         raise s.error(f"{key}: no PEM certificate in {location or 'the value'}")
     try:
