@@ -8,23 +8,16 @@ connections on 127.0.0.1 between our KafkaServer and KafkaClient.
 
 from __future__ import annotations
 
-import asyncio
-import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.common.errors import ConfigError
-from engine.net.errors import NetError
-from engine.net.kafka_client import KafkaClient
-from engine.net.kafka_protocol import RAFT_APIS, request_class, response_class
-from engine.net.kafka_server import KafkaServer, RequestContext
 from engine.net.security_config import client_security, listener_security
-from engine.records.kio_codec import ErrorCode
-from tls_material import TestCA, keytool, write_pkcs12
+from tls_material import TestCA, keytool, principals_seen, write_pkcs12
 
-LISTENER = "SECURE"
+LISTENER = "SECURE"  # the listener name principals_seen serves
 
 
 class Stores:
@@ -71,30 +64,12 @@ def client_props(s: Stores, **extra: str) -> dict[str, str]:
             "ssl.truststore.location": str(s.java_truststore), "ssl.truststore.password": "ts-secret", **extra}
 
 
-async def _who_am_i(ctx: RequestContext, request: Any) -> Any:
-    return response_class(60, 0)(throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, error_message=None,
-                                 cluster_id=str(ctx.principal), controller_id=1, brokers=(),
-                                 cluster_authorized_operations=0)
 
 
 def round_trips(server: dict[str, str], clients: list[dict[str, str]]) -> list[Any]:
     """Each client's principal as the SSL listener saw it, or the NetError it got."""
-    security = listener_security(server, LISTENER, "SSL", "server.properties")
-
-    async def main() -> list[Any]:
-        out: list[Any] = []
-        async with KafkaServer(_who_am_i, listener_name=LISTENER, security=security, apis={**RAFT_APIS}) as srv:
-            for props in clients:
-                async with KafkaClient(client_id="t", request_timeout_ms=5000,
-                                       security=client_security(props, "client.properties")) as client:
-                    try:
-                        answer = await client.send(("127.0.0.1", srv.address[1]),
-                                                   request_class(60, 0)(include_cluster_authorized_operations=False))
-                        out.append(answer.cluster_id)
-                    except NetError as err:
-                        out.append(err)
-        return out
-    return asyncio.run(asyncio.wait_for(main(), 30))
+    return principals_seen(listener_security(server, LISTENER, "SSL", "server.properties"),
+                           [client_security(props, "client.properties") for props in clients])
 
 
 def test_a_keytool_keystore_serves_and_a_keytool_truststore_trusts(stores):

@@ -159,3 +159,37 @@ def keytool(*args: str) -> None:
             else shutil.which("keytool"))
     assert tool, "keytool (the JDK's) is not on PATH: the PKCS12/JKS tests need it, as the Kafka tests need java"
     subprocess.run([tool, *args], check=True, capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+
+
+def principals_seen(security, client_securities: list) -> list:
+    """Serve ``security`` (a ListenerSecurity) on 127.0.0.1 and connect each ClientSecurity in turn:
+    the principal the listener saw (a DescribeCluster answer carrying it as its cluster id), or
+    the NetError the client got. Returns once every connection is closed, so refusals are logged."""
+    import asyncio
+
+    from engine.net.errors import NetError
+    from engine.net.kafka_client import KafkaClient
+    from engine.net.kafka_protocol import RAFT_APIS, request_class, response_class
+    from engine.net.kafka_server import KafkaServer
+    from engine.records.kio_codec import ErrorCode
+
+    async def who_am_i(ctx, request):
+        return response_class(60, 0)(throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, error_message=None,
+                                     cluster_id=str(ctx.principal), controller_id=1, brokers=(),
+                                     cluster_authorized_operations=0)
+
+    async def main() -> list:
+        out: list = []
+        async with KafkaServer(who_am_i, listener_name="SECURE", security=security, apis={**RAFT_APIS}) as server:
+            for client_security in client_securities:
+                async with KafkaClient(client_id="t", request_timeout_ms=5000, security=client_security) as client:
+                    try:
+                        answer = await client.send(("127.0.0.1", server.address[1]),
+                                                   request_class(60, 0)(include_cluster_authorized_operations=False))
+                        out.append(answer.cluster_id)
+                    except NetError as err:
+                        out.append(err)
+            while server.connection_count:
+                await asyncio.sleep(0.01)
+        return out
+    return asyncio.run(asyncio.wait_for(main(), 30))

@@ -66,13 +66,16 @@ ScramCredentialLookup = Callable[[str, str], "ScramCredential | None"]
 class ListenerSecurity:
     """The server side of one listener. ``ssl_context`` is a server context (its verify mode says
     ssl.client.auth); ``plain_users`` are PLAIN's user -> password from the listener's JAAS config;
-    ``scram_credentials`` answers SCRAM's lookups."""
+    ``scram_credentials`` answers SCRAM's lookups; ``principal_name`` maps a client certificate's
+    subject to its principal's name on an SSL listener (ssl.principal.mapping.rules; None: the subject
+    itself), raising ValueError when no rule maps it."""
 
     protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
     ssl_context: ssl.SSLContext | None = None
     sasl_mechanisms: tuple[str, ...] = ()
     plain_users: Mapping[str, str] = field(default_factory=dict)
     scram_credentials: ScramCredentialLookup | None = None
+    principal_name: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,11 @@ class _Connection:
                 self.principal = peer_principal(self.writer)
             except ValueError as err:  # a certificate OpenSSL accepted but cryptography cannot read
                 return self._refuse(f"cannot read the client certificate's subject: {err}")
+            if security.principal_name is not None and self.principal is not ANONYMOUS:
+                try:  # Kafka's principal builder fails the connection when no mapping rule applies
+                    self.principal = KafkaPrincipal("User", security.principal_name(self.principal.name))
+                except ValueError as err:
+                    return self._refuse(f"the client certificate has no principal: {err}")
         tasks = [asyncio.create_task(self._read_loop()), asyncio.create_task(self._write_loop()),
                  asyncio.create_task(self.failed.wait())]
         try:

@@ -26,6 +26,8 @@ What Kafka reads, and so what we read:
   "[SSL] PEM lib".
 * ``ssl.client.auth`` (required / requested / none) is the server context's verify mode. On a SASL_SSL
   listener Kafka honours it only when listener-prefixed (the SASL login is the identity there), and so do we.
+* ``ssl.principal.mapping.rules`` maps an SSL listener's client certificate subject to the principal's
+  name (engine.net.ssl_principal_mapper); on SASL_SSL the SASL login is the principal, as in Kafka.
 * ``ssl.endpoint.identification.algorithm``: ``https`` (Kafka's default) checks the server's host name,
   empty does not. A client always verifies the server's chain (against the system CAs when no truststore
   is given, as the JVM's default trust store would).
@@ -49,6 +51,7 @@ from cryptography.hazmat.primitives import serialization
 
 from engine.common.errors import ConfigError
 from engine.net import pkcs12_stores
+from engine.net.ssl_principal_mapper import SslPrincipalMapper
 from engine.net.channel_security import (
     SASL_MECHANISMS, ClientSecurity, ListenerSecurity, ScramCredentialLookup, SecurityProtocol,
 )
@@ -430,6 +433,14 @@ def listener_security(props: Mapping[str, str], listener_name: str, protocol: Se
         context.verify_mode = verify
         if verify != ssl.CERT_NONE and not _load_truststore(context, s):
             context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+    principal_name = None
+    if protocol is SecurityProtocol.SSL:  # on SASL_SSL the principal is the SASL login, as in Kafka
+        rules, rules_key = s.get("ssl.principal.mapping.rules", "DEFAULT")
+        try:
+            mapper = SslPrincipalMapper.from_rules(rules)
+        except ValueError as err:
+            raise s.error(f"{rules_key}: {err}") from None
+        principal_name = None if mapper.is_default else mapper.name
     mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = {}
     if protocol.uses_sasl:
@@ -448,7 +459,8 @@ def listener_security(props: Mapping[str, str], listener_name: str, protocol: Se
             plain_users = {name[5:]: value for name, value in entry.options.items()
                            if name.startswith("user_") and len(name) > 5}
     return ListenerSecurity(protocol=protocol, ssl_context=context, sasl_mechanisms=mechanisms,
-                            plain_users=plain_users, scram_credentials=scram_credentials)
+                            plain_users=plain_users, scram_credentials=scram_credentials,
+                            principal_name=principal_name)
 
 
 def _check_login_module(entry: JaasEntry, mechanism: str, key: str, where: str | None) -> None:
