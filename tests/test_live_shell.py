@@ -78,6 +78,20 @@ def _state(session: Session, broker: int) -> str:
     return answer(session, f"cat /brokers/{broker}/state")[0]
 
 
+def test_local_names_the_attached_cluster_and_the_quorum_asked(cluster):
+    """/local in a live session: the cluster id the attachment read (as meta.properties gives it offline),
+    the bootstrap controllers as the source, and no node id (the tool is an observer, not a node)."""
+    session, _ = live_session(cluster)
+    try:
+        # DescribeCluster tells the id within a second or so of the attach
+        poll(lambda: answer(session, "cat /local/cluster-id") == [cluster.registry()["cluster_id"]],
+             "the cluster id under /local", DEADLINE_S)
+        assert answer(session, "cat /local/source") == [bootstrap(cluster)]
+        assert answer(session, "cat /local/node-id") == ["null"]
+    finally:
+        session.source.close()
+
+
 def test_fencing_isr_and_elr_follow_a_killed_broker(cluster):
     create_topic(cluster, NewTopic("elr", -1, -1, replica_assignments={0: [1, 2]},
                                    topic_configs={"min.insync.replicas": "2"}))
