@@ -456,3 +456,35 @@ def test_plaintext_client_told_a_jvm_tls_listener_speaks_tls() -> None:
     assert str(refused).startswith("cannot connect to 127.0.0.1:") and "\n" not in str(refused)
     assert str(refused).endswith(": it is a TLS listener and we are not using TLS (set security.protocol to SSL "
                                  "or SASL_SSL)")
+
+
+def test_closing_does_not_wait_for_a_tls_peers_close_notify(material) -> None:
+    """A TLS peer that never answers our close_notify (a JVM answers late: 0.2-0.5 s from Kafka's
+    controllers) does not hold the client's close for asyncio's 30 s shutdown timeout: after a short
+    wait the connection is dropped. The 10 s bound is a safety net, not a performance claim."""
+    from engine.net.kafka_client import _closed
+
+    server_context = listener_security(server_props(material), LISTENER, "SSL", None).ssl_context
+    listening = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def silent_peer() -> None:
+        raw, _ = listening.accept()
+        with server_context.wrap_socket(raw, server_side=True):  # the handshake, then nothing at all
+            done.wait(30)
+
+    thread = threading.Thread(target=silent_peer, daemon=True)
+    thread.start()
+
+    async def scenario() -> bool:
+        context = client_security(client_props(material, "SSL"), "client.properties").ssl_context
+        _, writer = await asyncio.open_connection(*listening.getsockname(), ssl=context, server_hostname="127.0.0.1")
+        writer.close()
+        await _closed(writer)
+        return writer.transport.is_closing()
+    try:
+        assert asyncio.run(asyncio.wait_for(scenario(), 10))
+    finally:
+        done.set()
+        thread.join(5)
+        listening.close()
