@@ -17,8 +17,8 @@ import pytest
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import load_log_dir
 from engine.storage.log_reader import read_file
-from tests.kafka_peer.cluster import KafkaCluster
-from tests.kafka_peer.nodes import metadata_brokers, wait_until
+from kafka_peer.cluster import KafkaCluster
+from kafka_peer.nodes import metadata_brokers, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -24,8 +24,8 @@ from engine.image.metadata_loader import load_log_dir
 from engine.net.kafka_client import KafkaClient
 from engine.records.kio_codec import ErrorCode, i8, protocol_module
 from engine.tools.quorum_tool import default_send, find_leader
-from tests.kafka_peer.cluster import KafkaCluster
-from tests.kafka_peer.nodes import KafkaNode, NodeFailed, wait_until
+from kafka_peer.cluster import KafkaCluster
+from kafka_peer.nodes import KafkaNode, NodeFailed, wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -33,8 +33,8 @@ from engine.controller.unclean_recovery import LogQuery
 from engine.net.kafka_client import KafkaClient
 from engine.server.unclean_recovery_queries import ask_broker
 from engine.storage.log_reader import read_file
-from tests.kafka_peer.cluster import KafkaCluster
-from tests.kafka_peer.nodes import wait_until
+from kafka_peer.cluster import KafkaCluster
+from kafka_peer.nodes import wait_until
 from tests.test_kafka_brokers_on_kraftd import CLIENT_TIMEOUT_S, _admin, create_placed, our_image, partition
 
 pytestmark = pytest.mark.kafka
