@@ -106,7 +106,7 @@ async def test_topic_creations_reach_the_feed_and_the_image_equals_the_leaders_l
         caught = await asyncio.to_thread(feed.attachment.wait_caught_up, DEADLINE_S)
         feed.apply(caught)
         assert feed.resets == 1 and caught.reset[1] == -1  # the log starts at 0: the empty image
-        assert feed.attachment.fetch_version == 17  # kraftd's controllers serve Fetch v17 only
+        assert feed.attachment.fetch_version == 18  # kraftd serves Fetch v17 and v18 (KIP-1166): v18 it is
         beats = await _register_a_broker(client, active)
         for name in ("orders", "payments"):
             response = await client.send(active.driver.address, create_topic_request(name, 3, 1))

@@ -62,7 +62,7 @@ def kafka_response_header_version(cls: type) -> int:
 
 
 def test_raft_apis_are_the_versions_kio_has() -> None:
-    expected = {18: (0, 4), 52: (0, 2), 53: (0, 1), 54: (0, 1), 1: (13, 17), 59: (0, 1), 55: (0, 2),
+    expected = {18: (0, 4), 52: (0, 2), 53: (0, 1), 54: (0, 1), 1: (13, 18), 59: (0, 1), 55: (0, 2),
                 80: (0, 1), 81: (0, 0), 82: (0, 0), 60: (0, 2)}
     assert {k: (s.min_version, s.max_version) for k, s in RAFT_APIS.items()} == expected
     for api_key, version in VERSIONS:

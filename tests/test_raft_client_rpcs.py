@@ -6,6 +6,7 @@ feeds it requests and responses with explicit times, and looks at what ``poll`` 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 
@@ -858,3 +859,36 @@ def test_fetch_from_an_empty_log_reporting_epoch_zero_gets_records(kraft_version
     assert (p.snapshot_id.end_offset, p.snapshot_id.epoch) == (-1, -1)
     assert len(p.records or b"") > 0
     assert r.client.quorum.state.progress[2].end_offset == 0
+
+
+def _fetch_v18(r: Replica, now_ms: int, node_id: int, fetch_offset: int, last_epoch: int, known_hw: int) -> list:
+    """A Fetch read at v18 (as the driver reads every Fetch): the fetcher says which high watermark it knows."""
+    from engine.net.message_versions import convert_message
+    from engine.net.kafka_protocol import request_class
+
+    v17 = rm.fetch_request(CID, ReplicaKey(node_id), r.client.epoch, fetch_offset, last_epoch, 500, 1 << 20)
+    request = convert_message(v17, request_class(1, 18))
+    part = request.topics[0].partitions[0]
+    request = dataclasses.replace(request, topics=(dataclasses.replace(
+        request.topics[0], partitions=(dataclasses.replace(part, high_watermark=known_hw),)),))
+    return r.request(now_ms, request)
+
+
+def test_a_v18_fetcher_behind_on_the_high_watermark_is_answered_at_once() -> None:
+    """KIP-1166: a caught-up fetcher that knows an older high watermark (or none: -1) is not parked;
+    one that knows the current one is, as is any v17 fetch (its field reads 'not supported')."""
+    r = Replica()
+    now = r.elect()
+    r.commit_leader_change(now, node_id=2)
+    r.client.append_now(1, [data_record("a")], now)
+    r.fetch(now, 2, 2, 1)  # node 2 has it all: the high watermark is the log end
+    end = r.client.log.end_offset
+    assert r.client.high_watermark == end
+    epoch = r.client.epoch
+    (stale,) = _fetch_v18(r, now, -1, end, epoch, known_hw=end - 1)
+    assert part(stale).high_watermark == end and not part(stale).records
+    (unknown,) = _fetch_v18(r, now, -1, end, epoch, known_hw=-1)
+    assert part(unknown).high_watermark == end
+    assert _fetch_v18(r, now, -1, end, epoch, known_hw=end) == []  # knows it: parked
+    assert r.fetch(now, -1, end, epoch, max_wait_ms=500) == []  # v17: parked
+    assert len(r.client.parked_fetches) == 2

@@ -201,7 +201,7 @@ def test_config_errors_are_one_line(tmp_path: Path) -> None:
 def test_served_versions_are_the_cores() -> None:
     apis = served_apis()
     assert (apis[52].min_version, apis[52].max_version) == (2, 2)  # Vote
-    assert (apis[1].min_version, apis[1].max_version) == (17, 17)  # Fetch
+    assert (apis[1].min_version, apis[1].max_version) == (17, 18)  # Fetch: as we send it, and v18 (KIP-1166)
     assert (apis[55].min_version, apis[55].max_version) == (0, 2)  # DescribeQuorum, converted
     assert (apis[60].min_version, apis[60].max_version) == (0, 2)  # DescribeCluster
 

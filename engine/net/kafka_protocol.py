@@ -60,13 +60,14 @@ def _specs(*specs: ApiSpec) -> dict[int, ApiSpec]:
 
 
 # What our KRaft controller listener serves. Versions are those kio 0.6.5 has, capped
-# where our Raft code stops (Fetch: kio also has v18; v13 is the first with topic ids).
+# where our Raft code stops (Fetch: v13 is the first with topic ids; v18 adds the fetcher's
+# high watermark, KIP-1166, which the leader reads; our own fetches stay at v17).
 RAFT_APIS: dict[int, ApiSpec] = _specs(
     ApiSpec(18, "api_versions", 0, 4),
     ApiSpec(52, "vote", 0, 2),
     ApiSpec(53, "begin_quorum_epoch", 0, 1),
     ApiSpec(54, "end_quorum_epoch", 0, 1),
-    ApiSpec(1, "fetch", 13, 17),
+    ApiSpec(1, "fetch", 13, 18),
     ApiSpec(59, "fetch_snapshot", 0, 1),
     ApiSpec(55, "describe_quorum", 0, 2),
     ApiSpec(80, "add_raft_voter", 0, 1),

@@ -75,15 +75,15 @@ SNAPSHOT_SLICE_RECORDS = 256
 
 def served_apis() -> dict[int, ApiSpec]:
     """What the controller listener serves: each Raft RPC at the version the core reads and
-    writes, DescribeQuorum from v0 (converted here, for older tools), AddRaftVoter from v0
+    writes (Fetch also at v18), DescribeQuorum from v0 (converted here, for older tools), AddRaftVoter from v0
     (Kafka 4.1's tool and controllers speak only v0) and DescribeCluster."""
     apis = {}
     for key, spec in RAFT_APIS.items():
         version = rm.VERSIONS.get(spec.name)
         if key in (API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY, ADD_VOTER_KEY) or version is None:
             apis[key] = spec
-        else:
-            apis[key] = ApiSpec(key, spec.name, version, version)
+        else:  # Fetch: v17 as we send it, v18 with the fetcher's high watermark (KIP-1166)
+            apis[key] = ApiSpec(key, spec.name, version, rm.INBOUND_VERSIONS[spec.name])
     return apis
 
 
@@ -489,7 +489,7 @@ class RaftDriver:
             return self.describe_cluster_response(request, ctx.api_version)
         if self.client is None:
             await self._core_ready.wait()  # bound, core not created yet (``start_listening``)
-        core_version = rm.VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
+        core_version = rm.INBOUND_VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
         if ctx.api_version != core_version:
             request = convert_message(request, request_class(ctx.api_key, core_version))
         future = asyncio.get_running_loop().create_future()

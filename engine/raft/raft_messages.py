@@ -22,6 +22,11 @@ PARTITION = 0
 
 VERSIONS = {"vote": 2, "begin_quorum_epoch": 1, "end_quorum_epoch": 1, "fetch": 17, "fetch_snapshot": 1,
             "describe_quorum": 2, "add_raft_voter": 1, "remove_raft_voter": 0, "update_raft_voter": 0}
+# The versions a request is read at by the core. A Fetch is read as v18, so that a fetcher's own
+# high watermark (KIP-1166; 2**63-1, "not supported", from older versions) reaches the leader; ours
+# are sent as v17, which every Kafka 4.x controller serves (v18 came with 4.1).
+INBOUND_VERSIONS = {**VERSIONS, "fetch": 18}
+HIGH_WATERMARK_NOT_SUPPORTED = 2**63 - 1
 
 
 def _m(api: str, kind: str) -> Any:

@@ -331,7 +331,8 @@ def _needs_snapshot(client: ReplicaContext, fetch_offset: int, last_epoch: int) 
 def fetch_has_news(client: ReplicaContext, request: Any, parked_hw: int | None = None) -> bool:
     """New records past the fetch offset, or a high watermark the fetcher has not been told: for a
     tracked replica, the last one sent to it; for any fetcher, a move since its fetch was parked
-    (``parked_hw``), as Kafka's leader completes every parked fetch when its high watermark moves."""
+    (``parked_hw``), as Kafka's leader completes every parked fetch when its high watermark moves,
+    or one newer than the fetcher said it knows (Fetch v18)."""
     part = rm.only_partition(request)
     leader = client.quorum.state
     if part is None or not isinstance(leader, LeaderState):
@@ -340,8 +341,12 @@ def fetch_has_news(client: ReplicaContext, request: Any, parked_hw: int | None =
         return True
     if parked_hw is not None and leader.high_watermark != parked_hw:
         return True
-    progress = leader.progress_of(ReplicaKey(request.replica_state.replica_id, part.replica_directory_id))
     hw = leader.high_watermark if leader.high_watermark is not None else -1
+    # KIP-1166 (Fetch v18): a fetcher that says it knows an older high watermark is answered at
+    # once (Kafka's isHighWatermarkUpdated); -1 is "unknown", 2**63-1 "not supported" (v17 and older)
+    if getattr(part, "high_watermark", rm.HIGH_WATERMARK_NOT_SUPPORTED) < hw:
+        return True
+    progress = leader.progress_of(ReplicaKey(request.replica_state.replica_id, part.replica_directory_id))
     return progress is not None and progress.sent_high_watermark != hw
 
 
