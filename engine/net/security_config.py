@@ -16,6 +16,9 @@ What Kafka reads, and so what we read:
   entry, its protocol from the map, ``sasl.mechanism.controller.protocol``, and the JAAS of
   ``listener.name.<l>.<mech>.sasl.jaas.config`` (Kafka builds that channel with JaasContext.Type.SERVER,
   so the login's username/password come from the listener's server-side JAAS entry).
+* Where no ``sasl.jaas.config`` is set, the JAAS file of ``KAFKA_OPTS`` (-Djava.security.auth.login.config)
+  is read as Kafka reads it: ``KafkaClient`` for a tool, ``<listener>.KafkaServer`` then ``KafkaServer``
+  for a listener and a node's channel (engine.net.jaas_config).
 * TLS stores are PEM (``ssl.keystore.type=PEM``: private key then certificate chain;
   ``ssl.truststore.type=PEM``: CA certificates; or inline, as Kafka allows, in ``ssl.keystore.key`` with
   ``ssl.keystore.certificate.chain`` and ``ssl.truststore.certificates``) or PKCS12 (with
@@ -44,13 +47,16 @@ from __future__ import annotations
 import ssl
 import tempfile
 from pathlib import Path
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from engine.common.errors import ConfigError
 from engine.net import pkcs12_stores
+from engine.net.jaas_config import (
+    CLIENT_SECTION, JAAS_FILE_PROPERTY, SERVER_SECTION, JaasEntry, parse_jaas_config, static_jaas_section,
+)
 from engine.net.ssl_principal_mapper import SslPrincipalMapper
 from engine.net.channel_security import (
     SASL_MECHANISMS, ClientSecurity, ListenerSecurity, ScramCredentialLookup, SecurityProtocol,
@@ -61,108 +67,11 @@ _LOGIN_MODULES = {  # what each mechanism's JAAS entry names in Kafka
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
-_CONTROL_FLAGS = ("required", "requisite", "sufficient", "optional")
 _CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 _UNSUPPORTED_MECHANISMS = ("GSSAPI", "OAUTHBEARER")
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _DISABLED_TLS_VERSIONS = ("TLSv1", "TLSv1.1")  # accepted in a list, never enabled (as JDK 17's java.security)
 _SSL_PROTOCOLS = ("TLS", "TLSv1.2", "TLSv1.3")  # ssl.protocol values a JVM's SSLContext takes that still work
-
-
-# ---------------------------------------------------------------- JAAS
-
-class JaasEntry(NamedTuple):
-    """One login module of a ``sasl.jaas.config`` value."""
-
-    login_module: str
-    control_flag: str
-    options: dict[str, str]
-
-
-def _jaas_tokens(text: str):
-    """(kind, value) tokens as Java's StreamTokenizer reads a JAAS value in Kafka's JaasConfig: words
-    (letters, digits, ``. - _ $``), quoted strings ("..." or '...', backslash escapes), // and /* */
-    comments skipped, any other character a token of its own. A token starting with a digit is a number,
-    which Kafka cannot use as a value (it must be quoted)."""
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c <= " ":
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        elif c in "\"'":
-            out, i = [], i + 1
-            while i < n and text[i] != c and text[i] != "\n":
-                if text[i] == "\\" and i + 1 < n:
-                    i += 1
-                    out.append({"n": "\n", "t": "\t", "r": "\r", "f": "\f", "b": "\b"}.get(text[i], text[i]))
-                else:
-                    out.append(text[i])
-                i += 1
-            if i >= n or text[i] != c:
-                raise ValueError(f"unterminated quoted value {c}{''.join(out)}")
-            i += 1
-            yield "word", "".join(out)
-        elif c.isalpha() or c in "-_$" or "\u00a0" <= c <= "\u00ff":
-            start = i
-            while i < n and (text[i].isalnum() or text[i] in ".-_$"):
-                i += 1
-            yield "word", text[start:i]
-        elif c.isdigit() or c == ".":
-            start = i
-            while i < n and (text[i].isdigit() or text[i] in ".-"):
-                i += 1
-            yield "number", text[start:i]
-        else:
-            i += 1
-            yield "char", c
-
-
-def parse_jaas_config(text: str, where: str | None, *, key: str = "sasl.jaas.config") -> JaasEntry:
-    """``<LoginModuleClass> <flag> (<option>=<value>)*;`` -> (class, flag, options), with exactly one
-    login module, as Kafka requires of a ``sasl.jaas.config`` value; a ConfigError naming ``key``."""
-    try:
-        tokens = list(_jaas_tokens(text))
-        entries: list[JaasEntry] = []
-        pos = 0
-        while pos < len(tokens):
-            kind, module = tokens[pos]
-            if kind != "word":
-                raise ValueError(f"expected a login module class, got {module!r}")
-            if pos + 1 >= len(tokens) or tokens[pos + 1][0] != "word":
-                raise ValueError("login module control flag not specified")
-            flag = tokens[pos + 1][1].lower()
-            if flag not in _CONTROL_FLAGS:
-                raise ValueError(f"invalid login module control flag {tokens[pos + 1][1]!r} "
-                                 f"(one of {', '.join(_CONTROL_FLAGS)})")
-            pos += 2
-            options: dict[str, str] = {}
-            while pos < len(tokens) and tokens[pos] != ("char", ";"):
-                name = tokens[pos][1]
-                if tokens[pos][0] != "word":
-                    raise ValueError(f"expected an option name, got {name!r}")
-                if pos + 2 >= len(tokens) or tokens[pos + 1] != ("char", "=") or tokens[pos + 2][0] != "word":
-                    if pos + 2 < len(tokens) and tokens[pos + 2][0] == "number":
-                        raise ValueError(f"value of option {name!r} must be quoted")
-                    raise ValueError(f"value not specified for option {name!r}")
-                options[name] = tokens[pos + 2][1]
-                pos += 3
-            if pos >= len(tokens):
-                raise ValueError("entry not terminated by a semicolon")
-            pos += 1
-            entries.append(JaasEntry(module, flag, options))
-        if not entries:
-            raise ValueError("no login module")
-        if len(entries) != 1:
-            raise ValueError(f"{len(entries)} login modules, should be 1")
-    except ValueError as err:
-        raise ConfigError(f"bad {key}: {err}", path=where) from None
-    return entries[0]
 
 
 # ---------------------------------------------------------------- keys with a listener prefix
@@ -450,12 +359,10 @@ def listener_security(props: Mapping[str, str], listener_name: str, protocol: Se
             raise s.error(f"{key} is empty: listener {listener_name} is {protocol.name} and needs a mechanism")
         mechanisms = tuple(dict.fromkeys(_mechanism(m, key, where) for m in names))
         if "PLAIN" in mechanisms:
-            jaas_key = f"listener.name.{listener_name.lower()}.plain.sasl.jaas.config"
-            if not props.get(jaas_key, "").strip():
-                raise s.error(f"{jaas_key} is not set: PLAIN on listener {listener_name} needs its users "
-                              f"(user_<name>=\"<password>\" options; JAAS files are not read)")
-            entry = parse_jaas_config(props[jaas_key], where, key=jaas_key)
-            _check_login_module(entry, "PLAIN", jaas_key, where)
+            entry, _ = _jaas_entry(props, f"listener.name.{listener_name.lower()}.plain.sasl.jaas.config", "PLAIN",
+                                   _server_sections(listener_name), where,
+                                   f"PLAIN on listener {listener_name} needs its users "
+                                   f"(user_<name>=\"<password>\" options)")
             plain_users = {name[5:]: value for name, value in entry.options.items()
                            if name.startswith("user_") and len(name) > 5}
     return ListenerSecurity(protocol=protocol, ssl_context=context, sasl_mechanisms=mechanisms,
@@ -467,6 +374,33 @@ def _check_login_module(entry: JaasEntry, mechanism: str, key: str, where: str |
     if entry.login_module not in set(_LOGIN_MODULES.values()):
         raise ConfigError(f"{key} names login module {entry.login_module}, which is not supported: use "
                           f"{_LOGIN_MODULES[mechanism]} for {mechanism}", path=where)
+
+
+def _server_sections(listener_name: str) -> tuple[str, ...]:
+    """The JAAS file sections a listener (and a node's channel through it) reads, Kafka's order."""
+    return (f"{listener_name.lower()}.{SERVER_SECTION}", SERVER_SECTION)
+
+
+def _jaas_entry(props: Mapping[str, str], key: str, mechanism: str, sections: tuple[str, ...], where: str | None,
+                need: str) -> tuple[JaasEntry, str]:
+    """The login for ``mechanism`` and where it was found: the ``key`` property, else (as Kafka's
+    JaasContext) the first of ``sections`` in the JAAS file named by KAFKA_OPTS, its login module
+    for the mechanism."""
+    text = props.get(key, "").strip()
+    if text:
+        entry = parse_jaas_config(text, where, key=key)
+        _check_login_module(entry, mechanism, key, where)
+        return entry, key
+    static = static_jaas_section(sections)
+    if static is None:
+        raise ConfigError(f"{key} is not set (nor a {' or '.join(sections)} section in a JAAS file named by "
+                          f"-D{JAAS_FILE_PROPERTY} in KAFKA_OPTS): {need}", path=where)
+    entries, source = static
+    module = _LOGIN_MODULES[mechanism]
+    entry = next((e for e in entries if e.login_module == module), None)
+    if entry is None:
+        raise ConfigError(f"{source} has no {module} login module: {need}")
+    return entry, source
 
 
 # ---------------------------------------------------------------- client side
@@ -499,15 +433,12 @@ def client_security(props: Mapping[str, str], where: str | None, *, listener_nam
     mechanism = _mechanism(props.get(mechanism_key, "GSSAPI"), mechanism_key, where)
     jaas_key = (f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config" if listener_name
                 else "sasl.jaas.config")
-    text = props.get(jaas_key, "").strip()
-    if not text:
-        raise ConfigError(f"{jaas_key} is not set: {protocol.name} with {mechanism} needs username and password "
-                          f"options (JAAS files are not read)", path=where)
-    entry = parse_jaas_config(text, where, key=jaas_key)
-    _check_login_module(entry, mechanism, jaas_key, where)
+    sections = _server_sections(listener_name) if listener_name else (CLIENT_SECTION,)
+    entry, source = _jaas_entry(props, jaas_key, mechanism, sections, where,
+                                f"{protocol.name} with {mechanism} needs username and password options")
     for option in ("username", "password"):
         if option not in entry.options:
-            raise ConfigError(f"{jaas_key} has no {option} option", path=where)
+            raise ConfigError(f"{source} has no {option} option", path=where)
     return ClientSecurity(protocol=protocol, ssl_context=context, sasl_mechanism=mechanism,
                           username=entry.options["username"], password=entry.options["password"])
 
