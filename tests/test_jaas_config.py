@@ -9,11 +9,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka_peer.fixtures import VERSIONS
 
 from engine.common.errors import ConfigError
 from engine.net.errors import NetError
-from engine.net.jaas_config import jaas_file_path, parse_jaas_file
+from engine.net.jaas_config import jaas_file_path, parse_jaas_config, parse_jaas_file
 from engine.net.security_config import client_security, controller_client_security, listener_security
 from tests.node_quorum import start_quorum, wait_until
 from tls_material import principals_seen
@@ -147,3 +149,13 @@ def test_kafkas_tool_and_our_controller_read_the_same_file(kafka_dist, jaas_file
 
     status = asyncio.run(asyncio.wait_for(scenario(), 180))
     assert "LeaderId:" in status and "CurrentVoters:" in status, status
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.sampled_from(list("KafkaClient{};=\"'/*\\ \nabc.required")), max_size=80))
+def test_any_text_is_a_file_or_one_line(text: str) -> None:
+    for parse in (lambda: parse_jaas_file(text, "jaas.conf"), lambda: parse_jaas_config(text, "c", key="k")):
+        try:
+            parse()
+        except ConfigError as err:
+            assert "\n" not in str(err), str(err)

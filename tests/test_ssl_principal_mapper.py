@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka_peer.fixtures import VERSIONS
 
 from engine.common.errors import ConfigError
@@ -36,6 +38,7 @@ RULES = [
     "RULE:^CN=([^,]*),O=(.*)$/$1$3-$2$0/, RULE:^CN=(.*)$/\\$1\\\\x/",
     "  RULE:^CN=(.*?),O=Acme$/$1/  ,  RULE:^(.*)$/other:$1/U  ",
     "RULE:^CN=(?<who>[^,]*),.*$/${who}!/",
+    "RULE:^CN=(?<who>[^,]*),.*$/${nobody}/, RULE:^CN=([^,]*),O=x$/$/, DEFAULT",
     "RULE:^CN=(?<w>[a-z]+),O=\\k<w>$/same:$1/, RULE:(?<=x)y/z/",
     "RULE:^CN=(.*)$/$1/Lx",
     "RULE:^CN=(.*$/$1/",
@@ -161,3 +164,19 @@ def test_on_sasl_ssl_the_rules_are_not_read(pem) -> None:
     assert listener_security(props, "SECURE", "SASL_SSL", "server.properties").principal_name is None
     with pytest.raises(ConfigError, match=r"server.properties: ssl.principal.mapping.rules: Invalid rule"):
         listener_security(props, "SECURE", "SSL", "server.properties")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.sampled_from(list("RULE:DEFAULT^$()/\\,LU.*?[]{}<>=-_abcCN0129 $k")), max_size=60),
+       st.text(st.sampled_from(list("CN=OU,abc$\\()0129 ")), max_size=30))
+def test_any_rules_parse_or_refuse_and_any_subject_maps_or_refuses(rules: str, subject: str) -> None:
+    """Rules that do not parse are a ValueError (a config error); a subject no rule maps, or that a
+    rule's replacement cannot make, is NoMatchingRule (a refused connection): nothing else escapes."""
+    try:
+        mapper = SslPrincipalMapper.from_rules(rules)
+    except ValueError:
+        return
+    try:
+        assert isinstance(mapper.name(subject), str)
+    except NoMatchingRule:
+        pass

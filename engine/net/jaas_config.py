@@ -64,7 +64,7 @@ def _jaas_tokens(text: str):
                     out.append(text[i])
                 i += 1
             if i >= n or text[i] != c:
-                raise ValueError(f"unterminated quoted value {c}{''.join(out)}")
+                raise ValueError(f"unterminated quoted value {(c + ''.join(out))[:40]!r}")  # one line, however it ends
             i += 1
             yield "word", "".join(out)
         elif c.isalpha() or c in "-_$" or "\u00a0" <= c <= "\u00ff":
@@ -128,6 +128,11 @@ def parse_jaas_config(text: str, where: str | None, *, key: str = "sasl.jaas.con
     return entries[0]
 
 
+def _shown(name: str) -> str:
+    """A name for an error line: as it is when it is a plain word, quoted (one line) otherwise."""
+    return name if re.fullmatch(r"[\w.$-]+", name) else repr(name[:40])
+
+
 def parse_jaas_file(text: str, where: str) -> dict[str, list[JaasEntry]]:
     """The sections of a JAAS file: ``Name { entries };`` each; ConfigError naming the file."""
     sections: dict[str, list[JaasEntry]] = {}
@@ -135,9 +140,10 @@ def parse_jaas_file(text: str, where: str) -> dict[str, list[JaasEntry]]:
         tokens = list(_jaas_tokens(text))
         pos = 0
         while pos < len(tokens):
-            kind, name = tokens[pos]
+            kind, raw = tokens[pos]
+            name = _shown(raw)
             if kind != "word":
-                raise ValueError(f"expected a section name, got {name!r}")
+                raise ValueError(f"expected a section name, got {raw!r}")
             if pos + 1 >= len(tokens) or tokens[pos + 1] != ("char", "{"):
                 raise ValueError(f"section {name} does not open with {{")
             entries, pos = _entries(tokens, pos + 2, "}")
@@ -149,7 +155,7 @@ def parse_jaas_file(text: str, where: str) -> dict[str, list[JaasEntry]]:
             pos += 1
             if not entries:
                 raise ValueError(f"section {name} has no login module")
-            sections.setdefault(name, []).extend(entries)
+            sections.setdefault(raw, []).extend(entries)
     except ValueError as err:
         raise ConfigError(f"bad JAAS file: {err}", path=where) from None
     return sections

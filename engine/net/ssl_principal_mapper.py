@@ -101,7 +101,10 @@ def _expand(replacement: str, match: re.Match[str]) -> str:
                 end = replacement.find("}", i)
                 if end < 0:
                     raise ValueError("named capturing group is missing trailing '}'")
-                out.append(match.group(replacement[i + 1:end]) or "")
+                name = replacement[i + 1:end]
+                if name not in match.re.groupindex:
+                    raise ValueError(f"No group with name {{{name}}}")  # Java's message
+                out.append(match.group(name) or "")
                 i = end + 1
             elif i < n and replacement[i].isdigit():
                 ref = int(replacement[i])
