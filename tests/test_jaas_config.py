@@ -52,6 +52,8 @@ def test_kafka_opts_names_the_file_as_a_jvm_reads_it() -> None:
     assert jaas_file_path({"KAFKA_OPTS": "-Djava.security.auth.login.config=/a/jaas.conf"}) == Path("/a/jaas.conf")
     assert jaas_file_path({"KAFKA_OPTS": "-Djava.security.auth.login.config==/b -Djava.security.auth.login.config=/c"}
                           ) == Path("/c")  # the last -D wins
+    assert jaas_file_path({"KAFKA_OPTS": "-Djava.security.auth.login.config=file:///etc/kafka/my%20jaas.conf"}
+                          ) == Path("/etc/kafka/my jaas.conf")  # the JDK also takes a URL
     assert jaas_file_path({"KAFKA_OPTS": "-Xmx1G"}) is None and jaas_file_path({}) is None
 
 
@@ -152,7 +154,7 @@ def test_kafkas_tool_and_our_controller_read_the_same_file(kafka_dist, jaas_file
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(st.sampled_from(list("KafkaClient{};=\"'/*\\ \nabc.required")), max_size=80))
+@given(st.text(st.sampled_from(list("KafkaClient{};=\"'/*\\ \nabc.required09\u00a0\u00e9\u0142\u2013")), max_size=80))
 def test_any_text_is_a_file_or_one_line(text: str) -> None:
     for parse in (lambda: parse_jaas_file(text, "jaas.conf"), lambda: parse_jaas_config(text, "c", key="k")):
         try:

@@ -132,6 +132,15 @@ def test_store_errors_are_one_line_naming_the_key(stores):
         (client_props(stores, **{"ssl.truststore.password": "wrong"}),
          "with ssl.truststore.password: the password is wrong, or the file is not a PKCS12 store"),
     ]
+    unnamed = write_pkcs12(stores.java_keystore.parent / "unnamed-ca.p12", None, "ts-secret", cas=(stores.ca,))
+    client += [
+        (client_props(stores, **{"ssl.truststore.location": str(stores.java_keystore),
+                                 "ssl.truststore.password": "ks-secret"}),
+         "it is a keystore (it holds a private key): a truststore holds only certificate entries"),
+        # certificates without an alias, as openssl writes them: the JDK trusts none of them
+        (client_props(stores, **{"ssl.truststore.location": str(unnamed)}),
+         "it holds no trusted certificate entry (keytool -importcert makes one)"),
+    ]
     for props, expected in client:
         message = _error(client_security, props, "admin.properties")
         assert message.startswith("admin.properties: ") and expected in message, (props, message)

@@ -66,13 +66,18 @@ def test_jaas_comments_escapes_and_flag_case():
     (f'{PLAIN_MODULE} required username="a"', "not terminated by a semicolon"),
     (f"{PLAIN_MODULE} required username=;", "value not specified for option 'username'"),
     (f"{PLAIN_MODULE} required iterations=4096;", "value of option 'iterations' must be quoted"),
-    (f'{PLAIN_MODULE} required username="a;', "unterminated quoted value"),
+    (f'{PLAIN_MODULE} required username="a;', "a quoted value is not terminated (opened at character 75)"),
+    (f'{PLAIN_MODULE} required password=hunter2 secret;', "option 2 of PlainLoginModule is not name=value"),
+    (f'{PLAIN_MODULE} required username="a" \u2013;', "option 2 of PlainLoginModule: expected an option name"),
+    # a no-break space is a word character to Java's tokenizer, as to ours: one word, a bad flag (it hung)
+    (f'{PLAIN_MODULE} required\u00a0username="a";', "invalid login module control flag 'required\\xa0username'"),
     (f"{PLAIN_MODULE} required; {SCRAM_MODULE} required;", "2 login modules, should be 1"),
 ])
 def test_jaas_malformed_is_one_line_naming_the_key(text, reason):
     message = config_error(parse_jaas_config, text, WHERE, key="listener.name.sasl.plain.sasl.jaas.config")
     assert message.startswith(f"{WHERE}: bad listener.name.sasl.plain.sasl.jaas.config: ")
-    assert reason in message
+    assert reason in message, message
+    assert "hunter2" not in message and "secret" not in message
 
 
 # ---------------------------------------------------------------- listeners
@@ -269,11 +274,12 @@ def test_enabled_protocols_bound_the_tls_versions(stores):
 
 
 @pytest.mark.parametrize("extra, expected", [
-    ({"ssl.enabled.protocols": "TLSv1.2,SSLv3"}, "ssl.enabled.protocols names SSLv3, which is not a TLS version"),
+    ({"ssl.enabled.protocols": "TLSv1.2,TLSv9"}, "ssl.enabled.protocols names TLSv9, which is not a TLS version"),
+    ({"ssl.enabled.protocols": "SSLv3,TLSv1.1"}, "it enables no TLS version we can use"),
     ({"ssl.enabled.protocols": "TLSv1,TLSv1.1"}, "ssl.enabled.protocols is 'TLSv1,TLSv1.1': it enables no TLS "
                                                  "version we can use"),
     ({"ssl.enabled.protocols": " "}, "it enables no TLS version we can use"),
-    ({"ssl.protocol": "SSL"}, "ssl.protocol must be one of TLS, TLSv1.2, TLSv1.3, got 'SSL'"),
+    ({"ssl.protocol": "SSLv3"}, "ssl.protocol must be one of TLS, SSL, TLSv1.2, TLSv1.3, got 'SSLv3'"),
     ({"ssl.protocol": "TLSv1.2", "ssl.enabled.protocols": "TLSv1.3"},
      "ssl.protocol is TLSv1.2 but ssl.enabled.protocols is 'TLSv1.3': no TLS version is left"),
 ])

@@ -28,6 +28,7 @@ SUBJECTS = [
     "UID=17,DC=example,DC=com",
     "CN=a$b,O=x",
     "CN=acme,O=acme",
+    "CN=jos\u00e9,O=\u0661\u0662",
 ]
 RULES = [
     "DEFAULT",
@@ -40,6 +41,7 @@ RULES = [
     "RULE:^CN=(?<who>[^,]*),.*$/${who}!/",
     "RULE:^CN=(?<who>[^,]*),.*$/${nobody}/, RULE:^CN=([^,]*),O=x$/$/, DEFAULT",
     "RULE:^CN=(?<w>[a-z]+),O=\\k<w>$/same:$1/, RULE:(?<=x)y/z/",
+    "RULE:^CN=(\\w+),O=(\\d*)$/$1-$2/, RULE:(?i)^cn=([^,]*),.*$/$1/U",
     "RULE:^CN=(.*)$/$1/Lx",
     "RULE:^CN=(.*$/$1/",
     "DEFAULT,RULE:^CN=(.*)$/$1/,garbage",
@@ -49,10 +51,12 @@ _JAVA = """
 import org.apache.kafka.common.security.ssl.SslPrincipalMapper;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.io.PrintStream;
 
 public class MapNames {
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, "UTF-8"));
+        PrintStream printed = new PrintStream(System.out, true, "UTF-8");
         for (String line; (line = in.readLine()) != null; ) {
             String[] parts = line.split("\\t", -1);
             StringBuilder out = new StringBuilder();
@@ -60,7 +64,7 @@ public class MapNames {
             try {
                 mapper = SslPrincipalMapper.fromRules(parts[0]);
             } catch (Exception e) {
-                System.out.println("INVALID");
+                printed.println("INVALID");
                 continue;
             }
             for (int i = 1; i < parts.length; i++) {
@@ -72,7 +76,7 @@ public class MapNames {
                 }
                 out.append(i > 1 ? "\\t" : "").append(name);
             }
-            System.out.println(out);
+            printed.println(out);
         }
     }
 }
@@ -100,7 +104,7 @@ def test_the_names_are_kafkas(kafka_dist, tmp_path: Path) -> None:
     source.write_text(_JAVA)
     lines = "".join("\t".join([rules, *SUBJECTS]) + "\n" for rules in RULES)
     done = subprocess.run(["java", "-cp", kafka_dist.classpath, str(source)], input=lines, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, encoding="utf-8", timeout=300)
     assert done.returncode == 0, done.stderr
     kafkas = done.stdout.splitlines()
     assert len(kafkas) == len(RULES)

@@ -38,6 +38,12 @@ class JaasEntry(NamedTuple):
     options: dict[str, str]
 
 
+def _word_start(c: str) -> bool:
+    """Java's StreamTokenizer word characters as Kafka's JaasConfig sets them: ASCII letters,
+    U+00A0-U+00FF, and - _ $ (any other character is a token of its own)."""
+    return "a" <= c <= "z" or "A" <= c <= "Z" or "\u00a0" <= c <= "\u00ff" or c in "-_$"
+
+
 def _jaas_tokens(text: str):
     """(kind, value) tokens as Java's StreamTokenizer reads a JAAS value in Kafka's JaasConfig: words
     (letters, digits, ``. - _ $``), quoted strings ("..." or '...', backslash escapes), // and /* */
@@ -55,7 +61,7 @@ def _jaas_tokens(text: str):
             end = text.find("*/", i + 2)
             i = n if end < 0 else end + 2
         elif c in "\"'":
-            out, i = [], i + 1
+            opened, out, i = i, [], i + 1
             while i < n and text[i] != c and text[i] != "\n":
                 if text[i] == "\\" and i + 1 < n:
                     i += 1
@@ -64,17 +70,18 @@ def _jaas_tokens(text: str):
                     out.append(text[i])
                 i += 1
             if i >= n or text[i] != c:
-                raise ValueError(f"unterminated quoted value {(c + ''.join(out))[:40]!r}")  # one line, however it ends
+                # the value is not shown: it may be a password
+                raise ValueError(f"a quoted value is not terminated (opened at character {opened + 1})")
             i += 1
             yield "word", "".join(out)
-        elif c.isalpha() or c in "-_$" or "\u00a0" <= c <= "\u00ff":
-            start = i
-            while i < n and (text[i].isalnum() or text[i] in ".-_$"):
+        elif _word_start(c):
+            start, i = i, i + 1  # a word goes on over word characters, digits and dots, as Java's
+            while i < n and (_word_start(text[i]) or "0" <= text[i] <= "9" or text[i] == "."):
                 i += 1
             yield "word", text[start:i]
-        elif c.isdigit() or c == ".":
-            start = i
-            while i < n and (text[i].isdigit() or text[i] in ".-"):
+        elif "0" <= c <= "9" or c == ".":
+            start, i = i, i + 1
+            while i < n and ("0" <= text[i] <= "9" or text[i] in ".-"):
                 i += 1
             yield "number", text[start:i]
         else:
@@ -88,7 +95,7 @@ def _entries(tokens: list[tuple[str, str]], pos: int, end_char: str | None) -> t
     while pos < len(tokens) and (end_char is None or tokens[pos] != ("char", end_char)):
         kind, module = tokens[pos]
         if kind != "word":
-            raise ValueError(f"expected a login module class, got {module!r}")
+            raise ValueError(f"expected a login module class name (login module {len(entries) + 1})")
         if pos + 1 >= len(tokens) or tokens[pos + 1][0] != "word":
             raise ValueError("login module control flag not specified")
         flag = tokens[pos + 1][1].lower()
@@ -98,10 +105,15 @@ def _entries(tokens: list[tuple[str, str]], pos: int, end_char: str | None) -> t
         pos += 2
         options: dict[str, str] = {}
         while pos < len(tokens) and tokens[pos] != ("char", ";"):
+            # An error names an option only where it stands as one (followed by "="): any other
+            # token may be a piece of a password, and an error line must not show it.
             name = tokens[pos][1]
+            where = f"option {len(options) + 1} of {module.rsplit('.', 1)[-1]}"
             if tokens[pos][0] != "word":
-                raise ValueError(f"expected an option name, got {name!r}")
-            if pos + 2 >= len(tokens) or tokens[pos + 1] != ("char", "=") or tokens[pos + 2][0] != "word":
+                raise ValueError(f"{where}: expected an option name")
+            if pos + 1 >= len(tokens) or tokens[pos + 1] != ("char", "="):
+                raise ValueError(f"{where} is not name=value")
+            if pos + 2 >= len(tokens) or tokens[pos + 2][0] != "word":
                 if pos + 2 < len(tokens) and tokens[pos + 2][0] == "number":
                     raise ValueError(f"value of option {name!r} must be quoted")
                 raise ValueError(f"value not specified for option {name!r}")
@@ -176,8 +188,17 @@ def jaas_file_path(environ: Mapping[str, str] | None = None) -> Path | None:
     for word in words:  # the last one wins, as for a JVM's repeated -D
         match = _FILE_OPTION.match(word)
         if match:
-            found = Path(match.group(1))
+            found = _local_path(match.group(1))
     return found
+
+
+def _local_path(value: str) -> Path:
+    """The JDK takes the property as a path or a URL; a file: URL is the file it names."""
+    if value.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(value).path))
+    return Path(value)
 
 
 def static_jaas_section(names: tuple[str, ...], environ: Mapping[str, str] | None = None

@@ -59,18 +59,21 @@ def keystore_entry(data: bytes, passwords: list[str]) -> tuple[object, list[x509
 
 
 def truststore_certificates(data: bytes, password: str | None) -> list[x509.Certificate]:
-    """The certificates of a PKCS12 truststore (trusted-certificate entries, and a key entry's
-    chain if it has one). ValueError naming what is wrong."""
+    """The trust anchors of a PKCS12 truststore: its certificate entries, the ones keytool writes
+    (named by an alias, a friendly name). As with the JDK's PKIX trust manager, a key entry's
+    certificate and chain are no anchors, nor are certificates without an alias (openssl's
+    ``pkcs12 -export -nokeys``, unless given ``-jdktrust``: the JDK lists no entry in them).
+    ValueError naming what is wrong."""
     try:
         store = _load(data, password)
     except ValueError:
         raise ValueError("the password is wrong, or the file is not a PKCS12 store" if password else
                          "it cannot be read without its password (its certificates are encrypted)") from None
-    certs = [c.certificate for c in store.additional_certs]
-    if store.cert is not None:
-        certs.insert(0, store.cert.certificate)
+    if store.key is not None:
+        raise ValueError("it is a keystore (it holds a private key): a truststore holds only certificate entries")
+    certs = [c.certificate for c in store.additional_certs if c.friendly_name]
     if not certs:
-        raise ValueError("it holds no certificates")
+        raise ValueError("it holds no trusted certificate entry (keytool -importcert makes one)")
     return certs
 
 

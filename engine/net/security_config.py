@@ -70,8 +70,10 @@ _LOGIN_MODULES = {  # what each mechanism's JAAS entry names in Kafka
 _CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 _UNSUPPORTED_MECHANISMS = ("GSSAPI", "OAUTHBEARER")
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
-_DISABLED_TLS_VERSIONS = ("TLSv1", "TLSv1.1")  # accepted in a list, never enabled (as JDK 17's java.security)
-_SSL_PROTOCOLS = ("TLS", "TLSv1.2", "TLSv1.3")  # ssl.protocol values a JVM's SSLContext takes that still work
+# accepted in a list, never enabled (JDK 17's java.security disables them all)
+_DISABLED_TLS_VERSIONS = ("SSLv2Hello", "SSLv3", "TLSv1", "TLSv1.1")
+# ssl.protocol values a JVM's SSLContext takes ("SSL" is the JDK's alias of "TLS")
+_SSL_PROTOCOLS = ("TLS", "SSL", "TLSv1.2", "TLSv1.3")
 
 
 # ---------------------------------------------------------------- keys with a listener prefix
@@ -300,8 +302,8 @@ def _set_tls_versions(context: ssl.SSLContext, s: _Settings, *, client: bool) ->
                       f"(use {', '.join(_TLS_VERSIONS)})")
     versions = sorted({_TLS_VERSIONS[n] for n in names if n in _TLS_VERSIONS})
     if not versions:
-        raise s.error(f"{key} is {text!r}: it enables no TLS version we can use (TLSv1 and TLSv1.1 are disabled, "
-                      f"as in JDK 17; use {', '.join(_TLS_VERSIONS)})")
+        raise s.error(f"{key} is {text!r}: it enables no TLS version we can use (SSLv3, TLSv1 and TLSv1.1 are "
+                      f"disabled, as in JDK 17; use {', '.join(_TLS_VERSIONS)})")
     highest = versions[-1]
     if client:
         protocol, protocol_key = s.get("ssl.protocol", "TLSv1.3")

@@ -11,8 +11,9 @@ Java's ``replaceAll`` replacement syntax (``$1``, ``${name}``, ``\\$``), and NiF
 which Kafka took over, of a ``$N`` past the pattern's last group as literal text.
 
 Patterns are Java regexes read by Python's ``re``. The two agree on what rules are written with
-(groups, classes, anchors, lazy and greedy quantifiers); Named groups are translated; other Java-only syntax such as possessive
-quantifiers or ``\\p{Lu}`` classes is a config error here.
+(groups, classes, anchors, lazy and greedy quantifiers); named groups are translated, and classes
+are ASCII, as Java's are. Other Java-only syntax (possessive quantifiers, inline flags past the
+pattern's start, ``\\p{Lu}`` classes) is a config error here.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ _JAVA_NAMED_REFERENCE = re.compile(r"\\k<([A-Za-z][A-Za-z0-9]*)>")
 
 def _python_regex(java_pattern: str) -> re.Pattern[str]:
     """A Java regex as Python's ``re`` reads it (named groups are the one spelling they differ in
-    that mapping rules use)."""
+    that mapping rules use; and Java's character classes are ASCII)."""
     pattern = _JAVA_NAMED_GROUP.sub(r"(?P<\1>", java_pattern)
-    return re.compile(_JAVA_NAMED_REFERENCE.sub(r"(?P=\1)", pattern))
+    # re.ASCII: Java's \w, \d, \s, \b and (?i) are ASCII-only (without UNICODE_CHARACTER_CLASS),
+    # so CN=josé matches ^CN=(\w+)$ in neither
+    return re.compile(_JAVA_NAMED_REFERENCE.sub(r"(?P=\1)", pattern), re.ASCII)
 
 
 class NoMatchingRule(ValueError):
