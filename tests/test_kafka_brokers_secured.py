@@ -16,13 +16,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka_peer.fixtures import VERSIONS
 from kafka_peer.nodes import metadata_brokers
-from kafka_peer.secured import NOBODY_USER, Quorums, SecuredQuorum, parse_status
+from kafka_peer.secured import NOBODY_USER, SecuredQuorum, parse_status
 
 from engine.image.metadata_loader import load_log_dir
 
@@ -30,17 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.kafka, pytest.mark.parametrize("kafka_dist", VERSIONS[-1:], indirect=True)]
 
 
-@pytest.fixture(scope="module")
-def _quorums() -> Iterator[Quorums]:
-    quorums = Quorums()
-    yield quorums
-    quorums.close()
-
-
 @pytest.fixture
-def secured(kafka_dist, _quorums, tmp_path_factory) -> SecuredQuorum:
+def secured(kafka_dist, secured_quorums, tmp_path_factory) -> SecuredQuorum:
     """Our controller and a Kafka broker, SASL_SSL between them (shared: each test makes its own topics)."""
-    return _quorums.get("sasl", lambda: SecuredQuorum.sasl_ssl(
+    return secured_quorums.get("sasl", lambda: SecuredQuorum.sasl_ssl(
         kafka_dist, tmp_path_factory.mktemp("kraftd-secured"), controllers="kraftd", brokers=1))
 
 

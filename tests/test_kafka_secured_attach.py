@@ -22,11 +22,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from kafka_peer.fixtures import VERSIONS
-from kafka_peer.secured import ADMIN_USER, KEY_PASSWORD, NOBODY_USER, Quorums, SecuredQuorum
+from kafka_peer.secured import ADMIN_USER, KEY_PASSWORD, NOBODY_USER, SecuredQuorum
 
 from metashell.live.attach import Attachment, load_command_config
 from tests.tls_material import TestCA
@@ -38,23 +37,16 @@ METASHELL_TIMEOUT_S = 120  # a guard against a hang, not a claim
 ATTACH_TIMEOUT_S = 60
 
 
-@pytest.fixture(scope="module")
-def _quorums() -> Iterator[Quorums]:
-    quorums = Quorums()
-    yield quorums
-    quorums.close()
-
-
 @pytest.fixture
-def sasl_quorum(kafka_dist, _quorums, tmp_path_factory) -> SecuredQuorum:
+def sasl_quorum(kafka_dist, secured_quorums, tmp_path_factory) -> SecuredQuorum:
     """One Kafka controller, its listener SASL_SSL with SCRAM-SHA-512 (shared: ask, don't change)."""
-    return _quorums.get("sasl", lambda: SecuredQuorum.sasl_ssl(kafka_dist, tmp_path_factory.mktemp("secured-sasl")))
+    return secured_quorums.get("sasl", lambda: SecuredQuorum.sasl_ssl(kafka_dist, tmp_path_factory.mktemp("secured-sasl")))
 
 
 @pytest.fixture
-def mtls_quorum(kafka_dist, _quorums, tmp_path_factory) -> SecuredQuorum:
+def mtls_quorum(kafka_dist, secured_quorums, tmp_path_factory) -> SecuredQuorum:
     """One Kafka controller, its listener SSL with ssl.client.auth=required (shared)."""
-    return _quorums.get("mtls", lambda: SecuredQuorum.mutual_tls(kafka_dist, tmp_path_factory.mktemp("secured-mtls")))
+    return secured_quorums.get("mtls", lambda: SecuredQuorum.mutual_tls(kafka_dist, tmp_path_factory.mktemp("secured-mtls")))
 
 
 def metashell(quorum: SecuredQuorum, config: Path | None, commands: str) -> subprocess.CompletedProcess:

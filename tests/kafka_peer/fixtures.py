@@ -306,3 +306,14 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     for node in shown.values():
         report.sections.append((f"Kafka {node.dist.version} node {node.node_id} log ({node.output_path})",
                                 node.log_tail(80)))
+
+
+@pytest.fixture(scope="module")
+def secured_quorums():
+    """A test module's secured Kafka quorums (kafka_peer.secured.Quorums), each started on first use
+    and all killed at the module's end."""
+    from .secured import Quorums  # imported on use: it makes certificates with tests/tls_material
+
+    quorums = Quorums()
+    yield quorums
+    quorums.close()
