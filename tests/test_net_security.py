@@ -488,3 +488,39 @@ def test_closing_does_not_wait_for_a_tls_peers_close_notify(material) -> None:
         done.set()
         thread.join(5)
         listening.close()
+
+
+def test_a_tls_peer_that_resets_after_the_handshake_is_told_as_a_refusal(material) -> None:
+    """A TLS listener that refuses our certificate may hang up with a reset (our ApiVersions unread in
+    its buffer) as well as with a clean close: either way, one line asking whether it refused us
+    (it was "Connection reset by peer", a race the secured-quorum test lost once)."""
+    import struct
+
+    server_context = listener_security(server_props(material), LISTENER, "SSL", None).ssl_context
+    listening = socket.create_server(("127.0.0.1", 0))
+
+    def resetting_peer() -> None:
+        raw, _ = listening.accept()
+        tls = server_context.wrap_socket(raw, server_side=True)  # the handshake completes
+        tls.recv(4)  # our ApiVersions arrives; the rest stays unread
+        tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = RST
+        tls.close()
+
+    thread = threading.Thread(target=resetting_peer, daemon=True)
+    thread.start()
+
+    async def scenario() -> BaseException:
+        security = client_security(client_props(material, "SSL"), "client.properties")
+        async with KafkaClient(client_id="t", request_timeout_ms=5000, security=security) as client:
+            try:
+                await client.send(listening.getsockname(), DESCRIBE_CLUSTER(include_cluster_authorized_operations=False))
+            except NetError as err:
+                return err
+        raise AssertionError("the peer answered")
+    try:
+        err = asyncio.run(asyncio.wait_for(scenario(), 20))
+    finally:
+        thread.join(5)
+        listening.close()
+    assert isinstance(err, AuthenticationError), err
+    assert "the peer closed the connection after the TLS handshake (did it refuse our certificate?)" in str(err)

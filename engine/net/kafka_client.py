@@ -131,6 +131,7 @@ class _Channel:
         try:
             await self.writer.drain()
         except OSError as err:
+            self.peer_closed = isinstance(err, (ConnectionResetError, BrokenPipeError)) or self.peer_closed
             self.close(f"failed: {err}")  # fails ``future`` too
         return await future
 
@@ -174,6 +175,12 @@ class _Channel:
         except ssl.SSLError as err:
             self.tls_failure = handshake_failure(err)
             self.close(f"failed: {self.tls_failure}")
+        except (ConnectionResetError, BrokenPipeError) as err:
+            # a peer that hung up with a reset (unread data in its buffer) closed the connection all
+            # the same: what it means is judged as for a clean close (a TLS listener refusing our
+            # certificate after the handshake, whichever way the race went)
+            self.peer_closed = True
+            self.close(f"failed: {err}")
         except OSError as err:
             self.close(f"failed: {err}")
 
