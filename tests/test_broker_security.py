@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -156,7 +157,14 @@ def test_a_real_client_creates_a_topic_through_a_secured_broker(rig: Rig) -> Non
     futures = admin.create_topics([admin_module.NewTopic("through-sasl-ssl", num_partitions=2,
                                                          replication_factor=2)], request_timeout=DEADLINE_S)
     futures["through-sasl-ssl"].result(DEADLINE_S)
+    # CreateTopics answers once the controller committed; the broker that answers Metadata may not
+    # have replayed that yet (Kafka's Admin docs say the same), so ask until it has
     metadata = admin.list_topics(timeout=DEADLINE_S)
+    for _ in range(DEADLINE_S * 10):
+        if "through-sasl-ssl" in metadata.topics:
+            break
+        time.sleep(0.1)
+        metadata = admin.list_topics(timeout=DEADLINE_S)
     assert sorted(metadata.topics["through-sasl-ssl"].partitions) == [0, 1]
     assert sorted(metadata.brokers) == list(BROKER_IDS)
     rig.wait(lambda: rig.controller.image.topics.topic("through-sasl-ssl") is not None, "the topic in the image")
