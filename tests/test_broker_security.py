@@ -13,8 +13,10 @@ wrong password. Every wait is a safety net against hangs, never a performance cl
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -69,7 +71,11 @@ class Rig:
                        f"listener.name.controller.{SCRAM.lower()}.sasl.jaas.config": jaas("controller"), **tls}
         config = write_properties(root / "controller.properties", {
             "process.roles": "controller", "node.id": 1, "listeners": f"CONTROLLER://127.0.0.1:{port}",
-            "listener.security.protocol.map": "CONTROLLER:SASL_SSL", "metadata.log.dir": root / "controller",
+            "listener.security.protocol.map": "CONTROLLER:SASL_SSL,SECURE:SASL_SSL",
+            "metadata.log.dir": root / "controller",
+            # the brokers' listener unclean recovery asks, logged in as a broker is there
+            "inter.broker.listener.name": "SECURE", "sasl.mechanism.inter.broker.protocol": SCRAM,
+            f"listener.name.secure.{SCRAM.lower()}.sasl.jaas.config": jaas("broker"),
             **self.common, **TIMEOUTS, **FAST})
         format_storage(config, CLUSTER_ID, standalone=True, out=lambda line: None,
                        add_scram=[f"{SCRAM}=[name={user},password={password}]" for user, password in PASSWORDS.items()])
@@ -170,6 +176,36 @@ def test_a_real_client_creates_a_topic_through_a_secured_broker(rig: Rig) -> Non
     rig.wait(lambda: rig.controller.image.topics.topic("through-sasl-ssl") is not None, "the topic in the image")
     rig.wait(lambda: all(b.replicas.sim.counters.fetches_answered > 0 for b in rig.brokers),
              "each leader answering its follower's fetches")
+
+
+def test_unclean_recovery_reaches_the_brokers_on_their_sasl_ssl_listener(rig: Rig) -> None:
+    """The controller's questions go to the listener inter.broker.listener.name names (the
+    brokers have no PLAINTEXT one), over TLS and logged in with SCRAM. A simulated broker holds no
+    data, so its ListOffsets answer is a per-partition error: no answer for the core, but the login
+    and the exchange went through; the same question with a wrong password is refused at login."""
+    from engine.controller.unclean_recovery import LogQuery
+    from engine.net.errors import NetError
+    from engine.net.kafka_client import KafkaClient
+    from engine.server.unclean_recovery_queries import ask_broker, broker_address
+
+    queries = rig.controller.controller.recovery_queries
+    assert (queries.listener, queries.security.protocol.name, queries.security.username) == \
+        ("SECURE", "SASL_SSL", "broker")
+    image = rig.controller.image
+    broker = rig.brokers[0]
+    assert broker_address(image, broker.settings.node_id) is None  # no PLAINTEXT listener to fall back on
+    address = broker_address(image, broker.settings.node_id, queries.listener)
+    assert address == ("127.0.0.1", broker.servers[0].address[1])
+    query = LogQuery(uuid.uuid4(), "no-such-topic", 0, broker.settings.node_id, 0, 0)
+
+    async def ask(security: Any) -> Any:
+        async with KafkaClient(client_id="unclean-recovery-test", security=security) as client:
+            return await ask_broker(client, address, [query])
+
+    assert rig.run(ask(queries.security)) == []
+    with pytest.raises(NetError, match="invalid credentials"):
+        rig.run(ask(dataclasses.replace(queries.security, password="wrong-password-51aa")))
+    assert all(b.state == BrokerState.RUNNING for b in rig.brokers)
 
 
 def test_a_user_added_through_the_broker_then_logs_in_there(rig: Rig) -> None:

@@ -7,10 +7,11 @@ import ssl
 import pytest
 
 from engine.common.errors import ConfigError
-from engine.net.channel_security import SecurityProtocol
+from engine.net.channel_security import PLAINTEXT_CLIENT, SecurityProtocol
 from engine.net.security_config import (
     client_security, controller_client_security, listener_security, parse_jaas_config,
 )
+from engine.server.controller_node import broker_client
 from tls_material import TestCA, write_pem
 
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -288,3 +289,29 @@ def test_tls_version_errors_name_the_key(stores, extra, expected):
     message = config_error(client_security, {"security.protocol": "SSL", **tls_props(client), **extra},
                            "admin.properties")
     assert message.startswith("admin.properties: ") and expected in message
+
+
+# ---------------------------------------------------------------- a controller's client to the brokers
+
+def test_controller_reaches_brokers_as_inter_broker_listener_says(stores):
+    """Unclean recovery asks the brokers' inter.broker.listener.name listener, logged in as a
+    broker would be there (sasl.mechanism.inter.broker.protocol, that listener's JAAS)."""
+    server, _ = stores
+    props = {"listener.security.protocol.map": "CONTROLLER:SSL,SECURE:SASL_SSL", "inter.broker.listener.name": "secure",
+             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512", "sasl.mechanism": "PLAIN",
+             "listener.name.secure.scram-sha-512.sasl.jaas.config":
+                 f'{SCRAM_MODULE} required username="ctl" password="ctl-secret";', **tls_props(server)}
+    listener, security = broker_client(props, WHERE)
+    assert (listener, security.protocol, security.sasl_mechanism) == ("SECURE", SecurityProtocol.SASL_SSL,
+                                                                      "SCRAM-SHA-512")
+    assert (security.username, security.password) == ("ctl", "ctl-secret") and security.ssl_context is not None
+    assert broker_client({}, WHERE) == (None, PLAINTEXT_CLIENT)
+    listener, security = broker_client({"security.inter.broker.protocol": "SSL", **tls_props(server)}, WHERE)
+    assert (listener, security.protocol) == ("SSL", SecurityProtocol.SSL)
+    assert "set inter.broker.listener.name or security.inter.broker.protocol, not both" in config_error(
+        broker_client, {**props, "security.inter.broker.protocol": "SSL"}, WHERE)
+    del props["sasl.mechanism.inter.broker.protocol"]
+    assert "sasl.mechanism.inter.broker.protocol is GSSAPI (Kafka's default)" in config_error(
+        broker_client, props, WHERE)
+    assert "listener NOPE has no entry in listener.security.protocol.map" in config_error(
+        broker_client, {**props, "inter.broker.listener.name": "NOPE"}, WHERE)

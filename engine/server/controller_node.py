@@ -28,7 +28,7 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Awaitable, Callable, Sequence
+from typing import Awaitable, Callable, Mapping, Sequence
 
 from engine.common.errors import ConfigError, StorageError
 from engine.storage.log_reader import METADATA_PARTITION_DIR
@@ -41,7 +41,7 @@ from engine.image.metadata_image import MetadataImage
 from engine.net.channel_security import (
     PLAINTEXT_CLIENT, PLAINTEXT_LISTENER, ClientSecurity, ListenerSecurity, SecurityProtocol,
 )
-from engine.net.security_config import controller_client_security, listener_security
+from engine.net.security_config import client_security, controller_client_security, listener_security
 from engine.raft.raft_client import RaftListener
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
@@ -91,6 +91,10 @@ class ControllerSettings:
     # and how this node reaches the other controllers: the same listener's client side, as in Kafka
     listener_security: ListenerSecurity = PLAINTEXT_LISTENER
     client_security: ClientSecurity = PLAINTEXT_CLIENT
+    # the brokers' listener unclean recovery asks (inter.broker.listener.name; None: a PLAINTEXT
+    # one), and how: as a broker reaches another broker there
+    broker_listener: str | None = None
+    broker_security: ClientSecurity = PLAINTEXT_CLIENT
 
     @property
     def dynamic(self) -> bool:
@@ -143,12 +147,31 @@ def load_controller_settings(path: Path) -> ControllerSettings:
         raise ConfigError(f"the controller listener {names[0]} has no entry in listener.security.protocol.map",
                           path=where)
     security = listener_security(props, names[0], SecurityProtocol(protocol), where)
+    broker_listener, broker_security = broker_client(props, where)
     return ControllerSettings(path=path, node_id=node_id, metadata_log_dir=Path(metadata_dir),
                               listener_name=names[0], bind=(bind_host or "0.0.0.0", bind_port),
                               endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=idle,
                               snapshots=snapshots, segment_bytes=segment_bytes,
                               controller=ControllerConfig.from_properties(node_id, props, where),
-                              listener_security=security, client_security=controller_client_security(props, where))
+                              listener_security=security, client_security=controller_client_security(props, where),
+                              broker_listener=broker_listener, broker_security=broker_security)
+
+
+def broker_client(props: Mapping[str, str], where: str) -> tuple[str | None, ClientSecurity]:
+    """The brokers' listener a controller asks (unclean recovery's questions), and its client
+    security. Kafka's controllers never call a broker, so no setting of theirs names one; the
+    broker's own names do: ``inter.broker.listener.name`` (or ``security.inter.broker.protocol``,
+    a listener named after its protocol), with ``sasl.mechanism.inter.broker.protocol``."""
+    listener = props.get("inter.broker.listener.name", "").strip().upper()
+    protocol = props.get("security.inter.broker.protocol", "").strip().upper()
+    if listener and protocol:
+        raise ConfigError("set inter.broker.listener.name or security.inter.broker.protocol, not both "
+                          "(as Kafka requires)", path=where)
+    listener = listener or protocol
+    if not listener:
+        return None, PLAINTEXT_CLIENT
+    return listener, client_security(props, where, listener_name=listener,
+                                     mechanism_key="sasl.mechanism.inter.broker.protocol")
 
 
 def check_storage(settings: ControllerSettings) -> MetaProperties:
@@ -231,7 +254,8 @@ class ControllerNode:
             soft=controller_commands.new_soft_state(config), activation_hooks=controller_commands.activation_hooks(),
             supported_features=supported_feature_ranges(),
             registrar=ControllerRegistrar(s.node_id, lambda: driver.endpoints, supported_feature_ranges(),
-                                          int(s.listener_security.protocol)))
+                                          int(s.listener_security.protocol)),
+            broker_listener=s.broker_listener, broker_security=s.broker_security)
         for attachment in self._attachments:
             driver.register(attachment.listener)
         driver.on_state_change(self._state_changed)

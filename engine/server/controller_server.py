@@ -33,7 +33,7 @@ from engine.controller.delegation_token_control import TOKEN_API_KEYS, not_allow
 from engine.controller.standard_authorizer import Caller
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_version import feature_levels_for, parse_release_version
-from engine.net.channel_security import KafkaPrincipal
+from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity, KafkaPrincipal
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 from engine.net.kafka_protocol import (
     ApiSpec, decode_request_frame, encode_response, request_class, response_class,
@@ -100,7 +100,8 @@ class ControllerServer:
                  periodic: Sequence[PeriodicTask] = (), soft: Any = None,
                  supported_features: Mapping[str, tuple[int, int]] | None = None,
                  activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = (),
-                 registrar: ControllerRegistrar | None = None):
+                 registrar: ControllerRegistrar | None = None, broker_listener: str | None = None,
+                 broker_security: ClientSecurity = PLAINTEXT_CLIENT):
         self.driver = driver
         self.authorizer = config.authorizer
         self._acls: tuple[Any, tuple[Any, ...]] = (None, ())  # the committed ACL map and its records
@@ -124,7 +125,9 @@ class ControllerServer:
         if self.authorizer.enabled:
             driver.authorize = self._authorize_raft
         # KIP-966 unclean recovery: the core's questions to brokers, their answers back to the core
-        self.recovery_queries = UncleanRecoveryQueries(lambda: self.core, self.pump)
+        # (over the brokers' listener that inter.broker.listener.name names, secured as it asks)
+        self.recovery_queries = UncleanRecoveryQueries(lambda: self.core, self.pump, listener=broker_listener,
+                                                       security=broker_security)
         driver.after_pump(self.pump)
 
     # -- the edge's loop -------------------------------------------------------------------

@@ -23,7 +23,14 @@ built), so the questions are put with what a real broker does serve:
    empty answer from a replica holding 30 records behind a high watermark of 0).
 
 An answer goes to the core with the broker epoch we asked at; a failure gives no answer (the
-core asks again later). Only PLAINTEXT listeners are reached (this client has no TLS/SASL).
+core asks again later).
+
+Which of a broker's registered listeners is asked, and how: the controller config's
+``inter.broker.listener.name`` (Kafka's name for the listener brokers reach each other on; a
+combined node has it anyway), secured as that listener asks (``listener.security.protocol.map``,
+``sasl.mechanism.inter.broker.protocol``, ``listener.name.<l>.<mechanism>.sasl.jaas.config``,
+``ssl.*``), so the controller logs in as a broker would. Without it, a listener whose protocol is
+PLAINTEXT.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from engine.controller.unclean_recovery import LogInfo, LogQuery
+from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.records.kio_codec import ErrorCode, i8, i32, i64, protocol_module
@@ -53,11 +61,14 @@ class UncleanRecoveryQueries:
     ``on_answers`` (the controller server's pump: the core decides at once)."""
 
     def __init__(self, core: Callable[[], Any], on_answers: Callable[[], None],
-                 client: KafkaClient | None = None, timeout_ms: int = QUERY_TIMEOUT_MS):
+                 client: KafkaClient | None = None, timeout_ms: int = QUERY_TIMEOUT_MS, *,
+                 listener: str | None = None, security: ClientSecurity = PLAINTEXT_CLIENT):
         self.core = core
         self.on_answers = on_answers
         self.client = client
         self.timeout_ms = timeout_ms
+        self.listener = listener  # the brokers' listener to ask (None: one whose protocol is PLAINTEXT)
+        self.security = security
         self._tasks: set[asyncio.Task] = set()
 
     def send_pending(self) -> None:
@@ -73,9 +84,10 @@ class UncleanRecoveryQueries:
         for query in queries:
             by_broker[query.broker_id].append(query)
         for broker_id, asked in by_broker.items():
-            address = broker_address(core.image, broker_id)
+            address = broker_address(core.image, broker_id, self.listener)
             if address is None:
-                log.info("unclean recovery: broker %d has no PLAINTEXT listener to ask", broker_id)
+                log.info("unclean recovery: broker %d has no %s listener to ask", broker_id,
+                         self.listener or "PLAINTEXT")
                 continue
             task = asyncio.get_running_loop().create_task(self._ask(state, address, asked))
             self._tasks.add(task)
@@ -83,7 +95,8 @@ class UncleanRecoveryQueries:
 
     async def _ask(self, state: Any, address: tuple[str, int], queries: list[LogQuery]) -> None:
         if self.client is None:
-            self.client = KafkaClient(client_id="kraftd-unclean-recovery", request_timeout_ms=self.timeout_ms)
+            self.client = KafkaClient(client_id="kraftd-unclean-recovery", request_timeout_ms=self.timeout_ms,
+                                      security=self.security)
         try:
             answers = await ask_broker(self.client, address, queries, self.timeout_ms)
         except (NetError, OSError) as err:
@@ -105,11 +118,16 @@ class UncleanRecoveryQueries:
             await self.client.close()
 
 
-def broker_address(image: Any, broker_id: int) -> tuple[str, int] | None:
+def broker_address(image: Any, broker_id: int, listener: str | None = None) -> tuple[str, int] | None:
+    """The registered endpoint of ``broker_id`` named ``listener`` (case as Kafka's ListenerName:
+    upper), or without one the first whose protocol is PLAINTEXT."""
     broker = image.cluster.brokers.get(broker_id)
     if broker is None:
         return None
-    endpoint = next((e for e in broker.endpoints if e.security_protocol == PLAINTEXT), None)
+    if listener:
+        endpoint = next((e for e in broker.endpoints if e.name.upper() == listener.upper()), None)
+    else:
+        endpoint = next((e for e in broker.endpoints if e.security_protocol == PLAINTEXT), None)
     return None if endpoint is None else (endpoint.host, endpoint.port)
 
 
