@@ -7,15 +7,18 @@ throughout), and one Kafka broker whose controller listener is the same: it regi
 unfenced and forwards a CreateTopics to us through it. Kafka's own ``kafka-metadata-quorum``
 also reaches our controller through that listener, and is refused for a wrong password or a
 user no ACL lets in: Kafka's clients, not ours, judge our SASL_SSL. metashell attaches with the
-same --command-config.
+same --command-config. The broker also listens on SECURE (SASL_SSL), the listener our
+controller's ``inter.broker.listener.name`` names: unclean recovery asks its questions there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -23,7 +26,11 @@ from kafka_peer.fixtures import VERSIONS
 from kafka_peer.nodes import metadata_brokers
 from kafka_peer.secured import NOBODY_USER, SecuredQuorum, parse_status
 
+from engine.controller.unclean_recovery import LogQuery, UncleanRecoveryState
 from engine.image.metadata_loader import load_log_dir
+from engine.net.channel_security import SecurityProtocol
+from engine.server.controller_node import load_controller_settings
+from engine.server.unclean_recovery_queries import UncleanRecoveryQueries, broker_address
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.kafka, pytest.mark.parametrize("kafka_dist", VERSIONS[-1:], indirect=True)]
@@ -89,3 +96,49 @@ def test_metashell_attaches_to_our_controller_over_sasl_ssl(secured):
                           capture_output=True, text=True, cwd=REPO, stdin=subprocess.DEVNULL, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [str(secured.cluster.brokers[0].node_id), "1"]
+
+
+def test_unclean_recovery_asks_the_kafka_broker_over_its_sasl_ssl_listener(secured):
+    """The controller's questions (ListOffsets as a debugging replica) go to the broker listener
+    its config's inter.broker.listener.name names, logged in as that listener's JAAS user, as
+    ControllerServer wires them from the settings of the running controller's own config file.
+    The Kafka broker answers its log end: three messages produced there."""
+    from kafka import KafkaProducer
+
+    name = "asked-over-sasl-ssl"
+    broker = secured.cluster.brokers[0]
+    admin = KafkaAdminClient(bootstrap_servers=secured.cluster.bootstrap_servers, request_timeout_ms=60_000)
+    try:
+        admin.create_topics([NewTopic(name, 1, 1)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=secured.cluster.bootstrap_servers, acks="all")
+    try:
+        for i in range(3):
+            producer.send(name, f"m{i}".encode()).get(timeout=60)
+    finally:
+        producer.close()
+
+    settings = load_controller_settings(secured.cluster.voters[0].config_path)
+    assert (settings.broker_listener, settings.broker_security.protocol) == ("SECURE", SecurityProtocol.SASL_SSL)
+    image = our_image(secured)
+    address = broker_address(image, broker.node_id, settings.broker_listener)
+    assert address == ("127.0.0.1", secured.cluster.secure_ports[broker.node_id]) != broker.broker_address
+    partition = image.topics.topic(name).partitions[0]
+    state = UncleanRecoveryState(outbox=[LogQuery(image.topics.by_name[name], name, 0, broker.node_id,
+                                                  image.cluster.brokers[broker.node_id].epoch, partition.leader_epoch)])
+    core = SimpleNamespace(soft=SimpleNamespace(unclean_recovery=state), is_active=True, image=image)
+
+    async def ask() -> None:
+        answered = asyncio.Event()
+        queries = UncleanRecoveryQueries(lambda: core, answered.set, listener=settings.broker_listener,
+                                         security=settings.broker_security)
+        try:
+            queries.send_pending()
+            await asyncio.wait_for(answered.wait(), 60)
+        finally:
+            await queries.close()
+
+    asyncio.run(ask())
+    (answer,) = state.inbox
+    assert (answer.broker_id, answer.log_end_offset, answer.leader_epoch) == (broker.node_id, 3, partition.leader_epoch)

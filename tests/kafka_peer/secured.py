@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from engine.net.ports import pick_ports
 from tests.tls_material import Leaf, PemFiles, TestCA, write_pem
 
 from .cluster import KafkaCluster
@@ -212,11 +213,34 @@ def parse_status(text: str) -> dict[str, str]:
 
 
 class _Cluster(KafkaCluster):
-    """KafkaCluster with SCRAM users at format time and readiness asked through the secured listener."""
+    """KafkaCluster with SCRAM users at format time and readiness asked through the secured listener.
+
+    Kafka brokers under our SASL_SSL controller also listen on SECURE (SASL_SSL, SCRAM): the
+    listener our controller's ``inter.broker.listener.name`` names, which unclean recovery's
+    questions go to, logged in as the controllers' user (a super user there too)."""
 
     def __init__(self, *args, quorum: SecuredQuorum, scram: list[str], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.secured, self.scram = quorum, scram
+        self.secure_ports: dict[int, int] = {}  # broker id -> its SECURE listener's port
+
+    def node_config(self, node: KafkaNode, voter_set: bool = True) -> dict[str, str]:
+        config = super().node_config(node, voter_set)
+        quorum = self.secured
+        if quorum.protocol != "SASL_SSL" or not quorum.brokers or quorum.controllers != "kraftd":
+            return config
+        config["listener.security.protocol.map"] += ",SECURE:SASL_SSL"
+        config[f"listener.name.secure.{SCRAM.lower()}.sasl.jaas.config"] = \
+            jaas(CONTROLLER_USER, quorum.passwords[CONTROLLER_USER])
+        if node.is_broker:
+            port = self.secure_ports.setdefault(node.node_id, pick_ports(1)[0])
+            config["listeners"] += f",SECURE://127.0.0.1:{port}"
+            config["advertised.listeners"] += f",SECURE://127.0.0.1:{port}"
+            config["listener.name.secure.sasl.enabled.mechanisms"] = SCRAM
+        else:
+            config["inter.broker.listener.name"] = "SECURE"
+            config["sasl.mechanism.inter.broker.protocol"] = SCRAM
+        return config
 
     def format_args(self, node: KafkaNode) -> list[str]:
         args = super().format_args(node)
