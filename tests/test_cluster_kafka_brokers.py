@@ -10,10 +10,12 @@ it ran is SIGKILLed at the end, failure or not. Waits poll to a deadline (a safe
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 
+from engine.common.java_properties import load_properties
 from engine.image.metadata_loader import load_log_dir
 from engine.image.metadata_version import parse_release_version
 from engine.tools.cluster_chaos import Chaos
@@ -27,7 +29,7 @@ from tests.test_controller_processes import poll
 
 pytestmark = pytest.mark.kafka
 
-SESSION_TIMEOUT_MS = 2000  # a killed broker is fenced after this; Kafka's 9 s would slow the suite
+SESSION_TIMEOUT_MS = 5000  # a killed broker is fenced after this (Kafka's 9 s would slow the suite; 2 s fenced live ones under load)
 CLIENT_TIMEOUT_MS = 60_000
 
 
@@ -118,6 +120,38 @@ def test_down_leaves_no_process(cluster):
     assert out.splitlines() == ["broker-1: stopped", "broker-2: stopped", "controller-1: stopped"]
     assert not [pid for pid in pids.values() if ours(pid, cluster.root)]
     assert cluster.pids() == {}
+
+
+def test_a_secured_cluster_of_kafka_brokers(kafka_newest_server, tmp_path):
+    """``--security SASL_SSL`` with Kafka's brokers: Kafka reads the configs, certificates and
+    JAAS logins ``up`` made, registers over our SASL_SSL controller listener, and serves a real
+    client that logs in with the printed client.properties (SCRAM over TLS, as User:admin)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    c = Cluster(tmp_path / "state")
+    try:
+        c.up_output = c.ok("up", "--controllers", "1", "--brokers", "1", "--racks", "0", "--security", "SASL_SSL",
+                           "--kafka-brokers", kafka_newest_server.version,
+                           "--kafka-home", str(kafka_newest_server.libs.parent), "--heartbeat-interval-ms", "500")
+        assert c.up_output.splitlines()[-1] == f"command.config={c.root / 'client.properties'}"
+        assert c.state("broker-1") == "unfenced"
+        props = load_properties(c.root / "client.properties")
+        admin = AdminClient({"bootstrap.servers": bootstrap(c), "security.protocol": props["security.protocol"],
+                             "sasl.mechanism": props["sasl.mechanism"],
+                             "sasl.username": "admin", "sasl.password": jaas_password(props["sasl.jaas.config"]),
+                             "ssl.ca.location": props["ssl.truststore.location"], "log_level": 0})
+        admin.create_topics([NewTopic("through-a-secured-kafka-broker", 2, 1)])["through-a-secured-kafka-broker"] \
+            .result(CLIENT_TIMEOUT_MS / 1000)
+        topic = poll(lambda: admin.list_topics(timeout=CLIENT_TIMEOUT_MS / 1000).topics.get(
+            "through-a-secured-kafka-broker"), "the topic in the broker's metadata")
+        assert sorted(topic.partitions) == [0, 1]
+        assert c.ok("down").splitlines() == ["broker-1: stopped", "controller-1: stopped"]
+    finally:
+        c.kill_all()
+
+
+def jaas_password(jaas: str) -> str:
+    return re.search(r'password="([^"]*)"', jaas).group(1)
 
 
 # ------------------------------------------------------------------ without a JVM

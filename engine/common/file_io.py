@@ -64,6 +64,15 @@ def write_new_file(path: Path, data: bytes, *, fsync: bool = True, exclusive: bo
         os.close(fd)
 
 
+def write_private(path: Path, data: bytes) -> None:
+    """``data`` in a file only its owner reads (a private key, a password): created so, never
+    widened after the bytes are in. Whatever was at ``path`` is replaced."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
 def fsync_directory(directory: Path) -> None:
     if os.name == "nt":  # Windows cannot open a directory for fsync; its rename is durable enough
         return

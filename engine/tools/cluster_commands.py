@@ -23,7 +23,7 @@ from engine.tools.cluster_layout import (
     is_alive, kill_node, load_layout, log_since, plan_layout, process_state, read_faults, remove_state, send_signal,
     GroupCommand, kraftd_start_group, spawn, stop_nodes, write_configs, write_faults,
 )
-from engine.tools import cluster_kafka
+from engine.tools import cluster_kafka, cluster_security
 from engine.tools.cluster_view import UNFENCED, ClusterView, observe, status_lines
 from engine.tools.cluster_tool import READY_TIMEOUT_S
 from engine.tools.process_cluster import LISTEN_TIMEOUT_S, PORT_ATTEMPTS, ClusterError, PortTaken
@@ -125,7 +125,9 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
     one turns out taken, unless the ports were given)."""
     settings = cluster_kafka.with_kafka(Settings(release_version=args.release_version,
                                                  heartbeat_interval_ms=args.heartbeat_interval_ms,
-                                                 session_timeout_ms=args.session_timeout_ms), args)
+                                                 session_timeout_ms=args.session_timeout_ms,
+                                                 security_protocol=getattr(args, "security", None) or "PLAINTEXT"),
+                                        args)
     controllers, brokers = args.controllers or 3, 5 if args.brokers is None else args.brokers
     racks = 3 if args.racks is None else args.racks
     per_process = getattr(args, "brokers_per_process", None) or default_brokers_per_process(brokers)
@@ -143,6 +145,7 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
                              settings=settings, brokers_per_process=per_process)
         try:
             root.mkdir(parents=True, exist_ok=True)
+            cluster_security.write_material(layout)
             write_configs(layout)
             format_nodes(layout)
         except BaseException:
@@ -176,9 +179,10 @@ def cmd_up(args: argparse.Namespace, out: Out) -> int:
     root = Path(args.dir)
     if (root / REGISTRY_FILE).exists():
         layout = load_layout(root)
-        asked = {"controllers": args.controllers, "brokers": args.brokers, "kafka-brokers": args.kafka_brokers}
+        asked = {"controllers": args.controllers, "brokers": args.brokers, "kafka-brokers": args.kafka_brokers,
+                 "security": getattr(args, "security", None)}
         have = {"controllers": len(layout.of_role("controller")), "brokers": len(layout.of_role("broker")),
-                "kafka-brokers": layout.settings.kafka_version}
+                "kafka-brokers": layout.settings.kafka_version, "security": layout.settings.security_protocol}
         differ = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != have[k]]
         if differ:
             out(f"note: {root} holds a cluster of {have['controllers']} controllers and {have['brokers']} "
@@ -190,6 +194,9 @@ def cmd_up(args: argparse.Namespace, out: Out) -> int:
     _print_status(layout, out)
     out(f"bootstrap.servers={layout.bootstrap('broker')}")
     out(f"bootstrap.controllers={layout.bootstrap('controller')}")
+    if layout.settings.security_protocol != "PLAINTEXT":
+        # what metashell, kraftd quorum and Kafka's own tools take as --command-config
+        out(f"command.config={cluster_security.client_config_path(layout)}")
     return 0
 
 

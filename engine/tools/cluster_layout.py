@@ -35,10 +35,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from engine.common.file_io import write_bytes_atomically
+from engine.common.file_io import write_bytes_atomically, write_private
 from engine.common.java_properties import load_properties
 from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
-from engine.tools import cluster_kafka
+from engine.tools import cluster_kafka, cluster_security
 from engine.tools.process_cluster import SOURCE_ROOT, ClusterError, kraftd_start
 from engine.tools.storage_tool import format_storage
 
@@ -67,6 +67,7 @@ class Settings:
     replica_lag_time_max_ms: int = 30000
     kafka_version: str | None = None  # --kafka-brokers: the brokers are Apache Kafka's (engine.tools.cluster_kafka)
     kafka_libs: str | None = None  # where that version's jars were found
+    security_protocol: str = "PLAINTEXT"  # --security: every listener's (engine.tools.cluster_security)
 
 
 @dataclass
@@ -193,14 +194,15 @@ def write_configs(layout: Layout) -> None:
                   f"controller.quorum.bootstrap.servers={quorum}",
                   f"broker.heartbeat.interval.ms={s.heartbeat_interval_ms}",
                   f"broker.session.timeout.ms={s.session_timeout_ms}"]
+        security = cluster_security.node_lines(layout, node)
         if node.role == "controller":
             lines = ["process.roles=controller", f"listeners=CONTROLLER://{node.address}", *common,
-                     f"metadata.log.dir={layout.metadata_dir(node)}"]
+                     f"metadata.log.dir={layout.metadata_dir(node)}", *security]
         else:
-            listener = f"PLAINTEXT://{node.address}"
+            name = cluster_security.broker_listener(layout)
+            listener = f"{name}://{node.address}"
             lines = ["process.roles=broker", f"listeners={listener}", f"advertised.listeners={listener}",
-                     "inter.broker.listener.name=PLAINTEXT",
-                     "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", *common,
+                     f"inter.broker.listener.name={name}", *security, *common,
                      f"log.dirs={','.join(map(str, layout.data_dirs(node)))}",
                      *([f"broker.rack={node.rack}"] if node.rack else []),
                      f"replica.lag.time.max.ms={s.replica_lag_time_max_ms}",
@@ -210,7 +212,11 @@ def write_configs(layout: Layout) -> None:
             else:
                 write_faults(layout, node, {})
                 lines.append(f"kraftd.sim.faults.file={layout.faults_path(node)}")
-        layout.config_path(node).write_text("\n".join(lines) + "\n")
+        text = ("\n".join(lines) + "\n").encode()
+        if s.security_protocol == "PLAINTEXT":
+            layout.config_path(node).write_bytes(text)
+        else:  # its JAAS lines hold the nodes' password
+            write_private(layout.config_path(node), text)
 
 
 def format_nodes(layout: Layout) -> None:
@@ -220,12 +226,15 @@ def format_nodes(layout: Layout) -> None:
     directory_ids = {n.node_id: uuid_to_kafka(random_kafka_uuid()) for n in controllers}
     initial = ",".join(f"{n.node_id}@{HOST}:{n.port}:{directory_ids[n.node_id]}" for n in controllers)
     kafka = [n for n in layout.nodes if cluster_kafka.is_kafka(layout, n)]
+    credentials = cluster_security.credentials(layout)
     if kafka:  # Kafka's brokers by Kafka's own formatter
         cluster_kafka.format_brokers(layout, kafka)
     for node in layout.nodes:
         if node in kafka:
             continue
-        how = {"initial_controllers": initial} if node.role == "controller" else {}
+        how: dict = {"initial_controllers": initial} if node.role == "controller" else {}
+        if node.role == "controller" and credentials is not None:
+            how["add_scram"] = credentials.scram_arguments()  # the logins exist before any quorum does
         format_storage(layout.config_path(node), layout.cluster_id, release_version=layout.settings.release_version,
                        out=lambda line: None, **how)
 
@@ -234,6 +243,8 @@ def remove_state(layout: Layout) -> None:
     """Everything ``create`` wrote (a retry on other ports starts clean)."""
     for node in layout.nodes:
         shutil.rmtree(layout.node_dir(node), ignore_errors=True)
+    shutil.rmtree(layout.root / cluster_security.TLS_DIR, ignore_errors=True)
+    cluster_security.client_config_path(layout).unlink(missing_ok=True)
     (layout.root / REGISTRY_FILE).unlink(missing_ok=True)
 
 

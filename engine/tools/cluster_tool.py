@@ -88,6 +88,10 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
     up.add_argument("--kafka-home", metavar="DIR",
                     help="an unpacked Kafka release (its libs/) for --kafka-brokers (default: the test suite's cache, "
                          "$METASHELL_KAFKA_CACHE/VERSION/libs)")
+    up.add_argument("--security", type=str.upper, choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+                    help="every listener's security protocol (default PLAINTEXT): SSL is mutual TLS, the SASL ones "
+                         "SCRAM-SHA-512; a CA, certificates and passwords are made in --dir, with the controllers' "
+                         "StandardAuthorizer, and --dir/client.properties is the --command-config to attach with")
     up.add_argument("--racks", type=_non_negative, help="broker.rack values dealt round-robin (default 3; 0: none)")
     up.add_argument("--base-port", type=_positive, help="controllers on BASE.., then brokers (default: free ports)")
     up.add_argument("--release-version", "-r", help="metadata.version to format with (default: latest production)")

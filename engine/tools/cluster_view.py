@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.common.errors import MetadataError
+from engine.tools import cluster_security
 from engine.tools.cluster_layout import Layout, Node, process_state
 from engine.tools.quorum_tool import QuorumInfo, default_send, find_leader, pretty_table
 
@@ -59,6 +60,8 @@ class ClusterView:
         q = self.quorum
         if q is None:
             return "-"
+        if q.high_watermark < 0:
+            return "-"
         for replica in (*q.voters, *q.observers):
             if replica.replica_id == node.node_id and replica.log_end_offset >= 0:  # -1: not heard from yet
                 return str(max(0, q.high_watermark - replica.log_end_offset))
@@ -92,7 +95,7 @@ def controller_images(layout: Layout, timeout_s: float = 60.0) -> tuple[int, dic
     None."""
     from engine.image.metadata_loader import load_log_dir  # late: kio loads only when asked
 
-    send = default_send(PROBE_TIMEOUT_MS)
+    send = default_send(PROBE_TIMEOUT_MS, cluster_security.client_security_of(layout))
     controllers = layout.of_role("controller")
     deadline = time.monotonic() + timeout_s
     while True:
@@ -144,7 +147,7 @@ def _states_from_brokers(layout: Layout, running: list[Node], send) -> dict[int,
 def observe(layout: Layout, timeout_ms: int = PROBE_TIMEOUT_MS) -> ClusterView:
     """The cluster as it answers now; parts no one answers for are left unknown."""
     view = ClusterView(processes={n.name: process_state(n) for n in layout.nodes})
-    send = default_send(timeout_ms)
+    send = default_send(timeout_ms, cluster_security.client_security_of(layout))
     running = [n for n in layout.nodes if view.processes[n.name] == "running"]
     controllers = [("127.0.0.1", n.port) for n in running if n.role == "controller"]
     if controllers:
@@ -158,6 +161,12 @@ def observe(layout: Layout, timeout_ms: int = PROBE_TIMEOUT_MS) -> ClusterView:
         states = _states_from_brokers(layout, [n for n in running if n.role == "broker"], send)
     view.broker_states = states or {}
     return view
+
+
+def high_watermark(quorum: QuorumInfo) -> str:
+    """The leader's high watermark, or "unknown": a leader newly elected knows it only once it has
+    committed a record of its own epoch (DescribeQuorum says -1 until then, as Kafka's does)."""
+    return str(quorum.high_watermark) if quorum.high_watermark >= 0 else "unknown"
 
 
 STATUS_HEADERS = ("NAME", "ID", "ROLE", "PID", "PROCESS", "STATE", "LAG")
@@ -174,9 +183,9 @@ def status_lines(layout: Layout, view: ClusterView) -> list[str]:
     else:
         leader = next((n.name for n in layout.nodes if n.node_id == q.leader_id), str(q.leader_id))
         lines.append(f"quorum: leader {leader} ({q.leader_id}), epoch {q.leader_epoch}, "
-                     f"high watermark {q.high_watermark}")
+                     f"high watermark {high_watermark(q)}")
     return lines
 
 
-__all__ = ["ClusterView", "committed_image", "NOT_REGISTERED", "STATUS_HEADERS", "UNFENCED", "UNKNOWN", "observe",
+__all__ = ["ClusterView", "committed_image", "high_watermark", "NOT_REGISTERED", "STATUS_HEADERS", "UNFENCED", "UNKNOWN", "observe",
            "status_lines"]
