@@ -30,7 +30,7 @@ def cluster(tmp_path_factory) -> Cluster:
     c = Cluster(tmp_path_factory.mktemp("scale") / "state")
     try:
         c.up_output = c.ok("up", "--controllers", "1", "--brokers", str(BROKERS), "--brokers-per-process",
-                           str(PER_PROCESS), "--heartbeat-interval-ms", "500", "--session-timeout-ms", "2000")
+                           str(PER_PROCESS), "--heartbeat-interval-ms", "500", "--session-timeout-ms", "5000")
         yield c
     finally:
         c.kill_all()

@@ -27,7 +27,7 @@ KRAFTD_TIMEOUT_S = 180.0  # safety nets
 
 
 BROKERS = 2
-SESSION_TIMEOUT_MS = 2000  # a killed broker is fenced after this; Kafka's 9 s would slow the suite
+SESSION_TIMEOUT_MS = 5000  # a killed broker is fenced after this (Kafka's 9 s would slow the suite; 2 s fenced live ones under load)
 
 
 def ours(pid: int, root: Path) -> bool:
@@ -202,7 +202,9 @@ def test_chaos_stays_in_its_budget_and_heals(cluster):
     assert actions and out[-2].startswith("healed: every node running, every broker unfenced; metadata high watermark")
     assert re.fullmatch(r"controllers' images identical at offset \d+ \(3 controllers, \d+ records\)", out[-1])
     for line in actions:
-        assert re.search(r"metadata( high watermark \d+, leader controller-\d epoch \d+|: no leader answered)", line)
+        # (a leader elected a moment ago knows no high watermark until it commits in its epoch)
+        assert re.search(r"metadata( high watermark (\d+|unknown), leader controller-\d epoch \d+|: no leader answered)",
+                         line)
         for down, total, budget in re.findall(r"(\d+)/(\d+) \w+s impaired \(budget (\d+)\)", line):
             assert int(down) <= int(budget) < int(total), line
     rows = cluster.status()

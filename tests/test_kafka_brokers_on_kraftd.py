@@ -57,9 +57,7 @@ def cluster(kafka_dist, _clusters, tmp_path_factory) -> KafkaCluster:
 
 def our_image(cluster: KafkaCluster) -> MetadataImage:
     """The image of what the active kraftd controller has in its log."""
-    leader = cluster.leader_id()
-    node = cluster.node(leader) if leader >= 0 else next(n for n in cluster.voters if n.alive)
-    return load_log_dir(node.metadata_dir)[0]
+    return load_log_dir(cluster.node(cluster.wait_leader()).metadata_dir)[0]
 
 
 def _admin(cluster: KafkaCluster):
@@ -119,8 +117,11 @@ def test_kafka_topics_creates_through_a_broker(cluster: KafkaCluster) -> None:
     for p in topic.partitions.values():
         assert set(p.replicas) == brokers and set(p.isr) == brokers and p.leader in brokers
     assert our_image(cluster).configs[(2, "made-by-kafka-topics")]["retention.ms"] == "3600000"
-    described = cluster.dist.run("kafka-topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
-                                 "--topic", "made-by-kafka-topics").stdout
+    # any broker may answer the describe, and one may not have replayed the topic yet
+    described = wait_until(lambda: (done := cluster.dist.run(
+        "kafka-topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe", "--topic",
+        "made-by-kafka-topics", check=False)).returncode == 0 and done.stdout, "the topic described by a broker",
+        cluster.live_nodes())
     assert described.count("Leader:") == 3
 
 
@@ -188,7 +189,7 @@ def test_a_terminated_broker_moves_its_leaders_before_it_is_fenced(cluster: Kafk
     node = cluster.node(first)
     node.stop()
     # every record of the segments (our one segment at this size), not the newest snapshot's summary
-    segments = sorted(cluster.node(cluster.leader_id()).metadata_dir.glob("*.log"))
+    segments = sorted(cluster.node(cluster.wait_leader()).metadata_dir.glob("*.log"))
     entries = [e for segment in segments for e in read_file(segment)]
     topic_id = our_image(cluster).topics.by_name["led-by-first"]
     shutdown = fenced = None
@@ -215,15 +216,20 @@ def test_a_terminated_broker_moves_its_leaders_before_it_is_fenced(cluster: Kafk
 def test_the_brokers_carry_on_when_the_active_controller_is_killed(cluster: KafkaCluster) -> None:
     from confluent_kafka import Producer
 
-    old = cluster.leader_id()
+    old = cluster.wait_leader()
     cluster.node(old).kill()
     wait_until(lambda: cluster.leader_id() not in (-1, old), "a new active controller", cluster.live_nodes())
+    # the new active controller starts every broker's session afresh: each must find it and
+    # heartbeat before a topic on all three can be placed (a late JVM is fenced meanwhile)
+    wait_until(lambda: not any(b.fenced for b in our_image(cluster).cluster.brokers.values()),
+               "every broker unfenced by the new active controller", cluster.live_nodes())
     create_topic(cluster, "after-failover", 2, 3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
     for i in range(1000):
         producer.produce("after-failover", value=str(i).encode())
     assert producer.flush(CLIENT_TIMEOUT_S) == 0
-    assert not any(b.fenced for b in our_image(cluster).cluster.brokers.values())
+    wait_until(lambda: not any(b.fenced for b in our_image(cluster).cluster.brokers.values()),
+               "every broker unfenced after the produce", cluster.live_nodes())
     cluster.restart(cluster.node(old))
 
 
@@ -260,7 +266,7 @@ def test_kafkas_metadata_shell_reads_our_snapshots(cluster: KafkaCluster, tmp_pa
     from tests.kafka_shell_tree import kafka_tree
 
     create_topic(cluster, "in-a-snapshot", 4, 3)
-    node = cluster.node(cluster.leader_id())
+    node = cluster.node(cluster.wait_leader())
     created = our_image(cluster).provenance.last_offset
 
     def newest_snapshot() -> Path | None:

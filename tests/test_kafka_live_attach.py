@@ -197,7 +197,8 @@ def test_the_live_shell_follows_a_topic_a_fenced_broker_and_its_replica_into_the
               "the topic, all three replicas in sync")
         assert partition()["eligibleLeaderReplicas"] == []
         # Not the quorum leader: the two voters left keep the leader, so only the broker's fencing is seen
-        victim = next(n for n in cluster.nodes if n.node_id != cluster.leader_id())
+        leader = cluster.wait_leader()
+        victim = next(n for n in cluster.nodes if n.node_id != leader)
         others = sorted(n.node_id for n in cluster.nodes if n is not victim)
         victim.kill()
         until(lambda: answer(session, f"cat /brokers/{victim.node_id}/state")[0] == "fenced",

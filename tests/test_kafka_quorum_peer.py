@@ -281,6 +281,9 @@ def test_observer_of_kafkas_quorum_replicates_its_log(kafka_dist, kafka_quorum, 
     assert code == 0 and f"leader is {kafka_quorum.leader_id()} in epoch" in node.log, node.log
 
     common = min(kafka_quorum_info(kafka_quorum).high_watermark, max(b[1] for b in log_batches(our_dir, 2**62)) + 1)
+    # the high watermark needs only a majority: a voter may still be behind it
+    wait_until(lambda: all(v.log_end_offset >= common for v in kafka_quorum_info(kafka_quorum).voters),
+               f"every voter at offset {common}", kafka_quorum.nodes)
     ours = log_batches(our_dir, common)
     assert common >= target and ours[0][0] == 0 and ours[-1][1] == common - 1
     for voter in kafka_quorum.voters:
@@ -296,8 +299,10 @@ def test_our_tool_makes_our_controller_a_voter_of_kafkas_quorum(kafka_dist, tmp_
     try:
         node, port = start_on_free_port(tmp_path / "ours", cluster, OBSERVER_ID)
         directory_id = uuid_to_kafka(read_meta_properties(tmp_path / "ours" / "meta").directory_id)
-        wait_until(lambda: OBSERVER_ID in [o.replica_id for o in kafka_quorum_info(cluster).observers],
-                   "our observer", [node, *cluster.nodes])
+        # Kafka's leader adds only a caught-up observer (its AddVoterHandler: a fetch after the first)
+        wait_until(lambda: any(o.replica_id == OBSERVER_ID and o.last_caught_up_timestamp > 0
+                               for o in kafka_quorum_info(cluster).observers), "our observer caught up",
+                   [node, *cluster.nodes])
         bootstrap = ("--bootstrap-controller", cluster.bootstrap_controllers)
         assert our_describe(*bootstrap, "--command-config", str(node.config), "add-controller") == [
             f"Added controller {OBSERVER_ID} with directory id {directory_id} and endpoints: "
@@ -491,8 +496,10 @@ def test_restarting_kafkas_leader_moves_the_epoch_as_one_election_does(kafka_dis
     node = None
     try:
         node, port = start_on_free_port(tmp_path / "ours", cluster, OBSERVER_ID)
-        wait_until(lambda: OBSERVER_ID in [o.replica_id for o in kafka_quorum_info(cluster).observers],
-                   "our observer", [node, *cluster.nodes])
+        # Kafka's leader adds only a caught-up observer (its AddVoterHandler: a fetch after the first)
+        wait_until(lambda: any(o.replica_id == OBSERVER_ID and o.last_caught_up_timestamp > 0
+                               for o in kafka_quorum_info(cluster).observers), "our observer caught up",
+                   [node, *cluster.nodes])
         bootstrap = ("--bootstrap-controller", cluster.bootstrap_controllers)
         our_describe(*bootstrap, "--command-config", str(node.config), "add-controller")
         wait_until(lambda: [v.replica_id for v in kafka_quorum_info(cluster).voters] == [1, OBSERVER_ID],

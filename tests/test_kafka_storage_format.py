@@ -59,7 +59,7 @@ def test_kafka_node_starts_and_serves_on_a_directory_formatted_by_kraftd(kafka_d
         meta = read_meta_properties(node.log_dir / "meta.properties")
         assert meta.cluster_id == cluster.cluster_id and meta.node_id == 1
         assert _serve_a_topic(cluster) == [f"m{i}".encode() for i in range(5)]
-        assert cluster.leader_id() == 1
+        assert cluster.wait_leader() == 1
     finally:
         cluster.close()
 

@@ -164,7 +164,7 @@ def test_the_replica_with_the_most_data_is_elected_and_no_acknowledged_message_i
     wait_until(lambda: partition(cluster, TOPIC).leader == middle, "the middle broker elected", cluster.live_nodes())
     elected = partition(cluster, TOPIC)
     assert elected.leader_epoch > p.leader_epoch and elected.elr == () and elected.last_known_elr == ()
-    records = [e.record for segment in sorted(cluster.node(cluster.leader_id()).metadata_dir.glob("*.log"))
+    records = [e.record for segment in sorted(cluster.node(cluster.wait_leader()).metadata_dir.glob("*.log"))
                for e in read_file(segment)]
     topic_id = our_image(cluster).topics.by_name[TOPIC]
     election = [r for r in records if getattr(r, "type_name", "") == "PARTITION_CHANGE_RECORD"

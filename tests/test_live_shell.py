@@ -40,7 +40,7 @@ DEADLINE_S = 60.0  # safety nets
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
     yield from running_cluster(tmp_path_factory.mktemp("live-shell") / "state", "--controllers", "3",
-                               "--brokers", "2", "--session-timeout-ms", "2000")
+                               "--brokers", "2", "--session-timeout-ms", "5000")
 
 
 def live_session(cluster: Cluster) -> tuple[Session, list[str]]:

@@ -68,12 +68,12 @@ def test_three_controllers_elect_commit_and_answer(tmp_path: Path) -> None:
         nodes: list[ControllerNode] = []
         try:
             _, nodes = await start_quorum(tmp_path, prepare=with_load)
-            leader = await wait_until(lambda: settled_leader(nodes), 5, "a leader all three follow")
+            leader = await wait_until(lambda: settled_leader(nodes), 30, "a leader all three follow")
             followers = [n for n in nodes if n is not leader]
 
             # NoOps (and the load) commit on all three: every listener's offset moves on.
             mark = leader.last_committed_offset
-            await wait_until(lambda: all(n.last_committed_offset >= mark + 3 for n in nodes), 3,
+            await wait_until(lambda: all(n.last_committed_offset >= mark + 3 for n in nodes), 30,
                              "commits past the leader's mark on every node")
 
             # DescribeQuorum: a follower names the leader; the leader lists the voters.

@@ -99,7 +99,7 @@ def running_sim(tmp_path_factory: Any, name: str) -> Iterator[Sim]:
     cluster = Cluster(tmp_path_factory.mktemp(name) / "state")
     try:
         cluster.up_output = cluster.ok("up", "--controllers", "1", "--brokers", "3", "--racks", "3",
-                                       "--heartbeat-interval-ms", "500", "--session-timeout-ms", "2000")
+                                       "--heartbeat-interval-ms", "500", "--session-timeout-ms", "5000")
         yield Sim(cluster)
     finally:
         cluster.kill_all()

@@ -32,7 +32,7 @@ from engine.tools.cluster_layout import (
     send_signal, stop_nodes, write_faults,
 )
 from engine.tools.cluster_tool import STOP_TIMEOUT_S
-from engine.tools.cluster_view import ClusterView, controller_images, observe
+from engine.tools.cluster_view import ClusterView, controller_images, high_watermark, observe
 
 Out = Callable[[str], None]
 FETCH_DELAYS_MS = (100, 500, 2000)
@@ -74,7 +74,7 @@ class Chaos:
         if q is None:
             return "metadata: no leader answered"
         leader = next((n.name for n in self.layout.nodes if n.node_id == q.leader_id), str(q.leader_id))
-        return f"metadata high watermark {q.high_watermark}, leader {leader} epoch {q.leader_epoch}"
+        return f"metadata high watermark {high_watermark(q)}, leader {leader} epoch {q.leader_epoch}"
 
     def say(self, action: str, node: Node) -> None:
         view = observe(self.layout)

@@ -187,6 +187,12 @@ class KafkaCluster:
             if node.is_broker:
                 wait_until(lambda node=node: node.node_id in metadata_brokers(node.broker_address),
                            f"broker {node.node_id} unfenced", self.live_nodes())
+        # each broker learns the others' unfencing from its own metadata fetches: wait until every
+        # live broker has, so a test may ask any of them about all of them
+        live = [n for n in self.brokers if n.alive]
+        for node in live:
+            wait_until(lambda node=node: {n.node_id for n in live} <= metadata_brokers(node.broker_address),
+                       f"broker {node.node_id} seeing every live broker", self.live_nodes())
 
     def has_leader(self) -> bool:
         """Whether a DescribeQuorum answer names a leader (asked in PLAINTEXT; kafka_peer.secured asks otherwise)."""
@@ -196,7 +202,12 @@ class KafkaCluster:
         return [n for n in self.nodes if n.alive]
 
     def leader_id(self) -> int:
+        """The leader a DescribeQuorum answer names now, or -1 (mid-election, or no answer in time)."""
         return quorum_leader([n.controller_address for n in self.voters if n.alive])
+
+    def wait_leader(self) -> int:
+        """The leader's id, once the quorum names one (node ids start at 1, so 0 is "not yet")."""
+        return wait_until(lambda: max(self.leader_id(), 0), "a quorum leader", self.live_nodes())
 
     def restart(self, node: KafkaNode) -> None:
         node.start()

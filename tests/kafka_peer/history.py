@@ -279,7 +279,7 @@ def _in_isr(cluster: KafkaCluster, node_id: int, topic: str) -> Callable[[], boo
 
 def _follower(cluster: KafkaCluster, *, among: tuple[int, ...] = (1, 2, 3)) -> KafkaNode:
     """A node that is not the active controller (so a broker story stays a broker story)."""
-    leader = cluster.leader_id()
+    leader = cluster.wait_leader()
     return next(cluster.node(i) for i in among if i != leader)
 
 
@@ -305,7 +305,7 @@ def controlled_shutdown(cluster: KafkaCluster) -> None:
 
 
 def kill_active_controller(cluster: KafkaCluster) -> None:
-    old = cluster.leader_id()
+    old = cluster.wait_leader()
     cluster.node(old).kill()
     wait_until(lambda: cluster.leader_id() not in (-1, old), "a new active controller", cluster.live_nodes())
     cluster.restart(cluster.node(old))

@@ -227,7 +227,7 @@ def quorum_leader(addresses: list[tuple[str, int]]) -> int:
     from engine.tools.quorum_tool import QuorumToolError, default_send, find_leader
 
     try:
-        _, info = find_leader(addresses, default_send(1000))
+        _, info = find_leader(addresses, default_send(5000))  # a loaded machine answers late
     except QuorumToolError:
         return -1
     return info.leader_id
