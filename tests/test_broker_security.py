@@ -178,33 +178,44 @@ def test_a_real_client_creates_a_topic_through_a_secured_broker(rig: Rig) -> Non
              "each leader answering its follower's fetches")
 
 
-def test_unclean_recovery_reaches_the_brokers_on_their_sasl_ssl_listener(rig: Rig) -> None:
+def test_unclean_recovery_reaches_the_brokers_on_their_sasl_ssl_listener(rig: Rig, caplog) -> None:
     """The controller's questions go to the listener inter.broker.listener.name names (the
     brokers have no PLAINTEXT one), over TLS and logged in with SCRAM. A simulated broker holds no
-    data, so its ListOffsets answer is a per-partition error: no answer for the core, but the login
-    and the exchange went through; the same question with a wrong password is refused at login."""
-    from engine.controller.unclean_recovery import LogQuery
-    from engine.net.errors import NetError
-    from engine.net.kafka_client import KafkaClient
-    from engine.server.unclean_recovery_queries import ask_broker, broker_address
+    data, so its ListOffsets answer is a per-partition error, which the edge logs: the login and
+    the exchange went through. With a wrong password the broker refuses the login."""
+    from types import SimpleNamespace
 
-    queries = rig.controller.controller.recovery_queries
-    assert (queries.listener, queries.security.protocol.name, queries.security.username) == \
-        ("SECURE", "SASL_SSL", "broker")
+    from engine.controller.unclean_recovery import LogQuery, UncleanRecoveryState
+    from engine.server.unclean_recovery_queries import UncleanRecoveryQueries, broker_address
+
+    wired = rig.controller.controller.recovery_queries
+    assert (wired.listener, wired.security.protocol.name, wired.security.username) == ("SECURE", "SASL_SSL", "broker")
     image = rig.controller.image
-    broker = rig.brokers[0]
-    assert broker_address(image, broker.settings.node_id) is None  # no PLAINTEXT listener to fall back on
-    address = broker_address(image, broker.settings.node_id, queries.listener)
-    assert address == ("127.0.0.1", broker.servers[0].address[1])
-    query = LogQuery(uuid.uuid4(), "no-such-topic", 0, broker.settings.node_id, 0, 0)
+    broker_id = rig.brokers[0].settings.node_id
+    assert broker_address(image, broker_id) is None  # no PLAINTEXT listener to fall back on
+    assert broker_address(image, broker_id, wired.listener) == ("127.0.0.1", rig.brokers[0].servers[0].address[1])
 
-    async def ask(security: Any) -> Any:
-        async with KafkaClient(client_id="unclean-recovery-test", security=security) as client:
-            return await ask_broker(client, address, [query])
+    def ask(security: Any) -> list[str]:
+        """The edge's own path (send_pending, then its task) with the wired listener and ``security``."""
+        state = UncleanRecoveryState(outbox=[LogQuery(uuid.uuid4(), "no-such-topic", 0, broker_id, 0, 0)])
+        core = SimpleNamespace(soft=SimpleNamespace(unclean_recovery=state), is_active=True, image=image)
+        queries = UncleanRecoveryQueries(lambda: core, lambda: None, listener=wired.listener, security=security)
 
-    assert rig.run(ask(queries.security)) == []
-    with pytest.raises(NetError, match="invalid credentials"):
-        rig.run(ask(dataclasses.replace(queries.security, password="wrong-password-51aa")))
+        async def once() -> None:
+            queries.send_pending()
+            await asyncio.gather(*queries._tasks)
+            await queries.close()
+
+        caplog.clear()
+        with caplog.at_level("INFO", logger="engine.server.unclean_recovery"):
+            rig.run(once())
+        assert not state.inbox
+        return [r.getMessage() for r in caplog.records if r.name == "engine.server.unclean_recovery"]
+
+    assert ask(wired.security) == [f"unclean recovery: broker {broker_id} on no-such-topic-0: invalid_request"]
+    (refused,) = ask(dataclasses.replace(wired.security, password="wrong-password-51aa"))
+    assert refused.startswith("unclean recovery: 127.0.0.1:") and "invalid credentials" in refused
+    assert "wrong-password" not in refused
     assert all(b.state == BrokerState.RUNNING for b in rig.brokers)
 
 

@@ -315,3 +315,38 @@ def test_controller_reaches_brokers_as_inter_broker_listener_says(stores):
         broker_client, props, WHERE)
     assert "listener NOPE has no entry in listener.security.protocol.map" in config_error(
         broker_client, {**props, "inter.broker.listener.name": "NOPE"}, WHERE)
+
+
+def test_a_controller_only_node_starts_whatever_its_inter_broker_settings(tmp_path, caplog):
+    """Kafka's controllers never read the inter-broker settings, and a config shared with brokers
+    may name GSSAPI there: a controller-only node loads, and unclean recovery says once, in one
+    line, that it cannot ask the brokers. A combined node's broker side needs them: refused."""
+    from types import SimpleNamespace
+
+    from engine.controller.unclean_recovery import LogQuery, UncleanRecoveryState
+    from engine.server.controller_node import load_controller_settings
+    from engine.server.unclean_recovery_queries import UncleanRecoveryQueries
+
+    config = tmp_path / "controller.properties"
+    props = {"process.roles": "controller", "node.id": "1", "controller.listener.names": "CONTROLLER",
+             "listeners": "CONTROLLER://127.0.0.1:19093", "controller.quorum.bootstrap.servers": "127.0.0.1:19093",
+             "metadata.log.dir": str(tmp_path / "meta"), "security.inter.broker.protocol": "SASL_SSL"}
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    settings = load_controller_settings(config)
+    assert settings.broker_security is None
+    assert "sasl.mechanism.inter.broker.protocol is GSSAPI (Kafka's default)" in settings.broker_problem
+
+    state = UncleanRecoveryState(outbox=[LogQuery(None, "t", 0, 1, 1, 0)])
+    core = SimpleNamespace(soft=SimpleNamespace(unclean_recovery=state), is_active=True, image=None)
+    queries = UncleanRecoveryQueries(lambda: core, lambda: None, security=settings.broker_security,
+                                     problem=settings.broker_problem)
+    with caplog.at_level("WARNING", logger="engine.server.unclean_recovery"):
+        queries.send_pending()
+        state.outbox.append(LogQuery(None, "t", 0, 1, 1, 0))
+        queries.send_pending()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "engine.server.unclean_recovery"]
+    assert len(warnings) == 1 and warnings[0].startswith("unclean recovery cannot ask the brokers: ")
+    assert "\n" not in warnings[0] and not state.outbox
+
+    config.write_text(config.read_text().replace("process.roles=controller", "process.roles=broker,controller"))
+    assert "sasl.mechanism.inter.broker.protocol is GSSAPI" in config_error(load_controller_settings, config)

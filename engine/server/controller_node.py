@@ -92,9 +92,11 @@ class ControllerSettings:
     listener_security: ListenerSecurity = PLAINTEXT_LISTENER
     client_security: ClientSecurity = PLAINTEXT_CLIENT
     # the brokers' listener unclean recovery asks (inter.broker.listener.name; None: a PLAINTEXT
-    # one), and how: as a broker reaches another broker there
+    # one), and how: as a broker reaches another broker there; None when this controller-only
+    # node's inter-broker settings are not ones it can log in with (``broker_problem`` says why)
     broker_listener: str | None = None
-    broker_security: ClientSecurity = PLAINTEXT_CLIENT
+    broker_security: ClientSecurity | None = PLAINTEXT_CLIENT
+    broker_problem: str | None = None
 
     @property
     def dynamic(self) -> bool:
@@ -147,14 +149,23 @@ def load_controller_settings(path: Path) -> ControllerSettings:
         raise ConfigError(f"the controller listener {names[0]} has no entry in listener.security.protocol.map",
                           path=where)
     security = listener_security(props, names[0], SecurityProtocol(protocol), where)
-    broker_listener, broker_security = broker_client(props, where)
+    broker_problem = None
+    try:
+        broker_listener, broker_security = broker_client(props, where)
+    except ConfigError as exc:
+        if "broker" in roles:  # a combined node's broker side needs them anyway
+            raise
+        # Kafka's controllers never read the inter-broker settings (a config shared with the
+        # brokers may name GSSAPI there): start, and say unclean recovery cannot ask the brokers
+        broker_listener, broker_security, broker_problem = None, None, str(exc)
     return ControllerSettings(path=path, node_id=node_id, metadata_log_dir=Path(metadata_dir),
                               listener_name=names[0], bind=(bind_host or "0.0.0.0", bind_port),
                               endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=idle,
                               snapshots=snapshots, segment_bytes=segment_bytes,
                               controller=ControllerConfig.from_properties(node_id, props, where),
                               listener_security=security, client_security=controller_client_security(props, where),
-                              broker_listener=broker_listener, broker_security=broker_security)
+                              broker_listener=broker_listener, broker_security=broker_security,
+                              broker_problem=broker_problem)
 
 
 def broker_client(props: Mapping[str, str], where: str) -> tuple[str | None, ClientSecurity]:
@@ -255,7 +266,7 @@ class ControllerNode:
             supported_features=supported_feature_ranges(),
             registrar=ControllerRegistrar(s.node_id, lambda: driver.endpoints, supported_feature_ranges(),
                                           int(s.listener_security.protocol)),
-            broker_listener=s.broker_listener, broker_security=s.broker_security)
+            broker_listener=s.broker_listener, broker_security=s.broker_security, broker_problem=s.broker_problem)
         for attachment in self._attachments:
             driver.register(attachment.listener)
         driver.on_state_change(self._state_changed)

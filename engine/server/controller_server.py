@@ -101,7 +101,7 @@ class ControllerServer:
                  supported_features: Mapping[str, tuple[int, int]] | None = None,
                  activation_hooks: Sequence[Callable[[Any, MetadataImage, int], None]] = (),
                  registrar: ControllerRegistrar | None = None, broker_listener: str | None = None,
-                 broker_security: ClientSecurity = PLAINTEXT_CLIENT):
+                 broker_security: ClientSecurity | None = PLAINTEXT_CLIENT, broker_problem: str | None = None):
         self.driver = driver
         self.authorizer = config.authorizer
         self._acls: tuple[Any, tuple[Any, ...]] = (None, ())  # the committed ACL map and its records
@@ -127,7 +127,7 @@ class ControllerServer:
         # KIP-966 unclean recovery: the core's questions to brokers, their answers back to the core
         # (over the brokers' listener that inter.broker.listener.name names, secured as it asks)
         self.recovery_queries = UncleanRecoveryQueries(lambda: self.core, self.pump, listener=broker_listener,
-                                                       security=broker_security)
+                                                       security=broker_security, problem=broker_problem)
         driver.after_pump(self.pump)
 
     # -- the edge's loop -------------------------------------------------------------------

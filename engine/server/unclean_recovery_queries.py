@@ -62,13 +62,16 @@ class UncleanRecoveryQueries:
 
     def __init__(self, core: Callable[[], Any], on_answers: Callable[[], None],
                  client: KafkaClient | None = None, timeout_ms: int = QUERY_TIMEOUT_MS, *,
-                 listener: str | None = None, security: ClientSecurity = PLAINTEXT_CLIENT):
+                 listener: str | None = None, security: ClientSecurity | None = PLAINTEXT_CLIENT,
+                 problem: str | None = None):
         self.core = core
         self.on_answers = on_answers
         self.client = client
         self.timeout_ms = timeout_ms
         self.listener = listener  # the brokers' listener to ask (None: one whose protocol is PLAINTEXT)
-        self.security = security
+        self.security = security  # None: the brokers cannot be asked, for ``problem``
+        self.problem = problem
+        self._told = False
         self._tasks: set[asyncio.Task] = set()
 
     def send_pending(self) -> None:
@@ -79,6 +82,11 @@ class UncleanRecoveryQueries:
             return
         queries = state.take_queries()
         if not queries:
+            return
+        if self.security is None:
+            if not self._told:  # once: the questions come back every round
+                log.warning("unclean recovery cannot ask the brokers: %s", self.problem)
+                self._told = True
             return
         by_broker: dict[int, list[LogQuery]] = defaultdict(list)
         for query in queries:

@@ -134,8 +134,10 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
     if settings.kafka_version:
         per_process = 1  # a Kafka broker is a JVM of its own
     count = controllers + brokers
-    taken = [name for r, n in (("controller", controllers), ("broker", brokers)) for i in range(1, n + 1)
-             if (root / (name := f"{r}-{i}")).exists()]
+    ours = [f"{r}-{i}" for r, n in (("controller", controllers), ("broker", brokers)) for i in range(1, n + 1)]
+    if settings.security_protocol != "PLAINTEXT":
+        ours += [cluster_security.TLS_DIR, cluster_security.CLIENT_CONFIG]
+    taken = [name for name in ours if (root / name).exists()]
     if taken:  # never format (or, on failure, remove) what another tool left there
         raise ClusterError(f"{root} holds {taken[0]} but no {REGISTRY_FILE}: not a kraftd cluster directory; "
                            "choose another --dir")

@@ -243,8 +243,9 @@ def remove_state(layout: Layout) -> None:
     """Everything ``create`` wrote (a retry on other ports starts clean)."""
     for node in layout.nodes:
         shutil.rmtree(layout.node_dir(node), ignore_errors=True)
-    shutil.rmtree(layout.root / cluster_security.TLS_DIR, ignore_errors=True)
-    cluster_security.client_config_path(layout).unlink(missing_ok=True)
+    if layout.settings.security_protocol != "PLAINTEXT":  # else write_material made none of it
+        shutil.rmtree(layout.root / cluster_security.TLS_DIR, ignore_errors=True)
+        cluster_security.client_config_path(layout).unlink(missing_ok=True)
     (layout.root / REGISTRY_FILE).unlink(missing_ok=True)
 
 

@@ -9,10 +9,12 @@ What a secured production cluster has, made for the cluster's directory D at ``u
 
 - SSL: mutual TLS (``ssl.client.auth=required``); a node is ``User:CN=kraftd``, the operator
   ``User:CN=admin``, both super users.
-- SASL_PLAINTEXT and SASL_SSL: SCRAM-SHA-512; the nodes log in as ``kraftd``, the operator as
-  ``admin``, each with a random password, bootstrapped into the metadata log at format time as
-  ``kafka-storage format --add-scram`` does (the controllers must authenticate one another before
-  there is a quorum to write a credential through).
+- SASL_PLAINTEXT and SASL_SSL: the nodes log in to one another as ``kraftd`` with PLAIN (its
+  user in the listeners' JAAS), the operator as ``admin`` with SCRAM-SHA-512, each with a random
+  password. SCRAM is checked against a node's metadata image, which holds the credentials only once
+  a leader has committed them, so controllers cannot vote for one another with it (in Kafka
+  neither). The operator's credential is bootstrapped at format time, as ``kafka-storage format
+  --add-scram`` does.
 
 Every controller runs StandardAuthorizer with those two ``super.users``; the brokers' listener is
 named after its protocol and is the inter-broker listener, which the controllers also name
@@ -38,7 +40,8 @@ Layout = Any
 Node = Any
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISM = "SCRAM-SHA-512"
+MECHANISM = "SCRAM-SHA-512"  # the operator's
+NODE_MECHANISM = "PLAIN"  # the nodes' among themselves
 NODE_USER = "kraftd"
 ADMIN_USER = "admin"
 TLS_DIR = "tls"
@@ -46,6 +49,7 @@ CLIENT_CONFIG = "client.properties"
 CREDENTIALS_FILE = "credentials.properties"  # D/tls/: the SCRAM passwords, owner-only
 CA_VALID_DAYS = 365  # a local cluster may live a while; Kafka does not check its CA's age
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -75,8 +79,7 @@ class Credentials:
 
     def scram_arguments(self) -> list[str]:
         """``--add-scram`` values for ``kraftd storage format`` (and ``kafka-storage format``)."""
-        return [f"{MECHANISM}=[name={NODE_USER},password={self.node_password}]",
-                f"{MECHANISM}=[name={ADMIN_USER},password={self.admin_password}]"]
+        return [f"{MECHANISM}=[name={ADMIN_USER},password={self.admin_password}]"]
 
 
 def write_material(layout: Layout) -> None:
@@ -136,11 +139,15 @@ def node_lines(layout: Layout, node: Node) -> list[str]:
     if protocol.uses_sasl:
         creds = credentials(layout)
         assert creds is not None
-        jaas = _jaas(NODE_USER, creds.node_password)
-        lines += [f"sasl.enabled.mechanisms={MECHANISM}", f"sasl.mechanism.controller.protocol={MECHANISM}",
-                  f"sasl.mechanism.inter.broker.protocol={MECHANISM}",
-                  f"listener.name.controller.{MECHANISM.lower()}.sasl.jaas.config={jaas}",
-                  f"listener.name.{name.lower()}.{MECHANISM.lower()}.sasl.jaas.config={jaas}"]
+        password = creds.node_password
+        # PLAIN's JAAS is both sides: the node's own login, and the one user the listener knows
+        plain = f'{PLAIN_MODULE} required username="{NODE_USER}" password="{password}" user_{NODE_USER}="{password}";'
+        lines += [f"sasl.enabled.mechanisms={NODE_MECHANISM},{MECHANISM}",
+                  f"sasl.mechanism.controller.protocol={NODE_MECHANISM}",
+                  f"sasl.mechanism.inter.broker.protocol={NODE_MECHANISM}"]
+        for listener in ("controller", name.lower()):
+            lines += [f"listener.name.{listener}.{NODE_MECHANISM.lower()}.sasl.jaas.config={plain}",
+                      f"listener.name.{listener}.{MECHANISM.lower()}.sasl.jaas.config={SCRAM_MODULE} required;"]
         users = (NODE_USER, ADMIN_USER)
     else:
         lines.append("ssl.client.auth=required")
@@ -172,5 +179,5 @@ def client_security_of(layout: Layout) -> ClientSecurity:
         raise ClusterError(f"cannot reach the cluster's secured listeners: {exc}", path=str(path)) from None
 
 
-__all__ = ["ADMIN_USER", "CLIENT_CONFIG", "Credentials", "MECHANISM", "NODE_USER", "PROTOCOLS", "broker_listener",
+__all__ = ["ADMIN_USER", "CLIENT_CONFIG", "Credentials", "MECHANISM", "NODE_MECHANISM", "NODE_USER", "PROTOCOLS", "broker_listener",
            "client_config_path", "client_security_of", "credentials", "node_lines", "protocol_of", "write_material"]

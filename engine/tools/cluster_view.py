@@ -21,6 +21,8 @@ from engine.tools.cluster_layout import Layout, Node, process_state
 from engine.tools.quorum_tool import QuorumInfo, default_send, find_leader, pretty_table
 
 PROBE_TIMEOUT_MS = 1500  # a paused or dying node must not hold `status` for the admin client's 30 s
+# a secured probe is a new connection's TLS handshake and SASL login before its one request
+SECURED_PROBE_TIMEOUT_MS = 4000
 UNKNOWN = "unknown"
 UNFENCED = "unfenced"
 NOT_REGISTERED = "not registered"
@@ -95,7 +97,7 @@ def controller_images(layout: Layout, timeout_s: float = 60.0) -> tuple[int, dic
     None."""
     from engine.image.metadata_loader import load_log_dir  # late: kio loads only when asked
 
-    send = default_send(PROBE_TIMEOUT_MS, cluster_security.client_security_of(layout))
+    send = _send(layout, PROBE_TIMEOUT_MS)
     controllers = layout.of_role("controller")
     deadline = time.monotonic() + timeout_s
     while True:
@@ -147,7 +149,7 @@ def _states_from_brokers(layout: Layout, running: list[Node], send) -> dict[int,
 def observe(layout: Layout, timeout_ms: int = PROBE_TIMEOUT_MS) -> ClusterView:
     """The cluster as it answers now; parts no one answers for are left unknown."""
     view = ClusterView(processes={n.name: process_state(n) for n in layout.nodes})
-    send = default_send(timeout_ms, cluster_security.client_security_of(layout))
+    send = _send(layout, timeout_ms)
     running = [n for n in layout.nodes if view.processes[n.name] == "running"]
     controllers = [("127.0.0.1", n.port) for n in running if n.role == "controller"]
     if controllers:
@@ -161,6 +163,13 @@ def observe(layout: Layout, timeout_ms: int = PROBE_TIMEOUT_MS) -> ClusterView:
         states = _states_from_brokers(layout, [n for n in running if n.role == "broker"], send)
     view.broker_states = states or {}
     return view
+
+
+def _send(layout: Layout, timeout_ms: int):
+    """One request a connection, as the cluster's client.properties says to connect."""
+    if layout.settings.security_protocol != "PLAINTEXT":
+        timeout_ms = max(timeout_ms, SECURED_PROBE_TIMEOUT_MS)
+    return default_send(timeout_ms, cluster_security.client_security_of(layout))
 
 
 def high_watermark(quorum: QuorumInfo) -> str:

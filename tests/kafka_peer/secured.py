@@ -224,6 +224,10 @@ class _Cluster(KafkaCluster):
         self.secured, self.scram = quorum, scram
         self.secure_ports: dict[int, int] = {}  # broker id -> its SECURE listener's port
 
+    def _plan(self) -> None:
+        self.secure_ports.clear()  # a start again after a taken port picks every port anew
+        super()._plan()
+
     def node_config(self, node: KafkaNode, voter_set: bool = True) -> dict[str, str]:
         config = super().node_config(node, voter_set)
         quorum = self.secured
@@ -233,7 +237,12 @@ class _Cluster(KafkaCluster):
         config[f"listener.name.secure.{SCRAM.lower()}.sasl.jaas.config"] = \
             jaas(CONTROLLER_USER, quorum.passwords[CONTROLLER_USER])
         if node.is_broker:
-            port = self.secure_ports.setdefault(node.node_id, pick_ports(1)[0])
+            if node.node_id not in self.secure_ports:
+                planned = {p for n in self.nodes for p in (n.broker_port, n.controller_port)}
+                planned |= set(self.secure_ports.values())
+                self.secure_ports[node.node_id] = next(p for p in iter(lambda: pick_ports(1)[0], None)
+                                                       if p not in planned)
+            port = self.secure_ports[node.node_id]
             config["listeners"] += f",SECURE://127.0.0.1:{port}"
             config["advertised.listeners"] += f",SECURE://127.0.0.1:{port}"
             config["listener.name.secure.sasl.enabled.mechanisms"] = SCRAM
