@@ -72,7 +72,8 @@ def _jaas(user: str, password: str) -> str:
 
 @dataclass(frozen=True)
 class Credentials:
-    """The SCRAM passwords of the cluster's two users (SASL protocols only)."""
+    """The passwords of the cluster's two users (SASL protocols only): the nodes' PLAIN login and
+    the operator's SCRAM credential."""
 
     node_password: str
     admin_password: str
@@ -112,7 +113,7 @@ def write_material(layout: Layout) -> None:
 
 
 def credentials(layout: Layout) -> Credentials | None:
-    """The SCRAM passwords ``write_material`` made (None: not a SASL cluster)."""
+    """The passwords ``write_material`` made (None: not a SASL cluster)."""
     if not protocol_of(layout).uses_sasl:
         return None
     path = layout.root / TLS_DIR / CREDENTIALS_FILE
