@@ -86,7 +86,7 @@ class Credentials:
 def write_material(layout: Layout) -> None:
     """The CA, certificates, passwords and client.properties of a new cluster (nothing for
     PLAINTEXT). Private files are owner-only."""
-    from engine.net.tls_material import LocalCA, write_pem
+    from engine.net.tls_material import LocalCA
 
     protocol = protocol_of(layout)
     if protocol is SecurityProtocol.PLAINTEXT:
@@ -97,13 +97,14 @@ def write_material(layout: Layout) -> None:
     if protocol.uses_tls:
         ca = LocalCA(f"kraftd cluster {layout.cluster_id}", "kraftd", valid_days=CA_VALID_DAYS)
         (tls / "ca.pem").write_bytes(ca.cert_pem())
-        write_pem(tls, "node", ca.issue(NODE_USER))
+        # PEM keystores (the key, then the certificate); every side trusts the one ca.pem
+        stores = {"node": NODE_USER} if protocol.uses_sasl else {"node": NODE_USER, ADMIN_USER: ADMIN_USER}
+        for store, user in stores.items():
+            leaf = ca.issue(user)
+            write_private(tls / f"{store}.keystore.pem", leaf.key_pem() + leaf.cert_pem())
         client += ["ssl.truststore.type=PEM", f"ssl.truststore.location={tls / 'ca.pem'}"]
         if not protocol.uses_sasl:
-            admin = write_pem(tls, ADMIN_USER, ca.issue(ADMIN_USER))
-            client += ["ssl.keystore.type=PEM", f"ssl.keystore.location={admin.keystore}"]
-        for stray in tls.glob("*.truststore.pem"):  # write_pem's per-leaf copies of ca.pem
-            stray.unlink()
+            client += ["ssl.keystore.type=PEM", f"ssl.keystore.location={tls / f'{ADMIN_USER}.keystore.pem'}"]
     if protocol.uses_sasl:
         credentials = Credentials(secrets.token_urlsafe(18), secrets.token_urlsafe(18))
         write_private(tls / CREDENTIALS_FILE, (f"{NODE_USER}={credentials.node_password}\n"
