@@ -135,7 +135,7 @@ def build_bench_export_parser() -> OneLineParser:
 def _bench_dash(args) -> int:
     if args.partitions < 1 or args.steps < 1:
         raise ConfigError("--partitions and --steps must be positive")
-    from metashell.dashboard.bench_dash import bench_dash
+    from metashell.bench.dash import bench_dash
 
     bench_dash(args.partitions, args.steps)
     return 0
@@ -144,7 +144,7 @@ def _bench_dash(args) -> int:
 def _bench_export(args) -> int:
     if args.partitions < 1:
         raise ConfigError("--partitions must be positive")
-    from metashell.export.bench_export import bench_export
+    from metashell.bench.export import bench_export
 
     bench_export(args.partitions, spark_master=args.spark_master)
     return 0
@@ -232,7 +232,7 @@ def _source(args, tmp: Path, frozen: bool = False) -> Source | LiveSource:
     if args.log_dir:
         return Source(log_dir=Path(args.log_dir))
     if getattr(args, "demo", False):
-        from metashell.demo import write_demo_log_dir
+        from metashell.demo.shell_demo import write_demo_log_dir
 
         return Source(log_dir=write_demo_log_dir(tmp))
     raise ConfigError("give a source: --log-dir DIR, --snapshot FILE, --demo or --bootstrap-controller HOST:PORT")
@@ -290,7 +290,7 @@ def _dashboard_command(command: str, args, err: Callable[[str], None]) -> int:
     if command == "dash":
         source = Source(snapshot=Path(args.snapshot)) if args.snapshot else Source(log_dir=Path(args.log_dir))
         return _dashboard(source, args, err)
-    from metashell.dashboard.demo_history import DEMO_STORY, write_dashboard_demo
+    from metashell.demo.dashboard_demo import DEMO_STORY, write_dashboard_demo
 
     if args.dir:
         target = Path(args.dir)

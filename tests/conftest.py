@@ -63,16 +63,16 @@ def _generated(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture
 def demo_log_dir(_generated):
-    """metashell.demo's log directory (metashell --demo), written once per run; read only."""
-    from metashell.demo import write_demo_log_dir
+    """metashell.demo.shell_demo's log directory (metashell --demo), written once per run; read only."""
+    from metashell.demo.shell_demo import write_demo_log_dir
 
     yield from _read_only(_generated("demo", write_demo_log_dir))
 
 
 @pytest.fixture
 def dashboard_demo_dir(_generated):
-    """The richer history of ``metashell demo`` (metashell.dashboard.demo_history); read only."""
-    from metashell.dashboard.demo_history import write_dashboard_demo
+    """The richer history of ``metashell demo`` (metashell.demo.dashboard_demo); read only."""
+    from metashell.demo.dashboard_demo import write_dashboard_demo
 
     yield from _read_only(_generated("dashboard-demo", write_dashboard_demo))
 

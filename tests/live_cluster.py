@@ -1,5 +1,5 @@
 """A real ``kraftd cluster`` for the live tests (no tests here): started per module, every
-process SIGKILLed at the end (tests/test_cluster_tool.py's Cluster), and what they ask of it."""
+process SIGKILLed at the end (tests/engine/cluster/test_cluster_tool.py's Cluster), and what they ask of it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Iterator
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from tests.test_cluster_tool import Cluster
+from tests.engine.cluster.test_cluster_tool import Cluster
 
 CLIENT_TIMEOUT_S = 60.0  # a safety net
 

@@ -13,7 +13,7 @@ from engine.common.errors import ConfigError
 from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
 from engine.net.ports import is_address_in_use, pick_ports
 from engine.server.controller_node import ControllerNode, load_controller_settings
-from engine.tools.storage_tool import format_storage
+from engine.admin.storage_format import format_storage
 
 CLUSTER_ID = uuid_to_kafka(random_kafka_uuid())
 TIMEOUTS = {"controller.quorum.election.timeout.ms": 300, "controller.quorum.fetch.timeout.ms": 600,

@@ -72,7 +72,7 @@ def test_the_newest_version_is_one_every_artifact_is_served_in(monkeypatch):
 @pytest.mark.kafka
 def test_controller_only_and_broker_only_nodes_on_a_dynamic_quorum(kafka_quorum):
     """The shared quorum: three controller-only voters and one broker-only observer."""
-    from engine.tools.quorum_tool import default_send, find_leader
+    from engine.admin.quorum_client import default_send, find_leader
 
     _, info = find_leader(kafka_quorum.controller_addresses, default_send(5000))
     assert sorted(v.replica_id for v in info.voters) == [1, 2, 3]

@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("engine", "metashell", "themes")
 
 # package -> the packages it may import (besides itself). The engine's layers, bottom up:
-# common < records < storage < image, net < raft < controller < broker < server < tools.
-ALLOWED = {
+# common < records < storage < image, net < raft < controller < broker < server; admin (the quorum
+# client and storage formatting, as libraries) over the controller; tools (the kraftd commands) on top.
+PRODUCT = {
     "engine.common": set(),
     "engine.records": {"engine.common"},
     "engine.storage": {"engine.common", "engine.records"},
@@ -33,13 +34,27 @@ ALLOWED = {
                       "engine.raft", "engine.controller"},
     "engine.server": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
                       "engine.raft", "engine.controller", "engine.broker"},
-    "engine.tools": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
-                     "engine.raft", "engine.controller", "engine.broker", "engine.server"},
+    # Kafka's clients/admin and metadata/storage: libraries the tools, metashell and the harness share
+    "engine.admin": {"engine.common", "engine.records", "engine.storage", "engine.image", "engine.net",
+                     "engine.raft", "engine.controller"},
+}
+# The harness: what measures, simulates, fuzzes or runs the product locally. Nothing in the product
+# imports it; the kraftd command line on top dispatches to it.
+HARNESS = {
+    "engine.cluster": set(PRODUCT) | {"engine.tools"},  # it starts `python -m engine.tools.cli start`
+    "engine.sim": set(PRODUCT),
+    "engine.bench": set(PRODUCT) | {"engine.cluster", "engine.sim"},
+    "engine.fuzz": set(PRODUCT) | {"engine.tools"},  # the dump-log tool is one of its targets
+}
+ALLOWED = {
+    **PRODUCT,
+    **HARNESS,
+    "engine.tools": set(PRODUCT) | set(HARNESS),
 }
 
 # metashell's packages, over the engine (any of it): tree and source at the bottom, then the
 # export, then the shell (whose `export` command uses it); the dashboard beside them; the
-# benchmarks over them; the command line (metashell.cli, metashell.demo) on top may use everything.
+# benchmarks over them; the command line (metashell.cli, metashell.demo.shell_demo) on top may use everything.
 ALLOWED_METASHELL = {
     "metashell.tree": set(),
     "metashell.live": set(),
@@ -47,6 +62,8 @@ ALLOWED_METASHELL = {
     "metashell.export": {"metashell.tree", "metashell.source"},
     "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export"},
     "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live"},
+    # the demo histories, written by driving the engine
+    "metashell.demo": set(),
     # benchmarks that span the others (the attach bench: a seeded quorum, a load, an attached tool)
     "metashell.bench": {"metashell.tree", "metashell.source", "metashell.live", "metashell.export",
                         "metashell.dashboard"},
@@ -163,3 +180,26 @@ def test_metashell_packages_import_only_the_layers_below(package: str) -> None:
     used = {".".join(dep.split(".")[:2]) for name, deps in GRAPH.items()
             if name == package or name.startswith(package + ".") for dep in deps if dep.startswith("metashell.")}
     assert used - {package} <= ALLOWED_METASHELL[package]
+
+
+# metashell's product: what an operator runs. Its harness (benchmarks, demo histories) sits apart.
+METASHELL_HARNESS = ("metashell.bench", "metashell.demo")
+ENGINE_HARNESS = tuple(sorted(HARNESS))
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES
+                                          if name.startswith(tuple(PRODUCT)) or name.startswith(
+                                              tuple(p for p in ALLOWED_METASHELL if p not in METASHELL_HARNESS))))
+def test_the_product_never_imports_its_harness(module: str) -> None:
+    """Benchmarks, simulations, fuzzing, local clusters and demos are built on the product, never under it."""
+    harness = ENGINE_HARNESS + METASHELL_HARNESS
+    offenders = sorted(dep for dep in GRAPH[module] if dep.startswith(harness)
+                       and dep.split(".")[:2] != module.split(".")[:2])
+    assert offenders == [], f"{module} imports the harness: {offenders}"
+
+
+def test_the_harness_rule_sees_a_breach() -> None:
+    """The rule above on a made-up graph: a product module importing a bench module is caught."""
+    graph = {"engine.raft.raft_client": {"engine.bench.replay"}}
+    harness = ENGINE_HARNESS + METASHELL_HARNESS
+    assert [dep for dep in graph["engine.raft.raft_client"] if dep.startswith(harness)] == ["engine.bench.replay"]

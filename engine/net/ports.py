@@ -7,7 +7,7 @@ port is chosen ahead and may be taken before it binds. Two things make that rare
   no outgoing connection and no bind to port 0 ever lands: only another process picking
   the same port on purpose can collide;
 * a caller whose process then fails with "address already in use" (``is_address_in_use``)
-  starts again on new ports (``engine.tools.process_cluster`` does).
+  starts again on new ports (``engine.cluster.processes`` does).
 
 Servers inside one process listen on port 0 and report the port they got instead.
 """

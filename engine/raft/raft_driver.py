@@ -1,6 +1,6 @@
 """The asyncio edge around the Raft core: sockets, timers and the clock for one RaftClient.
 
-The real-world twin of ``engine.raft.simulation``: inbound requests come from a
+The real-world twin of ``engine.sim.raft_simulation``: inbound requests come from a
 KafkaServer on the controller listener, outbound requests go through KafkaClients,
 and one timer task runs ``poll`` when the core asks for it. Every call into the core
 happens on the event loop thread, so nothing needs a lock.

@@ -16,7 +16,7 @@ SIGTERM and SIGINT stop the node gracefully: a leader resigns (EndQuorumEpoch, u
 listener closes, the log is flushed and closed, exit 0. A config or storage problem at
 startup is one line and exit 1.
 
-Benchmarks attach their load through ``ControllerNode.attach`` (engine.tools.bench_node);
+Benchmarks attach their load through ``ControllerNode.attach`` (engine.bench.node);
 ``kraftd start`` itself has no benchmark options.
 """
 
@@ -231,7 +231,7 @@ class ControllerNode:
     def attach(self, listener: RaftListener, task: Callable[[], Awaitable[None]] | None = None,
                on_stop: Callable[[], None] | None = None) -> None:
         """Before ``start``: one more RaftListener, a task run while the node runs (cancelled at
-        stop) and a callback once stopped. How a benchmark adds its load (engine.tools.bench_node)
+        stop) and a callback once stopped. How a benchmark adds its load (engine.bench.node)
         without options in the production command."""
         if self.driver is not None:
             raise RuntimeError("attach before start")

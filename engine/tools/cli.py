@@ -31,7 +31,7 @@ def cmd_dump_log(args: argparse.Namespace) -> int:
 
 
 def cmd_storage_format(args: argparse.Namespace) -> int:
-    from engine.tools.storage_tool import format_storage
+    from engine.admin.storage_format import format_storage
 
     features = dict(_parse_feature(f) for f in args.feature or [])
     format_storage(Path(args.config), args.cluster_id, release_version=args.release_version,
@@ -50,7 +50,7 @@ def _parse_feature(text: str) -> tuple[str, int]:
 
 
 def cmd_storage_info(args: argparse.Namespace) -> int:
-    from engine.tools.storage_tool import storage_info
+    from engine.admin.storage_format import storage_info
 
     problems = storage_info(Path(args.config), out=_out)
     if problems:  # the report is on stdout, as Kafka prints it; the verdict is one line on stderr
@@ -67,7 +67,7 @@ def cmd_random_uuid(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_decode(args: argparse.Namespace) -> int:
-    from engine.tools.bench import bench_decode
+    from engine.bench.replay import bench_decode
 
     bench_decode(args.partitions, rounds=args.rounds, out=_out, directories=args.directories)
     return 0
@@ -80,14 +80,14 @@ def _positive(text: str) -> int:
 
 
 def cmd_bench_replay(args: argparse.Namespace) -> int:
-    from engine.tools.bench import bench_replay
+    from engine.bench.replay import bench_replay
 
     bench_replay(args.topics, args.partitions_per_topic, out=_out)
     return 0
 
 
 def cmd_bench_peer(args: argparse.Namespace) -> int:
-    from engine.tools.bench_peer import bench_peer
+    from engine.bench.peer import bench_peer
 
     bench_peer(Path(args.kafka_libs), partitions=args.partitions, log_partitions=args.log_partitions,
                rounds=args.rounds, kafka_heap=args.kafka_heap, directory=Path(args.dir) if args.dir else None,
@@ -102,16 +102,16 @@ def cmd_quorum(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from engine.tools.cluster_tool import run_cluster
+    from engine.cluster.tool import run_cluster
 
     return run_cluster(args, _out)
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from engine.tools.fuzz_tool import run_fuzz, target_names
+    from engine.fuzz.fuzzer import run_fuzz, target_names
 
     if args.list:
-        from engine.tools.fuzz_targets import TARGETS
+        from engine.fuzz.targets import TARGETS
 
         for name in target_names():
             _out(f"{name}: {TARGETS[name].description}")
@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_quorum_parser(sub, cmd_quorum)
 
-    from engine.tools.cluster_tool import add_parser as add_cluster_parser  # light: its work imports late
+    from engine.cluster.tool import add_parser as add_cluster_parser  # light: its work imports late
 
     add_cluster_parser(sub, cmd_cluster)
 
@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_bench_quorum(args: argparse.Namespace) -> int:
-    from engine.tools.bench_quorum import bench_quorum
+    from engine.bench.quorum import bench_quorum
 
     bench_quorum(seconds=args.seconds, latency_rate=args.latency_rate, throughput_rate=args.throughput_rate,
                  batch=args.batch, linger_ms=args.linger_ms, out=_out)
@@ -291,10 +291,10 @@ def cmd_bench_quorum(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_controller(args: argparse.Namespace) -> int:
-    from engine.tools.bench_controller import bench_controller
+    from engine.bench.controller import bench_controller
 
     if args.sim_brokers:
-        from engine.tools.bench_controller_sim import bench_sim_brokers
+        from engine.bench.controller_sim import bench_sim_brokers
         result = bench_sim_brokers(brokers=args.sim_brokers, brokers_per_process=args.brokers_per_process,
                                    controllers=args.sim_controllers, seconds=args.sim_seconds,
                                    interval_ms=args.heartbeat_interval_ms, out=_out)
@@ -308,7 +308,7 @@ def cmd_bench_controller(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_failover(args: argparse.Namespace) -> int:
-    from engine.tools.bench_failover import bench_failover
+    from engine.bench.failover import bench_failover
 
     bench_failover(rounds=args.rounds, fetch_timeout_ms=args.fetch_timeout_ms,
                    election_timeout_ms=args.election_timeout_ms, out=_out)
@@ -316,8 +316,8 @@ def cmd_bench_failover(args: argparse.Namespace) -> int:
 
 
 def cmd_sim_quorum(args: argparse.Namespace) -> int:
-    from engine.raft.sim_runner import run_seeds
-    from engine.raft.simulation import SimConfig
+    from engine.sim.raft_runner import run_seeds
+    from engine.sim.raft_simulation import SimConfig
 
     config = SimConfig(voters=args.voters, observers=args.observers, kraft_version=args.kraft_version)
     results = run_seeds(args.first_seed, args.seeds, args.events, out=_out, config=config, trace=args.trace)
@@ -325,7 +325,7 @@ def cmd_sim_quorum(args: argparse.Namespace) -> int:
 
 
 def cmd_sim_controller(args: argparse.Namespace) -> int:
-    from engine.tools.controller_sim_runner import run_controller_seeds
+    from engine.sim.controller_runner import run_controller_seeds
 
     return run_controller_seeds(args.first_seed, args.seeds, args.events, out=_out, bug=args.bug, trace=args.trace)
 

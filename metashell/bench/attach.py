@@ -38,10 +38,10 @@ from typing import Callable, TextIO
 
 from engine.common.command_line import OneLineParser
 from engine.common.errors import MetadataError
-from engine.tools.bench_controller import SETTINGS
-from engine.tools.bench_controller_load import ControllerLoad, LoadError, percentile
-from engine.tools.kafka_dist import KafkaUnavailable, find_distribution
-from engine.tools.process_cluster import SOURCE_ROOT, ClusterError, ProcessCluster
+from engine.bench.controller import SETTINGS
+from engine.bench.controller_load import ControllerLoad, LoadError, percentile
+from engine.cluster.kafka_dist import KafkaUnavailable, find_distribution
+from engine.cluster.processes import SOURCE_ROOT, ClusterError, ProcessCluster
 from metashell.bench.attach_cluster import SeededKafka, SeededKraftd, SnapshotSeed
 
 Out = Callable[[str], None]

@@ -3,7 +3,7 @@
 Creating a million partitions through the controller takes minutes (docs/performance.md, the
 controller bench); an attachment only sees the snapshot it fetches. So each voter is formatted
 as ``kraftd storage format --initial-controllers`` does (Kafka's server reads that format too),
-and a snapshot of ``bench_image(partitions)`` (metashell.export.bench_export: topics of 100
+and a snapshot of ``bench_image(partitions)`` (metashell.bench.export: topics of 100
 partitions, three replicas out of six brokers) is written into its metadata log directory
 before it starts. The log is empty, so both our FileRaftLog and Kafka's KafkaMetadataLog start
 it at the snapshot's end, as after any snapshot download. The snapshot carries the node's own
@@ -33,10 +33,10 @@ from engine.records.kio_codec import SnapshotHeaderRecord, i16, i64
 from engine.records.metadata_record_serde import control_record, encode_record
 from engine.records.record_batch import encode_entries
 from engine.storage.snapshot_writer import BOOTSTRAP_FILE_NAME, PARTIAL_SUFFIX, SnapshotBuilder, SnapshotId
-from engine.tools.bench_controller import KafkaControllers
-from engine.tools.process_cluster import ProcessCluster
-from engine.tools.storage_tool import parse_initial_controllers, voters_control_records
-from metashell.export.bench_export import bench_image
+from engine.bench.controller import KafkaControllers
+from engine.cluster.processes import ProcessCluster
+from engine.admin.storage_format import parse_initial_controllers, voters_control_records
+from metashell.bench.export import bench_image
 
 SNAPSHOT_EPOCH = 0
 METADATA_PARTITION_DIR = "__cluster_metadata-0"

@@ -30,7 +30,7 @@ import time
 from typing import Any, TextIO
 
 from engine.records.kio_codec import ErrorCode, i8, protocol_module
-from engine.tools.bench_controller_load import ControllerLoad, LoadError
+from engine.bench.controller_load import ControllerLoad, LoadError
 
 _IAC = protocol_module("incremental_alter_configs", 1, "request")
 TOPIC_PREFIX = "bench-attach-"

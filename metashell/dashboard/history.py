@@ -36,7 +36,7 @@ class History:
     """A FrameSource over a log: a file's (built once, then queried at will) or a growing one."""
 
     live = None  # a live source's AttachStatus (metashell.live.feed); None: a file, which never grows
-    quorum = None  # a live source's latest DescribeQuorum answer (engine.tools.quorum_tool.QuorumInfo)
+    quorum = None  # a live source's latest DescribeQuorum answer (engine.admin.quorum_client.QuorumInfo)
     clock_ms: Callable[[], int] = staticmethod(lambda: time.time_ns() // 1_000_000)  # "now" of a live panel
 
     def __init__(self, info: LoadInfo, start: MetadataImage, batches: Iterable[list[LogEntry]], start_offset: int):

@@ -25,7 +25,7 @@ from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from engine.storage.meta_properties import MetaProperties
-from engine.tools.quorum_tool import QuorumInfo
+from engine.admin.quorum_client import QuorumInfo
 from metashell.dashboard.history import History
 from metashell.live.feed import AttachStatus, FeedUpdate
 

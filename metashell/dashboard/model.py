@@ -17,7 +17,7 @@ from engine.image.metadata_image import MetadataImage
 
 if TYPE_CHECKING:
     from engine.image.metadata_loader import LoadInfo
-    from engine.tools.quorum_tool import QuorumInfo
+    from engine.admin.quorum_client import QuorumInfo
     from metashell.live.feed import AttachStatus
 
 # Partition flags (short codes shown in the table; names for filters and help).

@@ -108,7 +108,7 @@ def voter_rows(frame: Frame, info: LoadInfo | None) -> list[VoterRow]:
 
 
 def live_voter_rows(image: MetadataImage, quorum: Any, now_ms: int) -> list[VoterRow]:
-    """The quorum as its leader tells it now (a DescribeQuorum answer, quorum_tool.QuorumInfo):
+    """The quorum as its leader tells it now (a DescribeQuorum answer, quorum_client.QuorumInfo):
     voters (controller-only nodes too), then observers, with their log end offset, lag behind
     the leader's, and how long ago they last fetched and were caught up. Endpoints from the
     answer's nodes, else the image's voters."""

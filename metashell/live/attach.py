@@ -41,7 +41,7 @@ from engine.raft.raft_io import InboundResponse, OutboundRequest
 from engine.raft.voter_set import Address
 from engine.storage.log_reader import LogEntry
 from engine.storage.snapshot_writer import SnapshotId
-from engine.tools import quorum_tool
+from engine.admin import quorum_client
 from metashell.live.feed import AttachStatus, FeedUpdate
 
 FETCH_API_KEY = 1
@@ -82,14 +82,14 @@ class Attachment:
         """ConfigError (one line) for a bad --bootstrap-controller or command config."""
         config = dict(command_config or {})
         self.bootstrap = bootstrap
-        self._addresses = quorum_tool.parse_bootstrap(bootstrap, "--bootstrap-controller")
+        self._addresses = quorum_client.parse_bootstrap(bootstrap, "--bootstrap-controller")
         self._settings = follower_settings(config)
         self._security: ClientSecurity = client_security(config, "--command-config")
         self._cluster_id = config.get("cluster.id") or None
         self._on_update = on_update
         self._lock = threading.Condition()
         self._status = AttachStatus(bootstrap=bootstrap)
-        self._quorum: quorum_tool.QuorumInfo | None = None
+        self._quorum: quorum_client.QuorumInfo | None = None
         self._reset: tuple | None = None
         self._batches: list = []
         self._first_high_watermark = -1
@@ -116,7 +116,7 @@ class Attachment:
             return self._status
 
     @property
-    def quorum(self) -> quorum_tool.QuorumInfo | None:
+    def quorum(self) -> quorum_client.QuorumInfo | None:
         with self._lock:
             return self._quorum
 
@@ -227,7 +227,7 @@ class Attachment:
                 sent = fetch_at_version(request, served, core.high_watermark)
                 if sent is None:
                     offered = f"v{served[0]}-v{served[1]}" if served else "no Fetch at all"
-                    core.fail(f"controller {quorum_tool.format_address(address)} offers {offered}; "
+                    core.fail(f"controller {quorum_client.format_address(address)} offers {offered}; "
                               "attaching needs Fetch v13 to v18")
                     self._wake.set()
                     return
@@ -253,9 +253,9 @@ class Attachment:
                 await self._describe_cluster(client, address)
             if address is not None:
                 try:
-                    response = await client.send(address, quorum_tool.describe_quorum_request(), adapt=True,
+                    response = await client.send(address, quorum_client.describe_quorum_request(), adapt=True,
                                                  timeout_ms=min(self._settings.request_timeout_ms, 5_000))
-                    info = quorum_tool.quorum_info(response)
+                    info = quorum_client.quorum_info(response)
                 except (NetError, MetadataError):
                     info = None
                 if info is not None:
@@ -267,7 +267,7 @@ class Attachment:
     async def _describe_cluster(self, client: KafkaClient, address: Address) -> None:
         """DescribeCluster (controller endpoints, KIP-919) once, for the cluster id the tools show."""
         try:
-            response = await client.send(address, quorum_tool.describe_cluster_request(), adapt=True,
+            response = await client.send(address, quorum_client.describe_cluster_request(), adapt=True,
                                          timeout_ms=min(self._settings.request_timeout_ms, 5_000))
         except (NetError, MetadataError):
             return  # asked again next round

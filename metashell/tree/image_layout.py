@@ -9,7 +9,7 @@ so runbooks written for Kafka's tool work unchanged.
 
 Values are our JSON, where Kafka's tool prints Java objects' toString(). Names are encoded as
 metashell.tree.nodes says (Kafka's tool shows them raw, so a name with ``/`` cannot be reached there).
-tests/test_kafka_metadata_shell.py compares this tree with Kafka's tool's, path by path and field
+tests/metashell/tree/test_kafka_metadata_shell.py compares this tree with Kafka's tool's, path by path and field
 by field. Where ours differs on purpose: a quota entity with a default part (Kafka leaves the part
 out of the name, so the entity reads as another or, all default, cannot be opened) is
 ``clientId(<default>)``; zkMigrationState is shown only where a ZkMigrationStateRecord was

@@ -4,7 +4,7 @@ The pom beside the tests (tests/kafka/pom.xml) names kafka_2.13 (the server, kaf
 kafka-dump-log), kafka-tools (kafka-metadata-quorum, the admin commands), kafka-shell
 (kafka-metadata-shell) and a log4j2 runtime. ``mvn dependency:copy-dependencies`` copies their
 jars into ``CACHE/VERSION/libs`` once; later runs find the ``READY`` stamp and reuse them. Finding
-the jars and running Kafka's mains is engine.tools.kafka_dist's (``kraftd cluster up --kafka-brokers``
+the jars and running Kafka's mains is engine.cluster.kafka_dist's (``kraftd cluster up --kafka-brokers``
 uses the same cache); this module fetches, and adds the tests' log4j2 configs and ``run``.
 
 Which versions: 4.1.2 (the first with ELR on by default) and the newest release for which every
@@ -24,8 +24,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.tools import kafka_dist as engine_dist
-from engine.tools.kafka_dist import TOOL_JVM_OPTS, KafkaUnavailable, cache_root, version_key
+from engine.cluster import kafka_dist as engine_dist
+from engine.cluster.kafka_dist import TOOL_JVM_OPTS, KafkaUnavailable, cache_root, version_key
 
 from . import class_sharing
 

@@ -140,7 +140,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # tests that run no Kafka go (they come first: pytest_collection_modifyitems), begun with the
 # session's first test. Those tests use one core of CI's two, and leave the other to the history.
 # Each is written by a process of its own (``python -m kafka_peer.history``), not a thread of this
-# one: a test may replace what a thread here would call (quorum_tool.transport, builtins.__import__,
+# one: a test may replace what a thread here would call (quorum_client.transport, builtins.__import__,
 # the environment), and the GIL stays the tests'. It runs niced (its nodes too): it takes the core
 # the tests leave idle, not theirs. A history not begun when its reader comes is written by that
 # reader's fixture, as before.
@@ -212,7 +212,7 @@ def _in_the_background(key: tuple[str, bool], root: Path, env: dict[str, str]) -
 def _begin_histories(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Queue every history the session's tests read. The environment (the Kafka cache's place
     among it) is taken now, on the main thread: a later test may change it while the lane runs."""
-    from engine.tools.kafka_dist import cache_root
+    from engine.cluster.kafka_dist import cache_root
 
     env = {**os.environ, "METASHELL_KAFKA_CACHE": str(cache_root())}
     for key in _HISTORIES_NEEDED:

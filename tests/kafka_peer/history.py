@@ -326,7 +326,7 @@ def add_and_remove_controller(cluster: KafkaCluster) -> None:
     quorum = ("kafka-metadata-quorum", "--bootstrap-controller", cluster.bootstrap_controllers)
 
     def voters() -> set[int]:  # asked with our DescribeQuorum client: a JVM per poll would cost seconds
-        from engine.tools.quorum_tool import default_send, find_leader
+        from engine.admin.quorum_client import default_send, find_leader
 
         _, info = find_leader(cluster.controller_addresses, default_send(5000))
         return {int(v.replica_id) for v in info.voters}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from engine.net.ports import ADDRESS_IN_USE
-from engine.tools.kafka_dist import SERVER_JVM_OPTS  # small heaps, a light JIT: CI's two cores
+from engine.cluster.kafka_dist import SERVER_JVM_OPTS  # small heaps, a light JIT: CI's two cores
 
 from .distribution import KafkaDistribution
 
@@ -224,7 +224,7 @@ def wait_until(check: Callable[[], Any], what: str, nodes: Iterable[KafkaNode],
 
 def quorum_leader(addresses: list[tuple[str, int]]) -> int:
     """The leader id a DescribeQuorum answer names (through any of ``addresses``), or -1."""
-    from engine.tools.quorum_tool import QuorumToolError, default_send, find_leader
+    from engine.admin.quorum_client import QuorumToolError, default_send, find_leader
 
     try:
         _, info = find_leader(addresses, default_send(5000))  # a loaded machine answers late

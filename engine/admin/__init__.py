@@ -1,0 +1,1 @@
+"""Libraries of the admin side: the quorum client and storage formatting (Kafka: clients/admin, metadata/storage)."""

@@ -1,0 +1,1 @@
+"""kraftd cluster: local processes, their layout, chaos, security and Kafka distributions."""

@@ -1,0 +1,1 @@
+"""kraftd fuzz and its targets."""

@@ -1,0 +1,1 @@
+"""Simulations: the Raft quorum and the controllers, seeded and deterministic (kraftd sim)."""

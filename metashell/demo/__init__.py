@@ -1,0 +1,1 @@
+"""The demo histories, generated with the engine."""
