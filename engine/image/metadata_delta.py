@@ -25,6 +25,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from engine.image.change_set import Change, ChangeSet
 from engine.image.metadata_image import (
     BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, FeatureRange, LeaderChange,
     MetadataImage, Provenance, QuorumImage, TopicImage, TopicsImage, Voter,
@@ -65,6 +66,13 @@ class MetadataDelta:
         self._quorum = image.quorum
         self._provenance = image.provenance
         self._transaction: list | None = None if open_transaction is None else list(open_transaction)
+        # what changed, for ``changes()``: (domain, key) -> [offset, timestamp] of the last record
+        # that touched it; and, for ``record_changes()``, (domain, key, value before) of the last
+        # record replayed
+        self._touched: dict[tuple[str, Any], list[int]] = {}
+        self._stamp = [-1, -1]
+        self._last: list[tuple[str, Any, Any]] = []
+        self._quorum_before_record = image.quorum
 
     # -- entry points -----------------------------------------------------------
 
@@ -73,6 +81,9 @@ class MetadataDelta:
         APPLIED, PENDING (kept for the end of the open transaction), COMMITTED or ABORTED."""
         if offset >= 0:
             self._provenance = Provenance(offset, epoch, timestamp_ms)
+        self._stamp = [offset, timestamp_ms]
+        self._last = []
+        self._quorum_before_record = self._quorum
         handler = _BY_CLASS.get(type(record))
         if handler is not None and self._transaction is None:  # the common case, first
             handler(self, record)
@@ -128,6 +139,93 @@ class MetadataDelta:
         """The topics this delta created, changed or removed (``apply`` rebuilds only these)."""
         return list(self._topics)
 
+    # -- what changed ---------------------------------------------------------------
+
+    def _note(self, domain: str, key: Any, before: Any) -> None:
+        """``key`` of ``domain`` is about to change from ``before`` (its value as the delta stands)."""
+        self._touched[(domain, key)] = self._stamp
+        self._last.append((domain, key, before))
+
+    def changes(self) -> ChangeSet:
+        """What ``apply()`` changes against ``image``: every subject whose value differs, with the
+        place of the last record that changed it (engine/image/change_set.py)."""
+        return self._change_set(((domain, key, self._value_in_image(domain, key), stamp)
+                                 for (domain, key), stamp in self._touched.items()),
+                                self.image.quorum)
+
+    def record_changes(self) -> ChangeSet:
+        """What the last ``replay`` changed (all of a transaction's records at its End marker)."""
+        stamp, first = self._stamp, {}
+        for domain, key, before in self._last:
+            first.setdefault((domain, key), before)
+        return self._change_set(((domain, key, before, stamp) for (domain, key), before in first.items()),
+                                self._quorum_before_record)
+
+    def _change_set(self, touched, quorum_before: QuorumImage) -> ChangeSet:
+        found: dict[str, dict] = {}
+        for domain, key, before, (offset, timestamp_ms) in touched:
+            after = self._value_now(domain, key)
+            if after is before or after == before:
+                continue
+            found.setdefault(domain, {})[key] = Change(before, after, offset, timestamp_ms)
+        singles = {domain: found.pop(domain)[None] for domain in _SINGLE_DOMAINS if domain in found}
+        quorum = self._quorum
+        new_leaders = tuple(quorum.leader_changes[len(quorum_before.leader_changes):]) \
+            if quorum.leader_changes is not quorum_before.leader_changes else ()
+        return ChangeSet(**{domain: MappingProxyType(changes) for domain, changes in found.items()}, **singles,
+                         leader_changes=new_leaders)
+
+    def _value_in_image(self, domain: str, key: Any) -> Any:
+        image = self.image
+        if domain == "partitions":
+            topic = image.topics.by_id.get(key[0])
+            return None if topic is None else topic.partitions.get(key[1])
+        if domain == "brokers":
+            return image.cluster.brokers.get(key)
+        if domain == "topics":
+            topic = image.topics.by_id.get(key)
+            return None if topic is None else topic.name
+        if domain == "configs":
+            return image.configs.get(key[0], _NOTHING).get(key[1])
+        if domain == "client_quotas":
+            return image.client_quotas.get(key[0], _NOTHING).get(key[1])
+        if domain == "controllers":
+            return image.cluster.controllers.get(key)
+        if domain == "features":
+            return image.features.get(key)
+        if domain in ("acls", "scram", "tokens"):
+            return getattr(image, _IMAGE_FIELD[domain]).get(key)
+        if domain == "producer_ids":
+            return image.next_producer_id if image.next_producer_id >= 0 else None
+        if domain == "zk_migration_state":
+            return image.zk_migration_state
+        quorum = image.quorum
+        return quorum.kraft_version if domain == "kraft_version" else quorum.voters
+
+    def _value_now(self, domain: str, key: Any) -> Any:
+        if domain == "partitions":
+            return self.partitions(key[0]).get(key[1])
+        if domain == "brokers":
+            return self._broker(key)
+        if domain == "topics":
+            return self._topic_name(key)
+        if domain in ("configs", "client_quotas"):
+            changed = (self._configs if domain == "configs" else self._quotas).get(key[0], _NOTHING)
+            if key[1] in changed:
+                return changed[key[1]]
+            return self._value_in_image(domain, key)
+        if domain in _KEYED:
+            value = getattr(self, _KEYED[domain]).get(key, _UNSET)
+            if value is _UNSET:
+                return self._value_in_image(domain, key)
+            return None if value is _REMOVED else value
+        if domain == "producer_ids":
+            return self._next_producer_id if self._next_producer_id is not None else self._value_in_image(domain, key)
+        if domain == "zk_migration_state":
+            return self._zk_migration_state if self._zk_migration_state is not None else self.image.zk_migration_state
+        quorum = self._quorum
+        return quorum.kraft_version if domain == "kraft_version" else quorum.voters
+
     def apply(self) -> MetadataImage:
         """The next image; untouched parts are the old image's own objects."""
         image = self.image
@@ -161,6 +259,7 @@ class MetadataDelta:
         return broker
 
     def _register_broker(self, r: Any) -> None:
+        self._note("brokers", r.broker_id, self._broker(r.broker_id))
         self._brokers[r.broker_id] = BrokerRegistration(
             r.broker_id, r.broker_epoch, r.incarnation_id, _endpoints(r.end_points), _feature_ranges(r.features),
             r.rack, r.fenced, getattr(r, "in_controlled_shutdown", False),
@@ -170,12 +269,15 @@ class MetadataDelta:
     def _unregister_broker(self, r: Any) -> None:
         # Kafka's ClusterDelta removes the registration by id, whatever its epoch (only the
         # controller's own bookkeeping compares it)
-        if self._broker(r.broker_id) is not None:
+        broker = self._broker(r.broker_id)
+        if broker is not None:
+            self._note("brokers", r.broker_id, broker)
             self._brokers[r.broker_id] = _REMOVED
 
     def _fence(self, r: Any, fenced: bool) -> None:
         broker = self._broker_at_epoch(r.id, r.epoch)
         if broker is not None:
+            self._note("brokers", r.id, broker)
             self._brokers[r.id] = broker._replace(fenced=fenced)
 
     def _broker_change(self, r: Any) -> None:
@@ -187,16 +289,19 @@ class MetadataDelta:
         directories = tuple(getattr(r, "log_dirs", ())) or broker.directories
         # Kafka's ClusterDelta: a null list changes nothing, any other (empty too) replaces
         cordoned = getattr(r, "cordoned_log_dirs", None)
+        self._note("brokers", r.broker_id, broker)
         self._brokers[r.broker_id] = broker._replace(
             fenced=fenced, in_controlled_shutdown=shutting_down, directories=directories,
             cordoned_directories=broker.cordoned_directories if cordoned is None else tuple(cordoned))
 
     def _register_controller(self, r: Any) -> None:
+        self._note("controllers", r.controller_id, self._value_now("controllers", r.controller_id))
         self._controllers[r.controller_id] = ControllerRegistration(
             r.controller_id, r.incarnation_id, r.zk_migration_ready, _endpoints(r.end_points),
             _feature_ranges(r.features))
 
     def _unregister_controller(self, r: Any) -> None:
+        self._note("controllers", r.controller_id, self._value_now("controllers", r.controller_id))
         self._controllers[r.controller_id] = _REMOVED  # by id, as Kafka's ClusterDelta
 
     def _cluster(self) -> ClusterImage:
@@ -220,6 +325,7 @@ class MetadataDelta:
         return changed[1]
 
     def _topic(self, r: Any) -> None:
+        self._note("topics", r.topic_id, self._topic_name(r.topic_id))
         self._topics[r.topic_id] = [r.name, {}]
 
     def _partition(self, r: Any) -> None:
@@ -228,9 +334,12 @@ class MetadataDelta:
             self.skipped += 1
             return
         try:
-            partitions[r.partition_id] = PartitionRegistration.from_record(r)
+            registration = PartitionRegistration.from_record(r)
         except InvalidReplicaDirectories:
             self.skipped += 1
+            return
+        self._note("partitions", (r.topic_id, r.partition_id), partitions.get(r.partition_id))
+        partitions[r.partition_id] = registration
 
     def _partition_change(self, r: Any) -> None:
         partitions = self._open_topic(r.topic_id)
@@ -239,17 +348,26 @@ class MetadataDelta:
             self.skipped += 1
             return
         try:
-            partitions[r.partition_id] = current.merge(r)
+            merged = current.merge(r)
         except InvalidReplicaDirectories:
             self.skipped += 1
+            return
+        self._note("partitions", (r.topic_id, r.partition_id), current)
+        partitions[r.partition_id] = merged
 
     def _remove_topic(self, r: Any) -> None:
         name = self._topic_name(r.topic_id)
         if name is None:
             self.skipped += 1
             return
+        self._note("topics", r.topic_id, name)
+        for partition_id, registration in self.partitions(r.topic_id).items():
+            self._note("partitions", (r.topic_id, partition_id), registration)
         self._topics[r.topic_id] = _REMOVED
-        self._configs[(2, name)] = {key: None for key in self._config_keys((2, name))}
+        keys = self._config_keys((2, name))
+        for key in keys:
+            self._note("configs", ((2, name), key), self._value_now("configs", ((2, name), key)))
+        self._configs[(2, name)] = {key: None for key in keys}
 
     def _topic_name(self, topic_id: Any) -> str | None:
         changed = self._topics.get(topic_id)
@@ -277,6 +395,7 @@ class MetadataDelta:
             partitions = self._open_topic(topic_id)
             for pid, reg in list(partitions.items()):
                 if reg.elr or reg.last_known_elr:
+                    self._note("partitions", (topic_id, pid), reg)
                     partitions[pid] = reg.without_elr()
 
     def _topic_id(self, name: str) -> Any:
@@ -313,37 +432,49 @@ class MetadataDelta:
         return keys
 
     def _config(self, r: Any) -> None:
+        resource = (r.resource_type, r.resource_name)
+        self._note("configs", (resource, r.name), self._value_now("configs", (resource, r.name)))
         self._configs.setdefault((r.resource_type, r.resource_name), {})[r.name] = r.value
 
     def _quota(self, r: Any) -> None:
         entity = tuple((e.entity_type, e.entity_name) for e in r.entity)
+        self._note("client_quotas", (entity, r.key), self._value_now("client_quotas", (entity, r.key)))
         self._quotas.setdefault(entity, {})[r.key] = None if r.remove else r.value
 
     def _feature(self, r: Any) -> None:
+        self._note("features", r.name, self._value_now("features", r.name))
         self._features[r.name] = _REMOVED if r.feature_level == 0 else r.feature_level
 
     def _zk_migration(self, r: Any) -> None:
+        self._note("zk_migration_state", None, self._value_now("zk_migration_state", None))
         self._zk_migration_state = r.zk_migration_state
 
     def _producer_ids(self, r: Any) -> None:
+        self._note("producer_ids", None, self._value_now("producer_ids", None))
         self._next_producer_id = r.next_producer_id
 
     def _acl(self, r: Any) -> None:
+        self._note("acls", r.id, self._value_now("acls", r.id))
         self._acls[r.id] = r
 
     def _remove_acl(self, r: Any) -> None:
+        self._note("acls", r.id, self._value_now("acls", r.id))
         self._acls[r.id] = _REMOVED
 
     def _scram_credential(self, r: Any) -> None:
+        self._note("scram", (r.mechanism, r.name), self._value_now("scram", (r.mechanism, r.name)))
         self._scram[(r.mechanism, r.name)] = r
 
     def _remove_scram(self, r: Any) -> None:
+        self._note("scram", (r.mechanism, r.name), self._value_now("scram", (r.mechanism, r.name)))
         self._scram[(r.mechanism, r.name)] = _REMOVED
 
     def _token(self, r: Any) -> None:
+        self._note("tokens", r.token_id, self._value_now("tokens", r.token_id))
         self._tokens[r.token_id] = r
 
     def _remove_token(self, r: Any) -> None:
+        self._note("tokens", r.token_id, self._value_now("tokens", r.token_id))
         self._tokens[r.token_id] = _REMOVED
 
     # -- transactions (KIP-868) --------------------------------------------------------
@@ -364,22 +495,29 @@ class MetadataDelta:
         pending, self._transaction = self._transaction, None
         if name == "AbortTransactionRecord":
             return ABORTED
+        # applied now, at the End marker's place: their changes are the marker's
+        stamp, last, provenance = self._stamp, self._last, self._provenance
         for record in pending:
-            self.replay(record)
+            self.replay(record, stamp[0], provenance.last_epoch, stamp[1])
+            last.extend(self._last)
+        self._stamp, self._last, self._provenance = stamp, last, provenance
         return COMMITTED
 
     # -- control records: the quorum ---------------------------------------------------
 
     def _replay_control(self, record: ControlRecord, offset: int, epoch: int, timestamp_ms: int) -> None:
         message, quorum = record.message, self._quorum
+        self._quorum_before_record = quorum
         if record.type_name == "LEADER_CHANGE":
             change = LeaderChange(offset, epoch, timestamp_ms, message.leader_id,
                                   tuple(v.voter_id for v in message.voters),
                                   tuple(v.voter_id for v in message.granting_voters))
             self._quorum = QuorumImage(quorum.leader_changes.appended(change), quorum.kraft_version, quorum.voters)
         elif record.type_name == "KRAFT_VERSION":
+            self._note("kraft_version", None, quorum.kraft_version)
             self._quorum = QuorumImage(quorum.leader_changes, message.k_raft_version, quorum.voters)
         elif record.type_name == "KRAFT_VOTERS":
+            self._note("voters", None, quorum.voters)
             voters = tuple(Voter(v.voter_id, v.voter_directory_id,
                                  tuple((e.name, e.host, e.port) for e in v.endpoints),
                                  (v.k_raft_version_feature.min_supported_version,
@@ -431,6 +569,13 @@ def _merged_nested(base: Any, changes: dict[Any, dict]) -> Any:
             merged.pop(resource, None)
     return MappingProxyType(merged)
 
+
+_NOTHING: Mapping = MappingProxyType({})
+_UNSET = object()
+_SINGLE_DOMAINS = ("producer_ids", "zk_migration_state", "kraft_version", "voters")
+_KEYED = {"features": "_features", "controllers": "_controllers", "acls": "_acls", "scram": "_scram",
+          "tokens": "_tokens"}
+_IMAGE_FIELD = {"acls": "acls", "scram": "scram", "tokens": "delegation_tokens"}
 
 _TRANSACTION_MARKERS = {"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"}
 
