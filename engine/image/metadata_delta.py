@@ -326,6 +326,8 @@ class MetadataDelta:
 
     def _topic(self, r: Any) -> None:
         self._note("topics", r.topic_id, self._topic_name(r.topic_id))
+        for partition_id, registration in self.partitions(r.topic_id).items():  # a topic made anew has none
+            self._note("partitions", (r.topic_id, partition_id), registration)
         self._topics[r.topic_id] = [r.name, {}]
 
     def _partition(self, r: Any) -> None:
