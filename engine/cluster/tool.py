@@ -6,7 +6,7 @@ subcommand takes as ``--dir``. A node is named as ``status`` prints it: ``contro
 (node 3000+K, Kafka's test-kit numbering) or ``broker-K`` (node K).
 
 This module only builds the parser, so ``kraftd``'s start stays quick; the work is in
-engine.cluster.commands (and cluster_chaos), imported when a subcommand runs.
+engine.cluster.commands (and engine.cluster.chaos), imported when a subcommand runs.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def default_dir() -> Path:
 def run_cluster(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     """Run the subcommand ``args`` names (``module:function`` in ``args.cluster_run``)."""
     module, _, function = args.cluster_run.partition(":")
-    return getattr(importlib.import_module(f"engine.tools.{module}"), function)(args, out)
+    return getattr(importlib.import_module(f"engine.cluster.{module}"), function)(args, out)
 
 
 def _non_negative(text: str) -> int:
@@ -74,7 +74,7 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
         p.set_defaults(run=run, cluster_run=handler)
         return p
 
-    up = command("up", "cluster_commands:cmd_up",
+    up = command("up", "commands:cmd_up",
                  "format (first time) and start the cluster; wait until every broker is unfenced", READY_TIMEOUT_S)
     up.add_argument("--controllers", type=_positive, help="controllers in the quorum (default 3)")
     up.add_argument("--brokers", type=_non_negative, help="simulated brokers (default 5)")
@@ -97,26 +97,26 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
     up.add_argument("--release-version", "-r", help="metadata.version to format with (default: latest production)")
     up.add_argument("--heartbeat-interval-ms", type=_positive, default=2000, help="broker.heartbeat.interval.ms")
     up.add_argument("--session-timeout-ms", type=_positive, default=9000, help="broker.session.timeout.ms")
-    command("status", "cluster_commands:cmd_status", "every node: pid, state as the controllers see it, metadata lag")
-    command("down", "cluster_commands:cmd_down",
+    command("status", "commands:cmd_status", "every node: pid, state as the controllers see it, metadata lag")
+    command("down", "commands:cmd_down",
             "stop every node: brokers, then controllers (SIGTERM, SIGKILL after --timeout-s)", STOP_TIMEOUT_S)
     for name, help_text, timeout_s in (
             ("start", "start a stopped node again on its ports", READY_TIMEOUT_S),
             ("stop", "stop a node gracefully (SIGTERM, SIGKILL after --timeout-s)", STOP_TIMEOUT_S),
             ("kill", "SIGKILL a node", None), ("pause", "SIGSTOP a node", None), ("resume", "SIGCONT a node", None)):
-        command(name, "cluster_commands:cmd_node", help_text, timeout_s).add_argument(
+        command(name, "commands:cmd_node", help_text, timeout_s).add_argument(
             "node", help="e.g. broker-2 or controller-1 (a broker sharing a process: the whole process)")
-    lag = command("lag", "cluster_commands:cmd_lag",
+    lag = command("lag", "commands:cmd_lag",
                   "slow a broker's replication: its followers fetch MS later (replica.fetch.delay.ms in its faults file)")
     lag.add_argument("node")
     lag.add_argument("ms", type=_non_negative, help="milliseconds (0: no delay)")
     lag.add_argument("--failure-rate", type=_probability, default=0.0, metavar="P",
                      help="also lose this share of its fetches, 0 to 1 (replica.fetch.failure.rate; default 0)")
-    disk = command("disk-fail", "cluster_commands:cmd_disk_fail",
+    disk = command("disk-fail", "commands:cmd_disk_fail",
                    "fail one of a broker's log dirs (failed.log.dirs in its faults file)")
     disk.add_argument("node")
     disk.add_argument("log_dir", nargs="?", help="the directory (path or name, e.g. data-2; default the second)")
-    chaos = command("chaos", "cluster_chaos:cmd_chaos", "random faults within a safety budget, then heal everything",
+    chaos = command("chaos", "chaos:cmd_chaos", "random faults within a safety budget, then heal everything",
                     READY_TIMEOUT_S)
     chaos.add_argument("--seconds", type=float, default=60.0, help="how long to make faults (default 60)")
     chaos.add_argument("--seed", type=int, default=0, help="the random choices' seed (default 0)")

@@ -33,6 +33,7 @@ from typing import Callable
 from engine.common.errors import ConfigError
 
 ENGINE_DIR = Path(__file__).resolve().parents[1]
+FUZZ_DIR = str(Path(__file__).resolve().parent)  # engine/fuzz: never counted as the code under test
 CORPUS_ROOT = ENGINE_DIR.parent / "tests" / "fuzz_corpus"  # the checked-in seeds (a source checkout)
 RSS_LIMIT_MB = 2048
 INPUT_TIMEOUT_S = 10  # per input: a decoder that takes longer on a few KB hangs
@@ -122,7 +123,7 @@ def _signature(exc: BaseException) -> str:
     where = "?"
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         filename = frame.f_code.co_filename
-        if filename.startswith(str(ENGINE_DIR)) and not filename.endswith(("fuzz_targets.py", "fuzz_tool.py")):
+        if filename.startswith(str(ENGINE_DIR)) and not filename.startswith(FUZZ_DIR):  # the code fuzzed, not the fuzzer
             where = f"{Path(filename).relative_to(ENGINE_DIR.parent)}:{lineno}"
     if where == "?" and exc.__traceback__ is not None:
         frame, lineno = list(traceback.walk_tb(exc.__traceback__))[-1]
@@ -168,7 +169,7 @@ class LineCoverage:
 
     def _global(self, frame, event, arg):
         filename = frame.f_code.co_filename
-        if filename.startswith(self._prefix) and not filename.endswith("fuzz_tool.py"):
+        if filename.startswith(self._prefix) and not filename.startswith(FUZZ_DIR):
             return self._local
         return None
 
