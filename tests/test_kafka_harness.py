@@ -16,13 +16,16 @@ from kafka_peer import distribution
 from kafka_peer.distribution import ARTIFACTS, PINNED_VERSION, served_versions
 
 TESTS = Path(__file__).resolve().parent
+# the repository first: tests/engine and tests/metashell mirror the packages' names, and must not
+# answer `import engine` in a pytest started from elsewhere
+PYTHONPATH = os.pathsep.join((str(TESTS.parent), str(TESTS)))
 
 
 def _pytest(test_file: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """Run pytest on one file with the harness's plugin, as the suite loads it."""
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "kafka_peer.fixtures",
                            "-p", "no:cacheprovider", str(test_file)],
-                          cwd=test_file.parent, env={**env, "PYTHONPATH": str(TESTS)},
+                          cwd=test_file.parent, env={**env, "PYTHONPATH": PYTHONPATH},
                           capture_output=True, text=True, timeout=600)
 
 
@@ -119,7 +122,7 @@ def test_a_test_run_killed_mid_test_takes_its_kafka_nodes_with_it(tmp_path, kafk
             print("NODE-READY", flush=True)
             time.sleep(3600)
     """)
-    env = {**os.environ, "METASHELL_KAFKA_VERSIONS": kafka_dist.version, "PYTHONPATH": str(TESTS),
+    env = {**os.environ, "METASHELL_KAFKA_VERSIONS": kafka_dist.version, "PYTHONPATH": PYTHONPATH,
            "METASHELL_KAFKA_CACHE": str(kafka_dist.libs.parent.parent)}
     run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-s", "-p", "kafka_peer.fixtures",
                             "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "base"), str(probe)],
