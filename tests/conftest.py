@@ -97,3 +97,11 @@ def spark(_spark_session):
     from pyspark.sql import SparkSession
 
     assert SparkSession.getActiveSession() is _spark_session, "this test stopped or replaced the shared SparkSession"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the Spark session is slow (a JVM starts for it): out of the fast tier,
+    ``pytest -m "not slow and not kafka"``, whatever file it lives in."""
+    for item in items:
+        if "_spark_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

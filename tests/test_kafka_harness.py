@@ -15,6 +15,9 @@ import pytest
 from kafka_peer import distribution
 from kafka_peer.distribution import ARTIFACTS, PINNED_VERSION, served_versions
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).resolve().parent
 # the repository first: tests/engine and tests/metashell mirror the packages' names, and must not
 # answer `import engine` in a pytest started from elsewhere

@@ -13,6 +13,9 @@ import pytest
 from engine.bench.controller import bench_controller
 from engine.bench.controller_load import batches, topic_specs
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
 
 

@@ -42,6 +42,9 @@ from engine.storage.meta_properties import read_meta_properties
 from tests.engine.cluster.test_cluster_tool import Cluster, ours
 from tests.engine.server.test_controller_processes import poll
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 CLIENT_TIMEOUT_S = 30.0  # safety nets
 TOPIC, BROKER = 2, 4  # the image's config resource types
 

@@ -21,6 +21,9 @@ from engine.cluster.layout import default_brokers_per_process
 from engine.cluster.processes import SOURCE_ROOT
 from tests.engine.cluster.test_cluster_tool import Cluster, ours
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 BROKERS, PER_PROCESS = 12, 6
 BENCH_TIMEOUT_S = 180.0  # a safety net
 

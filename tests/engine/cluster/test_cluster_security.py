@@ -26,6 +26,9 @@ from engine.cluster import security as cluster_security
 from engine.cluster.layout import Settings, load_layout, plan_layout, write_configs
 from tests.engine.cluster.test_cluster_tool import Cluster
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[3]
 TOOL_TIMEOUT_S = 120
 

@@ -23,6 +23,9 @@ from engine.cluster.view import observe
 from engine.cluster.processes import kraftd
 from tests.engine.server.test_controller_processes import poll
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 KRAFTD_TIMEOUT_S = 180.0  # safety nets
 
 

@@ -76,6 +76,7 @@ def _one_line_refusal(done: subprocess.CompletedProcess, *words: str, secrets: t
 
 
 @pytest.mark.parametrize("protocol", ["SASL_SSL", "SSL"])
+@pytest.mark.slow
 def test_a_secured_quorum_replicates_and_kraftd_quorum_describes_it(tmp_path: Path, protocol: str) -> None:
     ca = TestCA()
     props = _server_props(tmp_path, ca, protocol)

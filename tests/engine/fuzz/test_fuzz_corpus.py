@@ -19,6 +19,7 @@ def test_corpus_is_small_and_covers_every_target():
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.slow
 def test_every_corpus_input_through_target(target: str):
     for path in CORPUS_FILES:
         try:

@@ -298,6 +298,7 @@ CORPUS_DIRS = sorted(str(p.parent.relative_to(CORPUS)) for p in CORPUS.glob("**/
 
 
 @pytest.mark.parametrize("node", corpus_params(CORPUS_DIRS), ids=lambda n: n or "no-corpus")
+@pytest.mark.slow
 def test_corpus_history_rows_are_the_images_state(node: str) -> None:
     """On real logs every partition change has its state after it, and it is the image's there."""
     changes = _rows(history_rows(CORPUS / node, tables=["partition_changes"])["partition_changes"])

@@ -72,6 +72,7 @@ def round_trips(server: dict[str, str], clients: list[dict[str, str]]) -> list[A
                            [client_security(props, "client.properties") for props in clients])
 
 
+@pytest.mark.slow
 def test_a_keytool_keystore_serves_and_a_keytool_truststore_trusts(stores):
     """The JVM's own PKCS12 files on both sides; a truststore left at Kafka's default type (JKS) that is
     a PKCS12 file is read as one, as the JDK reads it."""

@@ -35,6 +35,9 @@ from engine.cluster.processes import SOURCE_ROOT, kraftd
 from engine.admin.storage_format import format_storage
 from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 DEADLINE_S = 30
 
 

@@ -28,6 +28,9 @@ from engine.storage.meta_properties import read_meta_properties
 from engine.admin import quorum_client as qt
 from engine.cluster.processes import ProcessCluster, kraftd
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 ELECTION_TIMEOUT_MS = 1000  # Kafka's default, set explicitly
 FETCH_TIMEOUT_MS = 1000  # a dead leader is noticed after the fetch timeout: keep the tests short
 DEADLINE_S = 30.0  # the safety net of every wait (a loaded two-core machine included)

@@ -57,6 +57,7 @@ def _first_violation(seeds, events: int) -> str | None:
 # -- random schedules -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("kraft_version,voters", [(1, 3), (0, 5)])
+@pytest.mark.slow
 def test_random_fault_schedules_keep_every_invariant(kraft_version, voters):
     lines = []
     results = run_seeds(1000 * voters, SEEDS, 1000, out=lines.append,

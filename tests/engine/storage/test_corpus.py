@@ -46,6 +46,7 @@ def test_every_batch_and_record_round_trips(corpus: Path, path: Path) -> None:
 
 
 @pytest.mark.parametrize("node_dir", corpus_params(_node_dirs()), ids=_id)
+@pytest.mark.slow
 def test_log_dir_reads_snapshot_then_segments(corpus: Path, node_dir: Path) -> None:
     listing = list_log_dir(node_dir)
     entries = list(read_log_dir(node_dir))
@@ -83,6 +84,7 @@ def test_known_facts_of_the_corpus(corpus: Path) -> None:
 
 
 @pytest.mark.parametrize("path", corpus_params(_record_files()), ids=_id)
+@pytest.mark.slow
 def test_fast_path_reads_what_the_general_path_reads(corpus: Path, path: Path) -> None:
     """log_reader's in-place decoder is an optimisation: it must agree with batch decoding exactly."""
     fast = list(read_file(path))

@@ -31,6 +31,7 @@ def write_batches(tmp: Path, batches: int, per_batch: int = 3) -> tuple[Path, li
     return segment, ends
 
 
+@pytest.mark.slow
 def test_cut_at_every_byte_of_the_last_batch(tmp_path: Path) -> None:
     source, ends = write_batches(tmp_path / "source", batches=4)
     data = source.read_bytes()

@@ -118,6 +118,7 @@ MIDDLE = 5  # a batch in the middle: batches before and after it (dumping stops 
 @pytest.mark.corpus
 @pytest.mark.parametrize(("index", "where"), [(1, HEADER_SIZE + 3), (1, 18), (MIDDLE, 21), (MIDDLE, -1)],
                          ids=["batch1-records", "batch1-crc-field", "middle-attributes", "middle-last-byte"])
+@pytest.mark.slow
 def test_flipped_byte_is_a_crc_mismatch_at_batch_start(kraftd, tmp_path: Path, segment_bytes: bytes, extents,
                                                        index: int, where: int) -> None:
     assert 0 < index < len(extents) - 1  # NOT the last batch, so not a torn tail

@@ -3,6 +3,7 @@ segments, snapshots cut short, torn tails of a running node, and metashell's one
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 import sys
 from pathlib import Path
@@ -69,6 +70,7 @@ def test_a_snapshot_cut_short_is_an_error_after_its_records(tmp_path: Path, caps
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "SnapshotFooter" in proc.stderr
 
 
+@pytest.mark.slow
 def test_metashell_one_line_errors() -> None:
     cases = [
         (("-c", "ls"), "give a source"),

@@ -4,9 +4,13 @@ what it prints and that every figure is there, never a timing (docs/performance.
 
 from __future__ import annotations
 
+import pytest
 import re
 
 from metashell.bench.attach import bench_attach, build_bench_attach_parser, run_bench_attach
+
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
 
 NUMBER = r"\d[\d,]*(\.\d+)?"
 

@@ -67,6 +67,7 @@ def test_opens_at_the_last_record(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_stepping_keys_move_through_records_and_batches(history: History) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("home")
@@ -88,6 +89,7 @@ def test_stepping_keys_move_through_records_and_batches(history: History) -> Non
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_a_broker_turns_fenced(history: History) -> None:
     fence = next(e for e in history.events if e.kind == "fence" and e.subject == "broker 2")
 
@@ -110,6 +112,7 @@ def test_a_broker_turns_fenced(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_a_partition_isr_shrinks_then_expands(history: History) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("home")
@@ -136,6 +139,7 @@ def test_elr_fills_on_an_elr_change(bad_day: History) -> None:
     run(DashboardApp(bad_day), body)
 
 
+@pytest.mark.slow
 def test_the_quorum_leader_changes(history: History) -> None:
     changes = [e for e in history.events if e.kind == "leader-change"]
     assert len(changes) >= 2
@@ -158,6 +162,7 @@ def test_the_quorum_leader_changes(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_theme_toggles_at_run_time(history: History) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         assert pilot.app.theme == "metashell-dark"
@@ -168,6 +173,7 @@ def test_theme_toggles_at_run_time(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_filter_narrows_the_table(history: History) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         panel = screen.query_one(PartitionsPanel)
@@ -193,6 +199,7 @@ def test_filter_narrows_the_table(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_sorting_by_key_and_by_clicking_the_header(history: History) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         panel = screen.query_one(PartitionsPanel)
@@ -208,6 +215,7 @@ def test_sorting_by_key_and_by_clicking_the_header(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_help_lists_the_keys_from_the_bindings(history: History) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("question_mark")
@@ -221,6 +229,7 @@ def test_help_lists_the_keys_from_the_bindings(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_enter_drills_into_the_node_browser(history: History) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         browser = screen.query_one(NodeBrowser)
@@ -251,6 +260,7 @@ async def tick(pilot, ticker: ManualTicker) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow
 def test_play_mode_shows_one_batch_per_tick_and_stops_at_the_end(history: History) -> None:
     batch_ends = [frame.offset for frame in history.frames()][1:]
     assert len(batch_ends) >= 3
@@ -293,6 +303,7 @@ def test_space_pauses_and_resumes_where_it_was(history: History) -> None:
     play(history, body)
 
 
+@pytest.mark.slow
 def test_space_at_the_end_plays_from_the_start(history: History) -> None:
     async def body(pilot, screen: MainScreen, ticker: ManualTicker) -> None:
         assert screen.frame.offset == history.last_offset
@@ -303,6 +314,7 @@ def test_space_at_the_end_plays_from_the_start(history: History) -> None:
     play(history, body)
 
 
+@pytest.mark.slow
 def test_play_speed_keeps_its_pace_at_every_speed(history: History) -> None:
     """speed x plays speed / BATCH_SECONDS batches a second: fast speeds take several batches a
     tick, and the interval between ticks fits them (never shorter than TICK_SECONDS)."""
@@ -338,6 +350,7 @@ def test_the_default_ticker_runs_on_textual_timers(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_jump_to_a_time(history: History) -> None:
     fence = next(e for e in history.events if e.kind == "fence")
     moment = datetime.fromtimestamp(fence.timestamp_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -355,6 +368,7 @@ def test_jump_to_a_time(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_show_redraws_only_rows_that_changed(history: History) -> None:
     rows = [PartitionRow(f"t{i // 100:04d}", i % 100, 1, 0, (1, 2, 3), (1, 2, 3), (), ()) for i in range(100_000)]
 
@@ -389,6 +403,7 @@ def bad_day(dashboard_demo_dir: Path) -> History:
     return History.open_log_dir(dashboard_demo_dir)
 
 
+@pytest.mark.slow
 def test_elr_episode_flags_and_filter(bad_day: History) -> None:
     """payments-0 leaderless with an empty ISR: its ELR and last-known ELR shown, flagged, filterable."""
     moment = next(e for e in bad_day.events if e.kind == "elr-change" and "last-known ELR [] →" in e.text)
@@ -431,6 +446,7 @@ def test_broker_states_shutdown_and_unregistered(bad_day: History) -> None:
     run(DashboardApp(bad_day), body)
 
 
+@pytest.mark.slow
 def test_bench_dash_times_steps_of_the_real_app() -> None:
     """`metashell bench dash`, small: the generated history opens and every step is timed."""
     from metashell.bench.dash import bench_dash

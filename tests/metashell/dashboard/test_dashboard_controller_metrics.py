@@ -68,6 +68,7 @@ def assert_matches_the_other_panels(screen: MainScreen) -> None:
     assert f"offset {screen.frame.offset}" in text
 
 
+@pytest.mark.slow
 def test_the_panel_shows_the_metrics_of_the_frame_on_screen(history: History) -> None:
     offline_at = first_offline_offset(history)
 
@@ -117,6 +118,7 @@ def test_the_panel_follows_time_travel(history: History) -> None:
     run(DashboardApp(history), body)
 
 
+@pytest.mark.slow
 def test_every_batch_agrees_with_a_fresh_count(history: History) -> None:
     """Playing through the log batch by batch, the panel's cached per-topic counts equal a full count."""
     async def body(pilot, screen: MainScreen) -> None:

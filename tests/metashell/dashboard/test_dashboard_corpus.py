@@ -27,6 +27,7 @@ def _shell(node: str, offset: int, command: str) -> list[str]:
 
 
 @pytest.mark.parametrize("node", corpus_params(CORPUS_DIRS), ids=lambda n: n or "no-corpus")
+@pytest.mark.slow
 def test_dashboard_opens_on_corpus_and_agrees_with_the_shell(node: str) -> None:
     history = History.open_log_dir(CORPUS / node)
     app = DashboardApp(history)

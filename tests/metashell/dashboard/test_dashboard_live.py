@@ -36,6 +36,9 @@ from metashell.dashboard.live_source import open_live
 from metashell.dashboard.widgets import PartitionsPanel
 from metashell.live.feed import AttachStatus, FeedUpdate
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 SIZE = (160, 50)
 DQ = protocol_module("describe_quorum", 2, "response")
 NOW_MS = 1_800_000_000_000

@@ -341,6 +341,7 @@ def test_filter_and_sort_partitions() -> None:
         panels.filter_partitions(rows, None, "nope")
 
 
+@pytest.mark.slow
 def test_hundred_thousand_partitions_reuse_untouched_topics() -> None:
     image = _image(partition_heavy_records(100_000))
     rows = panels.partition_rows(image)
@@ -369,6 +370,7 @@ CORPUS_DIRS = sorted(str(p.parent.relative_to(CORPUS)) for p in CORPUS.glob("**/
 
 
 @pytest.mark.parametrize("node", corpus_params(CORPUS_DIRS), ids=lambda n: n or "no-corpus")
+@pytest.mark.slow
 def test_corpus_history_agrees_with_summary(node: str) -> None:
     h = History.open_log_dir(CORPUS / node)
     frame = h.last()

@@ -32,6 +32,7 @@ def test_main_screen_at_the_first_fence(snap_compare, history: History, theme: s
     assert snap_compare(app, terminal_size=SIZE)
 
 
+@pytest.mark.slow
 def test_drilled_into_a_partition(snap_compare, history: History) -> None:
     """The node browser open at /topics/orders/1 (down, enter from the partitions table)."""
     app = DashboardApp(history, offset=fence_offset(history))

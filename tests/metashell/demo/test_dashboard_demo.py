@@ -313,6 +313,7 @@ def test_demo_without_a_terminal_prints_a_summary_and_the_story() -> None:
     assert any("payments-0 leaderless" in line for line in lines)  # the story
 
 
+@pytest.mark.slow
 def test_dash_without_a_terminal_at_an_offset(demo_dir: Path) -> None:
     offset = next(o for o, text in DEMO_STORY if "leaderless" in text)
     proc = _metashell("dash", "--log-dir", demo_dir, "--offset", offset)
@@ -359,6 +360,7 @@ def test_demo_dir_keeps_the_history(tmp_path: Path) -> None:
     (("demo", "--time", "yesterday"), "yesterday"),
     (("demo", "--bogus"), "unrecognized arguments"),
 ])
+@pytest.mark.slow
 def test_bad_arguments_are_one_line(args: tuple[str, ...], fragment: str) -> None:
     proc = _metashell(*args)
     assert proc.returncode == 1, (args, proc.stdout, proc.stderr)

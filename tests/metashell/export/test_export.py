@@ -70,6 +70,7 @@ def _rows(table) -> list[tuple]:
 
 
 @pytest.mark.parametrize("node", corpus_params(NODES), ids=lambda n: n or "no-corpus")
+@pytest.mark.slow
 def test_corpus_tables_equal_the_tree(spark, node: str) -> None:
     session = Session(Source(log_dir=CORPUS / node), out=lambda line: None)
     session.load()
@@ -120,6 +121,7 @@ def test_corpus_tables_equal_the_tree(spark, node: str) -> None:
 
 @pytest.mark.parametrize("node", corpus_params(["hiage__kafka-raft/kafka1", "weebee-io__backend"]),
                          ids=lambda n: n or "no-corpus")
+@pytest.mark.slow
 def test_corpus_history(spark, node: str) -> None:
     log_dir = CORPUS / node
     entries = {e.offset: e for e in read_log_dir(log_dir, use_snapshot=False)}
@@ -259,6 +261,7 @@ def test_generic_table_walks_the_tree(spark, generated: MetadataImage) -> None:
     assert table_for(generated, "/scram/SCRAM-SHA-256/alice").rows[0][3].count(REDACTED) == 3
 
 
+@pytest.mark.slow
 def test_parquet_round_trip_and_formats(spark, generated: MetadataImage, tmp_path: Path) -> None:
     for path in ("/topics", "/brokers", "/client-quotas"):
         df = to_dataframe(generated, path, spark)

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("pyspark.sql.connect.session", reason="pyspark's connect client is not installed "
                     "(pip install 'metashell[connect]')")
 

@@ -152,6 +152,7 @@ async def test_a_stopped_leader_is_followed_by_the_next_one(tmp_path: Path) -> N
 
 
 @in_loop
+@pytest.mark.slow
 async def test_attached_while_no_leader_can_be_elected_it_looks_without_error_then_follows_a_new_topic(
         tmp_path: Path) -> None:
     configs, nodes = await start_quorum(tmp_path, 3)

@@ -22,6 +22,9 @@ from tests.engine.cluster.test_cluster_tool import Cluster
 from tests.engine.server.test_controller_processes import poll
 from tests.live_cluster import bootstrap, create_topic, running_cluster
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 ATTACHED = re.compile(r"metashell: note: attached to \S+ at offset (\d+)")
 
 

@@ -33,6 +33,9 @@ from tests.engine.cluster.test_cluster_tool import Cluster
 from tests.live_cluster import bootstrap, create_topic, running_cluster
 from tests.engine.server.test_controller_processes import poll
 
+# processes, sockets and timers of their own: out of the fast tier
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 DEADLINE_S = 60.0  # safety nets
 

@@ -112,6 +112,7 @@ def _metashell(*args: str, stdin: str | None = None) -> subprocess.CompletedProc
                           text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_one_shot_modes() -> None:
     proc = _metashell("--demo", "--", "ls", "/brokers")
     assert (proc.returncode, proc.stdout) == (0, "1\n2\n3\n")
