@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from engine.common.errors import ConfigError, MetadataError
 from engine.common.kafka_uuid import ZERO_UUID, uuid_to_kafka
+from engine.common.server_config import parse_endpoints, parse_list
 
 Address = tuple[str, int]
 Send = Callable[[Address, Any], Any]
@@ -33,7 +34,6 @@ CONTROLLERS_FIRST, BROKERS_FIRST = (2, 1), (1, 2)  # DescribeCluster endpoint ty
 TABLE_HEADERS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
                  "LastCaughtUpTimestamp", "Status")
 _HOST_PORT = re.compile(r"\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)")  # Kafka's Utils.getHost/getPort
-_LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")  # SocketServerConfigs' regex
 _VALID = "Is this a valid controller configuration file?"
 
 transport: Send | None = None  # tests replace the network here; None means request_once
@@ -145,7 +145,7 @@ def pretty_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[
 def parse_bootstrap(text: str, config_name: str = "bootstrap.controllers") -> list[Address]:
     """``HOST:PORT[,HOST:PORT]`` as Kafka's ClientUtils.parseAndValidateAddresses reads it."""
     addresses = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    for item in parse_list(text):
         m = _HOST_PORT.match(item)
         if not m or not m.group(1) or not 0 <= int(m.group(2)) <= 65535:
             raise ConfigError(f"Invalid url in {config_name}: {item}")
@@ -329,7 +329,7 @@ def controller_spec(props: Mapping[str, str]) -> ControllerSpec:
     if "metadata.log.dir" not in props and "log.dirs" not in props:
         raise ConfigError(f"Neither metadata.log.dir nor log.dirs were found. {_VALID}")
     directory = (props["metadata.log.dir"] if "metadata.log.dir" in props
-                 else props["log.dirs"].strip().split(",")[0])
+                 else next(iter(parse_list(props["log.dirs"])), ""))
     if not (Path(directory) / META_PROPERTIES_FILE).is_file():
         raise ConfigError(f"Unable to read meta.properties from {directory}")
     meta = read_meta_properties(directory)
@@ -338,25 +338,21 @@ def controller_spec(props: Mapping[str, str]) -> ControllerSpec:
     return ControllerSpec(node_id, meta.directory_id, controller_endpoints(props), meta.cluster_id)
 
 
-def _listeners(text: str) -> dict[str, Endpoint]:
-    out = {}
-    for entry in filter(None, re.split(r"\s*,\s*", text.strip())):
-        if not (m := _LISTENER.fullmatch(entry)):
-            raise ConfigError(f"Unable to parse {entry} to a broker endpoint")
-        name = m.group(1).upper()
-        out[name] = (name, m.group(2) or "localhost", int(m.group(3)))
-    return out
+def _listeners(props: Mapping[str, str], key: str) -> dict[str, Endpoint]:
+    """As Kafka's tool reads them: no check across entries, the last entry for a name winning;
+    an empty host is localhost."""
+    return {name: (name, host or "localhost", port) for name, host, port in parse_endpoints(props.get(key), key, None)}
 
 
 def controller_endpoints(props: Mapping[str, str]) -> tuple[Endpoint, ...]:
     """getControllerAdvertisedListeners: each of controller.listener.names, from advertised.listeners
     else listeners; an empty host is localhost."""
-    listeners = _listeners(props.get("listeners", "")) | _listeners(props.get("advertised.listeners", ""))
+    listeners = _listeners(props, "listeners") | _listeners(props, "advertised.listeners")
     if "controller.listener.names" not in props:
         raise ConfigError(f"controller.listener.names was not found. {_VALID}")
     endpoints: list[Endpoint] = []
-    for name in props["controller.listener.names"].split(","):
-        if (name := name.strip().upper()) not in listeners:
+    for name in parse_list(props["controller.listener.names"]):
+        if (name := name.upper()) not in listeners:
             raise ConfigError(f"Cannot find information about controller listener name: {name}")
         if listeners[name] not in endpoints:
             endpoints.append(listeners[name])

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 from engine.records import metadata_records as m
 from engine.common.errors import ConfigError, StorageError
-from engine.common.java_properties import load_properties
+from engine.common.server_config import ServerConfig, parse_list, read_server_config
 from engine.common.kafka_uuid import kafka_to_uuid, random_kafka_uuid, uuid_to_kafka
 from engine.records.kio_codec import (
     KRaftVersionFeature, KRaftVersionRecord, VotersEndpoint, VotersRecord, VotersVoter, i16, i32, u16,
@@ -41,63 +41,10 @@ class Voter:
     directory_id: object  # uuid.UUID
 
 
-@dataclass(frozen=True, slots=True)
-class NodeConfig:
-    """The parts of a Kafka server config that formatting needs."""
-
-    node_id: int
-    roles: tuple[str, ...]
-    log_dirs: tuple[Path, ...]
-    metadata_log_dir: Path
-    static_voters: str | None
-    controller_listeners: tuple[str, ...]
-    listeners: dict[str, tuple[str, int]]
-
-
-def load_node_config(path: Path) -> NodeConfig:
-    props = load_properties(path)
-    where = str(path)
-    node_id_text = props.get("node.id")
-    if node_id_text is None:
-        raise ConfigError("missing node.id", path=where)
-    if not node_id_text.strip().lstrip("-").isdigit():
-        raise ConfigError(f"node.id must be an integer, got {node_id_text!r}", path=where)
-    roles = tuple(r.strip() for r in props.get("process.roles", "").split(",") if r.strip())
-    if not roles or any(r not in ("broker", "controller") for r in roles):
-        raise ConfigError(f"process.roles must be broker, controller or both, got {props.get('process.roles')!r}",
-                          path=where)
-    dirs_text = props.get("log.dirs") or props.get("log.dir") or ""
-    log_dirs = tuple(Path(d.strip()) for d in dirs_text.split(",") if d.strip())
-    metadata_dir = Path(props["metadata.log.dir"]) if props.get("metadata.log.dir") else None
-    if metadata_dir is None and not log_dirs:
-        raise ConfigError("neither log.dirs nor metadata.log.dir is set", path=where)
-    return NodeConfig(
-        node_id=int(node_id_text),
-        roles=roles,
-        log_dirs=log_dirs,
-        metadata_log_dir=metadata_dir or log_dirs[0],
-        static_voters=props.get("controller.quorum.voters") or None,
-        controller_listeners=tuple(n.strip() for n in props.get("controller.listener.names", "").split(",")
-                                   if n.strip()),
-        listeners=_parse_listeners(props.get("listeners", ""), where),
-    )
-
-
-def _parse_listeners(text: str, where: str) -> dict[str, tuple[str, int]]:
-    out = {}
-    for item in (part.strip() for part in text.split(",") if part.strip()):
-        name, sep, rest = item.partition("://")
-        host, _, port = rest.rpartition(":")
-        if not sep or not port.isdigit():
-            raise ConfigError(f"bad listener {item!r} (expected NAME://HOST:PORT)", path=where)
-        out[name] = (host or "localhost", int(port))
-    return out
-
-
 def parse_initial_controllers(text: str) -> list[Voter]:
     """``1@host:9093:DIRID,2@host:9093:DIRID`` (Kafka's --initial-controllers)."""
     voters = []
-    for item in (p.strip() for p in text.split(",") if p.strip()):
+    for item in parse_list(text):
         node, at, rest = item.partition("@")
         parts = rest.rsplit(":", 2)
         if not at or len(parts) != 3 or not node.isdigit() or not parts[1].isdigit():
@@ -129,7 +76,7 @@ def format_storage(config_path: Path, cluster_id: str, *, release_version: str |
                    add_scram: Sequence[str] = (), out: Callable[[str], None] = print) -> list[Path]:
     """Format every log directory of the node; returns the directories written. ``add_scram``
     are ``--add-scram`` arguments: SCRAM credentials for bootstrap.checkpoint (KIP-900)."""
-    config = load_node_config(config_path)
+    config = read_server_config(config_path)
     _check_cluster_id(cluster_id)
     features = dict(features or {})
     check_feature_names(features)
@@ -178,15 +125,16 @@ def _check_cluster_id(cluster_id: str) -> None:
         raise ConfigError(f"bad --cluster-id: {exc}") from None
 
 
-def _initial_voters(config: NodeConfig, standalone: bool, initial: str | None, none: bool) -> list[Voter]:
+def _initial_voters(config: ServerConfig, standalone: bool, initial: str | None, none: bool) -> list[Voter]:
     chosen = sum([standalone, initial is not None, none])
     if chosen > 1:
         raise ConfigError("use only one of --standalone, --initial-controllers, --no-initial-controllers")
     is_controller = "controller" in config.roles
-    if chosen and config.static_voters:
+    static_voters = bool(parse_list(config.props.get("controller.quorum.voters")))
+    if chosen and static_voters:
         raise ConfigError("--standalone, --initial-controllers and --no-initial-controllers need "
                           "controller.quorum.bootstrap.servers, not controller.quorum.voters")
-    if is_controller and not config.static_voters and not chosen:
+    if is_controller and not static_voters and not chosen:
         raise ConfigError("a controller with dynamic voters needs one of --standalone, "
                           "--initial-controllers or --no-initial-controllers")
     if chosen and not is_controller and not none:
@@ -200,11 +148,11 @@ def _initial_voters(config: NodeConfig, standalone: bool, initial: str | None, n
     return []
 
 
-def _controller_endpoint(config: NodeConfig) -> tuple[str, int]:
-    for name in config.controller_listeners:
-        if name in config.listeners:
-            return config.listeners[name]
-    raise ConfigError("--standalone needs a listener named in controller.listener.names")
+def _controller_endpoint(config: ServerConfig) -> tuple[str, int]:
+    """The first controller listener as the controller advertises it, as kafka-storage takes it;
+    a wildcard host is localhost."""
+    _, (host, port) = config.controller_endpoints()[0]
+    return host or "localhost", port
 
 
 def _unformatted(directories: list[Path], ignore_formatted: bool, out: Callable[[str], None]) -> list[Path]:
@@ -221,7 +169,7 @@ def _unformatted(directories: list[Path], ignore_formatted: bool, out: Callable[
     return todo
 
 
-def _write_metadata_files(directory: Path, config: NodeConfig, voters: list[Voter], level, features: dict,
+def _write_metadata_files(directory: Path, config: ServerConfig, voters: list[Voter], level, features: dict,
                           now_ms: int, scram: Sequence[object] = ()) -> None:
     levels = feature_levels_for(level, overrides=features)
     records = [m.FeatureLevelRecordV0(name=name, feature_level=i16(value))
@@ -229,7 +177,7 @@ def _write_metadata_files(directory: Path, config: NodeConfig, voters: list[Vote
     records.extend(scram)  # after the feature levels, as Kafka's Formatter adds them
     write_bootstrap_checkpoint(directory, records, now_ms=now_ms)
     if voters:
-        listener = config.controller_listeners[0] if config.controller_listeners else "CONTROLLER"
+        listener = config.controller_listener_names[0] if config.controller_listener_names else "CONTROLLER"
         partition_dir = directory / METADATA_PARTITION_DIR
         partition_dir.mkdir(exist_ok=True)
         write_snapshot(partition_dir, SnapshotId(0, 0), [], last_contained_log_timestamp_ms=now_ms,
@@ -238,7 +186,7 @@ def _write_metadata_files(directory: Path, config: NodeConfig, voters: list[Vote
 
 def storage_info(config_path: Path, out: Callable[[str], None] = print) -> list[str]:
     """Print what each log directory holds, as kafka-storage info does; returns the problems found."""
-    config = load_node_config(config_path)
+    config = read_server_config(config_path)
     directories = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
     problems: list[str] = []
     found: list[tuple[Path, MetaProperties]] = []

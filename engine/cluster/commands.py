@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from engine.common.server_config import parse_list
 from engine.net.ports import is_address_in_use, pick_ports
 from engine.cluster.layout import (
     FAILED_DIRS_KEY, FETCH_DELAY_KEY, FETCH_FAILURE_RATE_KEY, REGISTRY_FILE, Layout, Node, Settings, default_brokers_per_process,
@@ -310,7 +311,7 @@ def cmd_disk_fail(args: argparse.Namespace, out: Out) -> int:
     if chosen is None:
         raise ClusterError(f"{args.log_dir!r} is none of {node.name}'s log dirs: {', '.join(map(str, dirs))}")
     faults = read_faults(layout, node)
-    failed = [d for d in faults.get(FAILED_DIRS_KEY, "").split(",") if d]
+    failed = parse_list(faults.get(FAILED_DIRS_KEY))
     faults[FAILED_DIRS_KEY] = ",".join(dict.fromkeys([*failed, str(chosen)]))
     write_faults(layout, node, faults)
     out(f"{node.name}: {FAILED_DIRS_KEY}={faults[FAILED_DIRS_KEY]}")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from engine.common.errors import ConfigError
+from engine.common.server_config import JAVA_INT_MAX, JAVA_LONG_MAX, int_setting
 from engine.controller.standard_authorizer import AuthorizerConfig
 
 
@@ -38,13 +39,8 @@ class ControllerConfig:
     @classmethod
     def from_properties(cls, node_id: int, props: Mapping[str, str], where: str = "",
                         cluster_id: str = "") -> "ControllerConfig":
-        def integer(key: str, default: int, minimum: int = 1) -> int:
-            text = props.get(key, "").strip()
-            if not text:
-                return default
-            if not text.lstrip("-").isdigit() or int(text) < minimum:
-                raise ConfigError(f"{key} must be a whole number of at least {minimum}, got {text!r}", path=where)
-            return int(text)
+        def integer(key: str, default: int, maximum: int = JAVA_INT_MAX) -> int:
+            return int_setting(props, key, default, 1, maximum, where)
 
         def boolean(key: str, default: bool) -> bool:
             text = props.get(key, "").strip().lower()
@@ -65,12 +61,14 @@ class ControllerConfig:
                    max_idle_interval_ms=integer("metadata.max.idle.interval.ms", 500),
                    unclean_recovery_manager_enabled=boolean("unclean.recovery.manager.enabled", False),
                    unclean_recovery_strategy=strategy(props.get("unclean.recovery.strategy", ""), where),
-                   unclean_recovery_timeout_ms=integer("unclean.recovery.timeout.ms", 300000),
+                   unclean_recovery_timeout_ms=integer("unclean.recovery.timeout.ms", 300000, JAVA_LONG_MAX),
                    delegation_token_secret_key=props.get("delegation.token.secret.key", "").strip(),
-                   delegation_token_max_lifetime_ms=integer("delegation.token.max.lifetime.ms", 604_800_000),
-                   delegation_token_expiry_time_ms=integer("delegation.token.expiry.time.ms", 86_400_000),
+                   delegation_token_max_lifetime_ms=integer("delegation.token.max.lifetime.ms", 604_800_000,
+                                                            JAVA_LONG_MAX),
+                   delegation_token_expiry_time_ms=integer("delegation.token.expiry.time.ms", 86_400_000,
+                                                           JAVA_LONG_MAX),
                    delegation_token_expiry_check_interval_ms=integer("delegation.token.expiry.check.interval.ms",
-                                                                     3_600_000),
+                                                                     3_600_000, JAVA_LONG_MAX),
                    authorizer=AuthorizerConfig.from_properties(props, where))
 
 

@@ -53,6 +53,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from engine.common.errors import ConfigError
+from engine.common.server_config import parse_list, security_protocol_map
 from engine.net import pkcs12_stores
 from engine.net.jaas_config import (
     CLIENT_SECTION, JAAS_FILE_PROPERTY, SERVER_SECTION, JaasEntry, parse_jaas_config, static_jaas_section,
@@ -105,19 +106,11 @@ def _protocol(text: str, key: str, where: str | None) -> SecurityProtocol:
 
 
 def _listener_protocol(props: Mapping[str, str], listener_name: str, where: str | None) -> SecurityProtocol:
-    """The listener's protocol from listener.security.protocol.map (Kafka's default maps each protocol
-    name to itself)."""
-    wanted = listener_name.strip().upper()
-    for item in (part.strip() for part in props.get("listener.security.protocol.map", "").split(",")):
-        name, sep, protocol = item.partition(":")
-        if sep and name.strip().upper() == wanted:
-            return _protocol(protocol, "listener.security.protocol.map", where)
-    if wanted in SecurityProtocol.__members__:
-        return SecurityProtocol[wanted]
-    if not props.get("listener.security.protocol.map", "").strip():
-        # Kafka (KRaft) maps a controller listener to PLAINTEXT when the map is not set at all
-        return SecurityProtocol.PLAINTEXT
-    raise ConfigError(f"listener {listener_name} has no entry in listener.security.protocol.map", path=where)
+    """The listener's protocol from the effective listener.security.protocol.map (engine.common.server_config)."""
+    protocol = security_protocol_map(props, where).get(listener_name.strip().upper())
+    if protocol is None:
+        raise ConfigError(f"listener {listener_name} has no entry in listener.security.protocol.map", path=where)
+    return SecurityProtocol(protocol)
 
 
 def _mechanism(text: str, key: str, where: str | None) -> str:
@@ -295,7 +288,7 @@ def _set_tls_versions(context: ssl.SSLContext, s: _Settings, *, client: bool) ->
     ssl.protocol), as one contiguous range: with only TLS 1.2 and 1.3 left to choose from, every list
     is one."""
     text, key = s.get("ssl.enabled.protocols", "TLSv1.2,TLSv1.3")
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    names = parse_list(text)
     unknown = [n for n in names if n not in _TLS_VERSIONS and n not in _DISABLED_TLS_VERSIONS]
     if unknown:
         raise s.error(f"{key} names {', '.join(unknown)}, which is not a TLS version "
@@ -356,7 +349,7 @@ def listener_security(props: Mapping[str, str], listener_name: str, protocol: Se
     plain_users: dict[str, str] = {}
     if protocol.uses_sasl:
         text, key = s.get("sasl.enabled.mechanisms", "GSSAPI")
-        names = [m.strip() for m in text.split(",") if m.strip()]
+        names = parse_list(text)
         if not names:
             raise s.error(f"{key} is empty: listener {listener_name} is {protocol.name} and needs a mechanism")
         mechanisms = tuple(dict.fromkeys(_mechanism(m, key, where) for m in names))
@@ -449,7 +442,7 @@ def controller_client_security(props: Mapping[str, str], where: str | None) -> C
     """A broker's or controller's channel to the controller quorum: the first controller.listener.names
     entry with sasl.mechanism.controller.protocol, as Kafka's RaftManager and
     NodeToControllerChannelManager pick it."""
-    names = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
+    names = parse_list(props.get("controller.listener.names"))
     if not names:
         raise ConfigError("controller.listener.names is not set", path=where)
     return client_security(props, where, listener_name=names[0], mechanism_key="sasl.mechanism.controller.protocol")

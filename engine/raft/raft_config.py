@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from engine.common.errors import ConfigError
+from engine.common.server_config import parse_list
 from engine.raft.voter_set import Address, VoterSet, parse_bootstrap_servers, parse_quorum_voters
 
 # Kafka's QuorumConfig names and defaults.
@@ -69,7 +70,7 @@ class RaftConfig:
             ints[key] = int_property(props, key, default, where)
             if not 1 <= ints[key] <= JAVA_INT_MAX:
                 raise ConfigError(f"{key} must be from 1 to {JAVA_INT_MAX}, got {ints[key]}", path=where)
-        listeners = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
+        listeners = parse_list(props.get("controller.listener.names"))
         listener = listeners[0] if listeners else "CONTROLLER"
         try:
             voters = parse_quorum_voters(props.get(VOTERS, ""), listener)

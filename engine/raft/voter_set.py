@@ -13,6 +13,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from engine.common.errors import ConfigError, MetadataError
+from engine.common.server_config import parse_list
 from engine.records.kio_codec import KRaftVersionFeature, VotersEndpoint, VotersRecord, VotersVoter, i16, i32, u16
 
 Address = tuple[str, int]
@@ -132,7 +133,7 @@ class VoterSet:
 def parse_quorum_voters(text: str, listener_name: str) -> VoterSet:
     """``controller.quorum.voters``: ``1@host:9093,2@[::1]:9093`` (static, kraft.version 0)."""
     nodes = []
-    for item in (p.strip() for p in text.split(",") if p.strip()):
+    for item in parse_list(text):
         node, at, address = item.partition("@")
         host, _, port = address.rpartition(":")
         if not at or not node.strip().isdigit() or not port.isdigit() or not host:
@@ -148,7 +149,7 @@ def parse_quorum_voters(text: str, listener_name: str) -> VoterSet:
 def parse_bootstrap_servers(text: str) -> tuple[Address, ...]:
     """``controller.quorum.bootstrap.servers``: ``host:9093,host:9094``."""
     out = []
-    for item in (p.strip() for p in text.split(",") if p.strip()):
+    for item in parse_list(text):
         host, _, port = item.rpartition(":")
         if not host or not port.isdigit():
             raise ConfigError(f"bad controller.quorum.bootstrap.servers entry {item!r} (expected HOST:PORT)")

@@ -31,6 +31,7 @@ from typing import Mapping
 from engine.common.errors import ConfigError, StorageError
 from engine.common.file_io import write_bytes_atomically
 from engine.common.java_properties import load_properties
+from engine.common.server_config import JAVA_INT_MAX, int_setting, parse_list, read_server_config
 from engine.broker.broker_lifecycle import Listener
 from engine.controller.controller_config import ControllerConfig
 from engine.net.channel_security import (
@@ -38,13 +39,8 @@ from engine.net.channel_security import (
 )
 from engine.net.security_config import client_security, controller_client_security, listener_security
 from engine.raft.raft_config import RaftConfig
-from engine.server.node_config import (
-    JAVA_INT_MAX, JAVA_LONG_MAX, advertised_host, int_setting, node_id_setting, read_config,
-    parse_listeners, parse_roles, security_protocol_map,
-)
-from engine.server.snapshot_policy import (
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_INTERVAL_MS, MAX_BYTES_KEY, MAX_INTERVAL_KEY, SnapshotLimits,
-)
+from engine.server.node_config import advertised_host, quorum_settings, snapshot_limits
+from engine.server.snapshot_policy import SnapshotLimits
 from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties, read_meta_properties
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
@@ -94,56 +90,46 @@ class BrokerSettings:
 
 def load_broker_settings(path: Path) -> BrokerSettings:
     """Read and check a broker's config; ConfigError (one line) names what is wrong."""
-    path = Path(path)
-    props, where = read_config(path)
-    roles = parse_roles(props)
-    if "broker" not in roles or any(r not in ("broker", "controller") for r in roles):
-        raise ConfigError(f"process.roles must name broker, got {props.get('process.roles')!r}", path=where)
-    node_id = node_id_setting(props, where)
-    log_dirs = tuple(Path(d.strip()) for d in (props.get("log.dirs") or props.get("log.dir") or "").split(",")
-                     if d.strip())
-    if not log_dirs:
-        raise ConfigError("log.dirs is not set", path=where)
-    metadata_dir = Path(props["metadata.log.dir"].strip()) if props.get("metadata.log.dir", "").strip() \
-        else log_dirs[0]
-    controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")
-                        if n.strip()}
-    if not controller_names:
-        raise ConfigError("controller.listener.names is not set", path=where)
-    listeners = parse_listeners(props.get("listeners", ""), "listeners", where)
-    advertised_map = parse_listeners(props.get("advertised.listeners", ""), "advertised.listeners", where)
-    protocols = security_protocol_map(props, where)
-    broker_names = [name for name in listeners if name not in controller_names]
+    config = read_server_config(path)
+    props, where = config.props, config.path
+    if "broker" not in config.roles:
+        raise config.error(f"process.roles must name broker, got {props.get('process.roles')!r}")
+    if not config.log_dirs:
+        raise config.error("log.dirs is not set")
+    if not config.controller_listener_names:
+        raise config.error("controller.listener.names is not set")
+    # Kafka looks a broker's controller listeners up by their upper-cased names
+    controller_names = {name.upper() for name in config.controller_listener_names}
+    broker_names = [name for name in config.listeners if name not in controller_names]
     if not broker_names:
-        raise ConfigError(f"listeners {props.get('listeners', '')!r} has no broker listener (one not in "
-                          f"controller.listener.names)", path=where)
+        raise config.error(f"listeners {props.get('listeners', '')!r} has no broker listener (one not in "
+                           f"controller.listener.names)")
     advertised = []
     securities = []
     for name in broker_names:
-        protocol = protocols.get(name)
+        protocol = config.security_protocols.get(name)
         if protocol is None:
-            raise ConfigError(f"listener {name} has no entry in listener.security.protocol.map", path=where)
+            raise config.error(f"listener {name} has no entry in listener.security.protocol.map")
         securities.append(listener_security(props, name, SecurityProtocol(protocol), where))
-        host, port = advertised_map.get(name, listeners[name])
+        host, port = config.advertised(name)
         advertised.append(Listener(name, advertised_host(host), port, protocol))
     inter_broker = props.get("inter.broker.listener.name", "").strip().upper() or \
         ("PLAINTEXT" if "PLAINTEXT" in broker_names else broker_names[0])
     if inter_broker not in broker_names:
-        raise ConfigError(f"inter.broker.listener.name {inter_broker} is not one of the broker listeners "
-                          f"{', '.join(broker_names)}", path=where)
-    raft = RaftConfig.from_properties(props, where=where)
-    if not raft.static_voters.voters and not raft.bootstrap_servers:
-        raise ConfigError("set controller.quorum.bootstrap.servers (or controller.quorum.voters)", path=where)
+        raise config.error(f"inter.broker.listener.name {inter_broker} is not one of the broker listeners "
+                           f"{', '.join(broker_names)}")
+    raft = quorum_settings(config)
     inter_broker_security = client_security(props, where, listener_name=inter_broker,
                                             mechanism_key="sasl.mechanism.inter.broker.protocol")
     faults = props.get(FAULTS_FILE_KEY, "").strip()
 
     def setting(key: str, default: int, minimum: int = 1, maximum: int = JAVA_INT_MAX) -> int:
-        return int_setting(props, key, default, minimum, maximum, where)
+        return config.integer(key, default, minimum, maximum)
 
     return BrokerSettings(
-        path=path, node_id=node_id, log_dirs=log_dirs, metadata_log_dir=metadata_dir,
-        binds=tuple((name, (listeners[name][0] or "0.0.0.0", listeners[name][1])) for name in broker_names),
+        path=Path(path), node_id=config.node_id, log_dirs=config.log_dirs, metadata_log_dir=config.metadata_log_dir,
+        binds=tuple((name, (config.listeners[name][0] or "0.0.0.0", config.listeners[name][1]))
+                    for name in broker_names),
         advertised=tuple(advertised), inter_broker_listener=inter_broker, raft=raft,
         rack=props.get("broker.rack", "").strip() or None,
         heartbeat_interval_ms=setting("broker.heartbeat.interval.ms", 2000),
@@ -152,11 +138,8 @@ def load_broker_settings(path: Path) -> BrokerSettings:
         replica_lag_time_max_ms=setting("replica.lag.time.max.ms", 30000),
         replica_fetch_wait_max_ms=setting("replica.fetch.wait.max.ms", 500, 0),
         authorizer=bool(props.get("authorizer.class.name", "").strip()),
-        faults_file=Path(faults) if faults else None,
-        snapshots=SnapshotLimits(max_bytes=setting(MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX),
-                                 max_interval_ms=setting(MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0,
-                                                         JAVA_LONG_MAX)),
-        roles=tuple(roles), static_configs=ControllerConfig.from_properties(node_id, props, where),
+        faults_file=Path(faults) if faults else None, snapshots=snapshot_limits(config),
+        roles=config.roles, static_configs=ControllerConfig.from_properties(config.node_id, props, where),
         listener_securities=tuple(securities), controller_security=controller_client_security(props, where),
         inter_broker_security=inter_broker_security)
 
@@ -227,7 +210,7 @@ def read_faults(path: Path | None, where: str) -> Faults:
         return Faults()
     props: Mapping[str, str] = load_properties(path)
     delay = int_setting(props, FETCH_DELAY_KEY, 0, 0, JAVA_INT_MAX, str(path))
-    failed = frozenset(Path(d.strip()) for d in props.get(FAILED_DIRS_KEY, "").split(",") if d.strip())
+    failed = frozenset(Path(d) for d in parse_list(props.get(FAILED_DIRS_KEY)))
     text = props.get(FETCH_FAILURE_RATE_KEY, "").strip() or "0"
     try:
         rate = float(text)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Awaitable, Callable, Mapping, Sequence
 
 from engine.common.errors import ConfigError, StorageError
+from engine.common.server_config import JAVA_INT_MAX, read_server_config
 from engine.storage.log_reader import METADATA_PARTITION_DIR
 from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties, read_meta_properties
 from engine.controller import commands as controller_commands
@@ -46,16 +47,11 @@ from engine.raft.raft_client import RaftListener
 from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.server.controller_registration import ControllerRegistrar
-from engine.server.node_config import (
-    JAVA_INT_MAX, JAVA_LONG_MAX, advertised_host, int_setting, node_id_setting, parse_listeners, parse_roles,
-    read_config, security_protocol_map,
-)
+from engine.server.node_config import advertised_host, quorum_settings, snapshot_limits
 from engine.server.controller_server import ControllerServer, read_bootstrap_records
 from engine.server.scram_credentials import scram_lookup
 from engine.server.metadata_listener import MetadataListener
-from engine.server.snapshot_policy import (
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_INTERVAL_MS, MAX_BYTES_KEY, MAX_INTERVAL_KEY, SnapshotLimits, SnapshotPolicy,
-)
+from engine.server.snapshot_policy import SnapshotLimits, SnapshotPolicy
 from engine.storage.metadata_log import DEFAULT_SEGMENT_BYTES
 from engine.storage.snapshot_writer import SnapshotId
 
@@ -106,63 +102,37 @@ class ControllerSettings:
 
 def load_controller_settings(path: Path) -> ControllerSettings:
     """Read and check a controller's config; ConfigError (one line) names what is wrong."""
-    path = Path(path)
-    props, where = read_config(path)
-    roles = parse_roles(props)
-    if sorted(roles) not in (["controller"], ["broker", "controller"]):
-        raise ConfigError(f"process.roles must be controller (or broker,controller), got "
-                          f"{props.get('process.roles')!r}", path=where)
-    node_id = node_id_setting(props, where)
-    metadata_dir = props.get("metadata.log.dir", "").strip() or next(
-        (d.strip() for d in (props.get("log.dirs") or props.get("log.dir") or "").split(",") if d.strip()), "")
-    if not metadata_dir:
-        raise ConfigError("neither metadata.log.dir nor log.dirs is set", path=where)
-    names = [n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()]
-    if not names:
-        raise ConfigError("controller.listener.names is not set", path=where)
-    listeners = parse_listeners(props.get("listeners", ""), "listeners", where)
-    advertised = parse_listeners(props.get("advertised.listeners", ""), "advertised.listeners", where)
-    for name in names:
-        if name.upper() not in listeners:
-            raise ConfigError(f"the controller listener {name} (controller.listener.names) is not in listeners "
-                              f"{props.get('listeners', '')!r}", path=where)
-    endpoints = []
-    for name in names:
-        host, port = advertised.get(name.upper(), listeners[name.upper()])
-        endpoints.append((name, (advertised_host(host), port)))
-    bind_host, bind_port = listeners[names[0].upper()]
-    raft = RaftConfig.from_properties(props, where=where)
-    if not raft.static_voters.voters and not raft.bootstrap_servers:
-        raise ConfigError("set controller.quorum.bootstrap.servers (or controller.quorum.voters)", path=where)
-    idle = int_setting(props, MAX_IDLE_INTERVAL_MS, DEFAULT_MAX_IDLE_INTERVAL_MS, 1, JAVA_INT_MAX, where)
-    snapshots = SnapshotLimits(
-        max_bytes=int_setting(props, MAX_BYTES_KEY, DEFAULT_MAX_BYTES, 1, JAVA_LONG_MAX, where),
-        max_interval_ms=int_setting(props, MAX_INTERVAL_KEY, DEFAULT_MAX_INTERVAL_MS, 0, JAVA_LONG_MAX, where))
-    segment_bytes = int_setting(props, SEGMENT_BYTES_KEY, DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES, JAVA_INT_MAX,
-                                 where)
-    if props.get(INTERNAL_SEGMENT_BYTES_KEY, "").strip():
-        segment_bytes = int_setting(props, INTERNAL_SEGMENT_BYTES_KEY, segment_bytes, 1, JAVA_INT_MAX, where)
-    protocol = security_protocol_map(props, where).get(names[0].upper())
-    if protocol is None and not props.get("listener.security.protocol.map", "").strip():
-        protocol = int(SecurityProtocol.PLAINTEXT)  # Kafka's KRaft default for an unmapped controller listener
+    config = read_server_config(path)
+    if "controller" not in config.roles:
+        raise config.error(f"process.roles must be controller (or broker,controller), got "
+                           f"{config.props.get('process.roles')!r}")
+    endpoints = [(name, (advertised_host(host), port)) for name, (host, port) in config.controller_endpoints()]
+    listener_name = config.controller_listener_names[0]
+    bind_host, bind_port = config.listeners[listener_name]
+    raft = quorum_settings(config)
+    idle = config.integer(MAX_IDLE_INTERVAL_MS, DEFAULT_MAX_IDLE_INTERVAL_MS, 1, JAVA_INT_MAX)
+    segment_bytes = config.integer(SEGMENT_BYTES_KEY, DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES, JAVA_INT_MAX)
+    if config.props.get(INTERNAL_SEGMENT_BYTES_KEY, "").strip():
+        segment_bytes = config.integer(INTERNAL_SEGMENT_BYTES_KEY, segment_bytes, 1, JAVA_INT_MAX)
+    protocol = config.security_protocols.get(listener_name)
     if protocol is None:
-        raise ConfigError(f"the controller listener {names[0]} has no entry in listener.security.protocol.map",
-                          path=where)
-    security = listener_security(props, names[0], SecurityProtocol(protocol), where)
+        raise config.error(f"the controller listener {listener_name} has no entry in listener.security.protocol.map")
+    props, where = config.props, config.path
+    security = listener_security(props, listener_name, SecurityProtocol(protocol), where)
     broker_problem = None
     try:
         broker_listener, broker_security = broker_client(props, where)
     except ConfigError as exc:
-        if "broker" in roles:  # a combined node's broker side needs them anyway
+        if "broker" in config.roles:  # a combined node's broker side needs them anyway
             raise
         # Kafka's controllers never read the inter-broker settings (a config shared with the
         # brokers may name GSSAPI there): start, and say unclean recovery cannot ask the brokers
         broker_listener, broker_security, broker_problem = None, None, str(exc)
-    return ControllerSettings(path=path, node_id=node_id, metadata_log_dir=Path(metadata_dir),
-                              listener_name=names[0], bind=(bind_host or "0.0.0.0", bind_port),
+    return ControllerSettings(path=Path(path), node_id=config.node_id, metadata_log_dir=config.metadata_log_dir,
+                              listener_name=listener_name, bind=(bind_host or "0.0.0.0", bind_port),
                               endpoints=tuple(endpoints), raft=raft, max_idle_interval_ms=idle,
-                              snapshots=snapshots, segment_bytes=segment_bytes,
-                              controller=ControllerConfig.from_properties(node_id, props, where),
+                              snapshots=snapshot_limits(config), segment_bytes=segment_bytes,
+                              controller=ControllerConfig.from_properties(config.node_id, props, where),
                               listener_security=security, client_security=controller_client_security(props, where),
                               broker_listener=broker_listener, broker_security=broker_security,
                               broker_problem=broker_problem)

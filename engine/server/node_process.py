@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Sequence
 
 from engine.common.errors import ConfigError
+from engine.common.server_config import read_server_config
 from engine.server.broker_node import BrokerNode
 from engine.server.broker_settings import load_broker_settings
 from engine.server.controller_node import ControllerNode, load_controller_settings, raft_failed, setup_logging
-from engine.server.node_config import parse_roles, read_config
 
 
 def build_nodes(configs: Sequence[Path]) -> tuple[ControllerNode | None, list[BrokerNode]]:
     """The controller (if any) and the brokers of ``configs``; ConfigError / StorageError on a bad one."""
-    roles = [parse_roles(read_config(Path(c))[0]) for c in configs]
+    roles = [read_server_config(c).roles for c in configs]
     with_controller = [c for c, r in zip(configs, roles) if "controller" in r]
     if with_controller and len(configs) > 1:
         raise ConfigError("a controller (or combined) node runs alone: give one --config", path=str(with_controller[0]))
