@@ -80,7 +80,7 @@ def fuzz_record_batch(data: bytes) -> None:
 
 
 def _dump_log(path: Path) -> None:
-    from engine.tools.dump_log import dump_files
+    from engine.admin.log_dump import dump_files
 
     dump_files([str(path)], _discard, _discard)
 
@@ -114,7 +114,7 @@ def fuzz_records(data: bytes) -> None:
     dump-log prints them."""
     from engine.records.record_batch import decode_batch
     from engine.storage.log_reader import batches_of_bytes, entries_of_batch
-    from engine.tools.dump_log import record_lines
+    from engine.admin.log_dump import record_lines
 
     buf = records_batch_bytes(data)
     where = "fuzzed records batch"

@@ -24,7 +24,7 @@ def _note(line: str) -> None:
 
 
 def cmd_dump_log(args: argparse.Namespace) -> int:
-    from engine.tools.dump_log import dump_files
+    from engine.admin.log_dump import dump_files
 
     dump_files(args.files, _out, _note, skip_record_metadata=args.skip_record_metadata)
     return 0

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from engine.tools.dump_log import dump_files
+from engine.admin.log_dump import dump_files
 from engine.image.image_writer import image_records
 from engine.storage.log_reader import entries_by_batch, list_log_dir
 from engine.image.metadata_delta import MetadataDelta

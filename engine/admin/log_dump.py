@@ -1,4 +1,5 @@
-"""``kraftd dump-log``: print segments and snapshots as ``kafka-dump-log --cluster-metadata-decoder`` does."""
+"""What ``kraftd dump-log`` prints: segments and snapshots as ``kafka-dump-log --cluster-metadata-decoder``
+prints them. A library, shared by the command line and the fuzzer."""
 
 from __future__ import annotations
 
