@@ -24,7 +24,7 @@ from engine.records.kio_codec import i8, i32
 from engine.storage.metadata_log import MetadataLog
 from engine.storage.snapshot_writer import SnapshotId
 from metashell.dashboard.history import History
-from metashell.demo.shell_demo import _broker, _fence
+from tests.broker_records import broker_fencing as _fence, broker_registration as _broker
 from metashell.export.history_tables import history_rows, images_at
 from metashell.shell.session import Session
 from metashell.source import Source

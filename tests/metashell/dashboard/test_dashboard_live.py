@@ -258,10 +258,10 @@ def test_the_window_bounds_memory_and_a_reset_starts_anew(batches, demo_log_dir:
         assert screen.frame.image == load_log_dir(demo_log_dir, offset=source.start_offset)[0]
         # the feed fell behind the leader's log start and fetched a snapshot: the history starts anew
         await pilot.press("end")
-        at = batches[5][-1].offset
-        feed.push(batches[6:], reset=(load_log_dir(demo_log_dir, offset=at)[0], at))
+        at = batches[6][-1].offset  # what follows fits in the window
+        feed.push(batches[7:], reset=(load_log_dir(demo_log_dir, offset=at)[0], at))
         await tick()
-        assert (source.start_offset, source.first_offset) == (at, batches[6][0].offset)
+        assert (source.start_offset, source.first_offset) == (at, batches[7][0].offset)
         assert screen.frame.offset == batches[-1][-1].offset
         assert screen.frame.image == load_log_dir(demo_log_dir)[0]
         assert all(e.offset > at for e in source.events)

@@ -1,9 +1,10 @@
 """The dashboard's data: History (frames, stepping, events, series) and the panels' rows.
 
-The demo history (metashell.demo.shell_demo): offsets 0 leader change (leader 1) | 1 metadata.version |
-2-4 brokers 1-3 register fenced | 5-7 unfence | 8-11 topic orders (3 partitions, ISR [1,2,3]) |
-12 fence 2, 13-15 ISRs shrink to [1,3] (orders-1's leader 2 -> 3) | 16 leader change (leader 3)
-| 17 unfence 2, 18-20 ISRs expand. One batch a second from 2026-01-01T00:00:00Z.
+The demo history (metashell.demo.shell_demo, written by the controller): offsets 0 leader change
+(leader 1) | 1-3 bootstrap (metadata.version) | 4-6 brokers 1-3 register fenced | 7-9 unfence |
+10-13 topic orders (3 partitions, ISR all three) | 14 NoOp | 15-17 ISRs shrink to [1,3] (orders-1's
+leader 2 -> 3), 18 fence 2 | 19 leader change (leader 3) | 20 unfence 2 | 21, 22-23 ISRs expand.
+One batch a second from 2026-01-01T00:00:00Z.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from metashell.dashboard.events import events_of_batch
 from metashell.dashboard.history import History
 from metashell.dashboard.model import FLAG_LEADERLESS as LEADERLESS
 from metashell.dashboard.model import FLAG_UNDER_MIN_ISR as UNDER_MIN
-from metashell.demo.shell_demo import START_MS, _broker, _fence, write_demo_log_dir
+from metashell.demo.shell_demo import START_MS, write_demo_log_dir
+from tests.broker_records import broker_fencing as _fence, broker_registration as _broker
 from metashell.shell.summary import summarize
 from tests.conftest import CORPUS, corpus_params
 
@@ -90,51 +92,51 @@ def _history(batches) -> History:
 
 
 def test_demo_bounds_and_frames_at_chosen_offsets(demo: History) -> None:
-    assert (demo.start_offset, demo.first_offset, demo.last_offset) == (-1, 0, 20)
-    assert demo.batch_starts == [0, 1, 2, 5, 8, 12, 16, 17]
-    assert len(demo.entries) == 21 and demo.info.end_offset == 21 and demo.info.first_offset == 0
+    assert (demo.start_offset, demo.first_offset, demo.last_offset) == (-1, 0, 23)
+    assert demo.batch_starts == [0, 1, 4, 7, 10, 14, 15, 19, 20, 21, 22]
+    assert len(demo.entries) == 24 and demo.info.end_offset == 24 and demo.info.first_offset == 0
     brokers = lambda offset: {b: r.state for b, r in demo.frame_at(offset).image.cluster.brokers.items()}
-    assert brokers(11)[2] == "active" and brokers(12)[2] == "fenced" and brokers(17)[2] == "active"
+    assert brokers(17)[2] == "active" and brokers(18)[2] == "fenced" and brokers(20)[2] == "active"
     isr = lambda offset, pid: demo.frame_at(offset).image.topics.topic("orders").partitions[pid].isr
-    assert isr(12, 0) == (1, 2, 3) and isr(13, 0) == (1, 3) and isr(18, 0) == (1, 2, 3)
+    assert isr(14, 0) == (1, 2, 3) and isr(15, 0) == (1, 3) and isr(21, 0) == (1, 3, 2)
     leader = lambda offset: demo.frame_at(offset).image.quorum.leader.leader_id
-    assert leader(0) == 1 and leader(15) == 1 and leader(16) == 3
+    assert leader(0) == 1 and leader(18) == 1 and leader(19) == 3
     start = demo.frame_at(-5)
     assert (start.offset, start.timestamp_ms, start.image.cluster.brokers) == (-1, -1, {})
     end = demo.frame_at(10**9)
-    assert (end.offset, end.last_offset, end.timestamp_ms) == (20, 20, START_MS + 7000)
+    assert (end.offset, end.last_offset, end.timestamp_ms) == (23, 23, START_MS + 10000)
     assert demo.frame_at(13).image is demo.frame_at(13).image  # recent frames are kept
 
 
 def test_changed_entries_between_frames(demo: History, monkeypatch) -> None:
-    at_11 = demo.frame_at(11)
-    assert at_11.changed == ()  # nothing shown before
-    forward = demo.frame_at(15, at_11)
-    assert [e.offset for e in forward.changed] == [12, 13, 14, 15]
-    backward = demo.frame_at(11, forward)
-    assert [e.offset for e in backward.changed] == [12, 13, 14, 15]
+    at_14 = demo.frame_at(14)
+    assert at_14.changed == ()  # nothing shown before
+    forward = demo.frame_at(18, at_14)
+    assert [e.offset for e in forward.changed] == [15, 16, 17, 18]
+    backward = demo.frame_at(14, forward)
+    assert [e.offset for e in backward.changed] == [15, 16, 17, 18]
     monkeypatch.setattr(history_module, "CHANGED_CAP", 3)
-    assert [e.offset for e in demo.frame_at(20, demo.first()).changed] == [18, 19, 20]
+    assert [e.offset for e in demo.frame_at(23, demo.first()).changed] == [21, 22, 23]
 
 
 def test_stepping_records_batches_events_and_bounds(demo: History) -> None:
     first, last = demo.first(), demo.last()
-    assert first.offset == -1 and last.offset == 20
-    assert demo.step(first, 1).offset == 0 and demo.step(demo.frame_at(12), -2).offset == 10
+    assert first.offset == -1 and last.offset == 23
+    assert demo.step(first, 1).offset == 0 and demo.step(demo.frame_at(18), -2).offset == 16
     assert demo.step(first, -1) is first and demo.step(last, 5) is last
-    assert demo.step(last, -100).offset == -1 and demo.step(first, 100).offset == 20
-    assert demo.next_batch(first).offset == 0 and demo.next_batch(demo.frame_at(12)).offset == 15
-    assert demo.next_batch(demo.frame_at(15)).offset == 16 and demo.next_batch(last) is last
-    assert demo.prev_batch(demo.frame_at(15)).offset == 11 and demo.prev_batch(demo.frame_at(13)).offset == 11
+    assert demo.step(last, -100).offset == -1 and demo.step(first, 100).offset == 23
+    assert demo.next_batch(first).offset == 0 and demo.next_batch(demo.frame_at(15)).offset == 18
+    assert demo.next_batch(demo.frame_at(18)).offset == 19 and demo.next_batch(last) is last
+    assert demo.prev_batch(demo.frame_at(18)).offset == 14 and demo.prev_batch(demo.frame_at(16)).offset == 14
     assert demo.prev_batch(demo.frame_at(0)).offset == -1 and demo.prev_batch(first) is first
-    assert demo.next_event(demo.frame_at(11)).offset == 12
-    assert demo.next_event(demo.frame_at(11), {"isr-expand"}).offset == 18
+    assert demo.next_event(demo.frame_at(14)).offset == 15
+    assert demo.next_event(demo.frame_at(14), {"isr-expand"}).offset == 21
     assert demo.next_event(demo.frame_at(18), {"fence"}).offset == 18  # none after: no move
-    assert demo.prev_event(last, {"leader-change"}).offset == 16
-    assert demo.prev_event(demo.frame_at(16), {"leader-change"}).offset == 0
+    assert demo.prev_event(last, {"leader-change"}).offset == 19
+    assert demo.prev_event(demo.frame_at(19), {"leader-change"}).offset == 0
     assert demo.prev_event(demo.frame_at(0)).offset == 0 and demo.next_event(last) is last
-    stepped = demo.next_event(demo.frame_at(11), {"fence"})
-    assert [e.offset for e in stepped.changed] == [12]
+    stepped = demo.next_event(demo.frame_at(17), {"fence"})
+    assert [e.offset for e in stepped.changed] == [18]
 
 
 def test_frames_replayed_from_sparse_checkpoints(tmp_path: Path, monkeypatch, demo: History) -> None:
@@ -142,46 +144,48 @@ def test_frames_replayed_from_sparse_checkpoints(tmp_path: Path, monkeypatch, de
     monkeypatch.setattr(metadata_history, "CHEAP_BATCH_IMAGE", -1)  # keep no batch-end image
     sparse = History.open_log_dir(write_demo_log_dir(tmp_path))
     assert len(sparse.replay.checkpoints) < len(demo.replay.checkpoints)
-    for offset in range(-1, 21):
+    for offset in range(-1, 24):
         assert sparse.frame_at(offset).image == demo.frame_at(offset).image
     assert [f.image for f in sparse.frames()] == [f.image for f in demo.frames()]
     assert sparse.series() == demo.series() and sparse.events == demo.events
 
 
 def test_at_time_and_frames_in_batches(demo: History) -> None:
-    assert demo.at_time(START_MS + 5000).offset == 15
-    assert demo.at_time(START_MS + 5999).offset == 15
-    assert demo.at_time(START_MS - 1).offset == -1 and demo.at_time(START_MS + 10**6).offset == 20
+    assert demo.at_time(START_MS + 6000).offset == 18
+    assert demo.at_time(START_MS + 6999).offset == 18
+    assert demo.at_time(START_MS - 1).offset == -1 and demo.at_time(START_MS + 10**6).offset == 23
     frames = list(demo.frames())
-    assert [f.offset for f in frames] == [-1, 0, 1, 4, 7, 11, 15, 16, 20]
-    assert [[e.offset for e in f.changed] for f in frames[5:7]] == [[8, 9, 10, 11], [12, 13, 14, 15]]
-    assert frames[-1].image.topics.topic("orders").partitions[0].isr == (1, 2, 3)
+    assert [f.offset for f in frames] == [-1, 0, 3, 6, 9, 13, 14, 18, 19, 20, 21, 23]
+    assert [[e.offset for e in f.changed] for f in frames[5:8]] == [[10, 11, 12, 13], [14], [15, 16, 17, 18]]
+    assert frames[-1].image.topics.topic("orders").partitions[0].isr == (1, 3, 2)
 
 
 def test_events_of_the_demo(demo: History) -> None:
     summary = [(e.offset, e.kind, e.subject) for e in demo.events]
     assert summary == [
         (0, "leader-change", "quorum"),
-        (2, "broker-register", "broker 1"), (3, "broker-register", "broker 2"), (4, "broker-register", "broker 3"),
-        (5, "unfence", "broker 1"), (6, "unfence", "broker 2"), (7, "unfence", "broker 3"),
-        (8, "topic-create", "topic orders"),
-        (12, "fence", "broker 2"), (13, "isr-shrink", "orders-0"),
-        (14, "partition-leader", "orders-1"), (14, "isr-shrink", "orders-1"), (15, "isr-shrink", "orders-2"),
-        (16, "leader-change", "quorum"),
-        (17, "unfence", "broker 2"), (18, "isr-expand", "orders-0"), (19, "isr-expand", "orders-1"),
-        (20, "isr-expand", "orders-2")]
+        (4, "broker-register", "broker 1"), (5, "broker-register", "broker 2"), (6, "broker-register", "broker 3"),
+        (7, "unfence", "broker 1"), (8, "unfence", "broker 2"), (9, "unfence", "broker 3"),
+        (10, "topic-create", "topic orders"),
+        (15, "isr-shrink", "orders-0"),
+        (16, "partition-leader", "orders-1"), (16, "isr-shrink", "orders-1"), (17, "isr-shrink", "orders-2"),
+        (18, "fence", "broker 2"),
+        (19, "leader-change", "quorum"),
+        (20, "unfence", "broker 2"), (21, "isr-expand", "orders-0"), (22, "isr-expand", "orders-1"),
+        (23, "isr-expand", "orders-2")]
     texts = {e.offset: e.text for e in demo.events}
-    assert texts[12] == "broker 2 fenced" and texts[13] == "orders-0 ISR [1, 2, 3] → [1, 3]"
-    assert texts[16] == "quorum leader 3 (epoch 2)" and texts[8] == "topic orders created (3 partitions)"
-    assert demo.events[0].timestamp_ms == START_MS and texts[19] == "orders-1 ISR [1, 3] → [1, 3, 2]"
-    assert [e.offset for e in demo.events_between(12, 14)] == [12, 13, 14, 14]
+    assert texts[18] == "broker 2 fenced" and texts[15] == "orders-0 ISR [1, 2, 3] → [1, 3]"
+    assert texts[19] == "quorum leader 3 (epoch 2)" and texts[10] == "topic orders created (3 partitions)"
+    assert demo.events[0].timestamp_ms == START_MS and texts[22] == "orders-1 ISR [3, 1] → [3, 1, 2]"
+    assert [e.offset for e in demo.events_between(15, 17)] == [15, 16, 16, 17]
 
 
 def test_series_shapes(demo: History) -> None:
     series = demo.series()
     assert set(series) == {"records_per_s", "fenced_brokers", "under_min_isr"}
-    assert series["records_per_s"] == [(START_MS + n * 1000, float(c)) for n, c in enumerate((1, 1, 3, 3, 4, 4, 1, 4))]
-    assert series["fenced_brokers"] == [(-1, 0.0), (4, 3.0), (7, 0.0), (15, 1.0), (20, 0.0)]
+    assert series["records_per_s"] == [(START_MS + n * 1000, float(c))
+                                       for n, c in enumerate((1, 3, 3, 3, 4, 1, 4, 1, 1, 1, 2))]
+    assert series["fenced_brokers"] == [(-1, 0.0), (6, 3.0), (9, 0.0), (18, 1.0), (20, 0.0)]
     assert series["under_min_isr"] == [(-1, 0.0)]  # min ISR 1: never under
 
 
@@ -262,24 +266,24 @@ def test_header_voters_and_leader_history(demo: History) -> None:
     header = panels.header_info(last, demo.info)
     assert (header.cluster_id, header.metadata_version, header.kraft_version) == ("-", "4.1-IV1 (27)", "0")
     assert (header.leader, header.position, header.record_time) == \
-        ("3 (epoch 2)", "offset 20 / 20", "2026-01-01T00:00:07Z")
+        ("3 (epoch 2)", "offset 23 / 23", "2026-01-01T00:00:10Z")
     empty = panels.header_info(demo.first(), demo.info)
     assert (empty.metadata_version, empty.kraft_version, empty.leader, empty.record_time) == ("-", "-", "none", "-")
     assert [(v.node_id, v.role, v.directory_id, v.lag) for v in panels.voter_rows(last, demo.info)] == \
         [(1, "voter", "-", "-"), (2, "voter", "-", "-"), (3, "leader", "-", "-")]
     assert panels.voter_rows(demo.first(), demo.info) == []
-    assert panels.leader_history(last.image) == ["offset 16  epoch 2  leader 3  2026-01-01T00:00:06Z",
+    assert panels.leader_history(last.image) == ["offset 19  epoch 2  leader 3  2026-01-01T00:00:07Z",
                                                  "offset 0  epoch 1  leader 1  2026-01-01T00:00:00Z"]
     assert panels.iso_utc(START_MS + 7250) == "2026-01-01T00:00:07.250Z"
 
 
 def test_broker_rows(demo: History) -> None:
-    frame = demo.frame_at(15)
+    frame = demo.frame_at(18)
     rows = panels.broker_rows(frame.image, demo.known_broker_ids(frame))
     assert [(r.broker_id, r.state, r.leader_of, r.replicas, r.rack) for r in rows] == \
         [(1, "active", 1, 3, "rack-1"), (2, "fenced", 0, 3, "rack-0"), (3, "active", 2, 3, "rack-1")]
-    assert rows[0].endpoints == "PLAINTEXT://broker-1:9092" and rows[0].epoch == 11
-    assert demo.known_broker_ids(demo.frame_at(3)) == {1, 2}
+    assert rows[0].endpoints == "PLAINTEXT://broker-1:9092" and rows[0].epoch == 4  # its registration's offset
+    assert demo.known_broker_ids(demo.frame_at(5)) == {1, 2}
     gone = panels.broker_rows(frame.image, [7, 2])
     assert (gone[-1].broker_id, gone[-1].state, gone[-1].epoch) == (7, "unregistered", -1)
     assert panels.broker_rows(MetadataImage()) == []

@@ -47,6 +47,22 @@ def part(image: MetadataImage, topic: str, partition: int):
     return image.topics.by_id[image.topics.by_name[topic]].partitions[partition]
 
 
+def registration_offsets() -> list[dict[int, int]]:
+    """The offsets of the RegisterBrokerRecords in the log, by broker: the first registrations,
+    then each later one."""
+    found: list[dict[int, int]] = []
+    offset = 0
+    for _, records, _ in DEMO_BATCHES:
+        for record in records:
+            if getattr(record, "type_name", "") == "REGISTER_BROKER_RECORD":
+                round_ = next((r for r in found if record.broker_id not in r), None)
+                if round_ is None:
+                    found.append(round_ := {})
+                round_[record.broker_id] = offset
+            offset += 1
+    return found
+
+
 def all_parts(image: MetadataImage):
     for topic in image.topics.by_id.values():
         for pid, p in topic.partitions.items():
@@ -74,7 +90,7 @@ def _brokers_up(image: MetadataImage) -> None:
     assert sorted(image.cluster.controllers) == list(CONTROLLERS)
     assert image.features["metadata.version"] == 27  # 4.1-IV1
     assert image.features["eligible.leader.replicas.version"] == 1
-    assert all(b.epoch == 12 + n for n, b in enumerate(sorted(brokers.values())))  # the registration offsets
+    assert {b.id: b.epoch for b in brokers.values()} == registration_offsets()[0]  # Kafka's broker epochs
 
 
 def _topics_created(image: MetadataImage) -> None:
@@ -164,7 +180,7 @@ def _broker_1_down(image: MetadataImage) -> None:
 
 def _broker_1_registered(image: MetadataImage) -> None:
     broker = image.cluster.brokers[1]
-    assert broker.epoch == image.provenance.last_offset and broker.epoch != 12
+    assert broker.epoch == image.provenance.last_offset != registration_offsets()[0][1]
     assert broker.fenced and not broker.in_controlled_shutdown
 
 
@@ -419,9 +435,11 @@ def test_a_terminal_opens_the_dashboard(monkeypatch, demo_dir: Path) -> None:
 
 
 def test_the_readme_points_at_the_story() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    root = Path(__file__).resolve().parents[3]
+    readme, dashboard_doc = (root / "README.md").read_text(), (root / "docs" / "dashboard.md").read_text()
     leaderless = next(o for o, text in DEMO_STORY if "leaderless" in text)
     assert f"metashell demo --offset {leaderless}" in readme and "metashell dash --log-dir" in readme
+    assert f"metashell demo --offset {leaderless} " in dashboard_doc
 
 
 def test_the_shell_still_takes_its_old_arguments() -> None:

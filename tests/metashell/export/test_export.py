@@ -21,7 +21,8 @@ from engine.records.kio_codec import f64, i8, i16, i32, i64
 from engine.storage.log_reader import LogEntry, read_log_dir
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
-from metashell.demo.shell_demo import _broker, _fence, write_demo_log_dir
+from metashell.demo.shell_demo import write_demo_log_dir
+from tests.broker_records import broker_fencing as _fence, broker_registration as _broker
 from metashell.export import export, history_dataframe, to_dataframe
 from metashell.export.history_tables import history_rows
 from metashell.export.schemas import COLUMNS, SCHEMA_DOCS, spark_schema

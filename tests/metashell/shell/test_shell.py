@@ -72,23 +72,34 @@ def test_errors_are_one_line_and_the_shell_goes_on(session: Session) -> None:
 
 def test_time_travel_changes_every_view(session: Session) -> None:
     assert run(session, "cat /brokers/2/state") == ["active"]
-    run(session, "seek 12")  # broker 2 fenced at offset 12
+    run(session, "seek 18")  # broker 2 fenced at offset 18
     assert run(session, "cat /brokers/2/state") == ["fenced"]
     assert '"isr": [' in "\n".join(run(session, "cat /topics/orders/0"))
     assert run(session, "cat /quorum/leader") == ["1"]
     run(session, "seek latest")
     assert run(session, "cat /quorum/leader; cat /brokers/2/state") == ["3", "active"]
-    run(session, "seek --time 1767225605000")
-    assert run(session, "cat /local/last-offset") == ["15"]
+    run(session, "seek --time 1767225606000")
+    assert run(session, "cat /local/last-offset") == ["18"]
 
 
 def test_summary_and_records(session: Session) -> None:
-    run(session, "seek 15")
+    run(session, "seek 18")
     summary = dict(line.split(":", 1) for line in run(session, "summary"))
     assert summary["brokers"].strip() == "3 (2 active, 1 fenced)"
     assert summary["offline replicas"].strip() == "3"
-    records = run(session, "records --from 12 --to 15 --type PARTITION_*")
-    assert [line.split("\t")[0] for line in records] == ["13", "14", "15"]
+    records = run(session, "records --from 15 --to 18 --type PARTITION_*")
+    assert [line.split("\t")[0] for line in records] == ["15", "16", "17"]
+
+
+def test_the_readme_seeks_to_when_broker_2_was_fenced(session: Session) -> None:
+    """The README's --demo line goes back to the moment broker 2 was fenced: the offset of the
+    record that fenced it in the demo history, not a number copied once."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    seek = int(re.search(r'metashell --demo -c "[^"]*seek (\d+); cat /brokers/2/state"', readme).group(1))
+    run(session, f"seek {seek - 1}")
+    assert run(session, "cat /brokers/2/state") == ["active"]
+    run(session, f"seek {seek}")
+    assert run(session, "cat /brokers/2/state") == ["fenced"]
 
 
 @pytest.mark.parametrize("before,expected", [
@@ -120,7 +131,7 @@ def test_one_shot_modes() -> None:
     assert proc.returncode == 1 and proc.stdout.startswith("directories\n") and proc.stderr.count("\n") == 1
     proc = _metashell("--demo", stdin="cd /features\nls\n")
     assert (proc.returncode, proc.stdout) == (0, "metadata.version\n")
-    proc = _metashell("--demo", "--offset", "12", "-c", "cat /brokers/2/state")
+    proc = _metashell("--demo", "--offset", "18", "-c", "cat /brokers/2/state")
     assert proc.stdout == "fenced\n"
 
 
