@@ -43,10 +43,6 @@ class LoadError(MetadataError):
     """The controller refused what the load needs (a registration, a topic), or never answered."""
 
 
-class NotActive(Exception):
-    """The controller asked is not (or no longer) the active one."""
-
-
 def _ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
 

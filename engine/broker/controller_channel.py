@@ -43,9 +43,6 @@ class ControllerChannel:
         """Wake the requests waiting for a leader (from the Raft listener)."""
         self._leader_changed.set()
 
-    def active_controller(self) -> tuple[int, Address | None]:
-        return self._leader()
-
     async def send(self, request: Any, timeout_ms: int) -> Any:
         """The active controller's answer to ``request``; NoControllerError when none answered
         within ``timeout_ms`` (the request may have reached one: the caller's retry is idempotent

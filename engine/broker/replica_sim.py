@@ -338,10 +338,6 @@ class ReplicaSim:
         led = self._led.get(key)
         return None if led is None or led.pending is None else tuple(b for b, _ in led.pending.isr_with_epochs)
 
-    def unanswered_alter_partitions(self) -> dict[PartitionKey, int]:
-        """How many unanswered AlterPartition proposals each partition has (never more than one)."""
-        return {key: 1 for key in self._unsent}
-
     @property
     def alter_partition_in_flight(self) -> Any | None:
         return self._ap_in_flight[0] if self._ap_in_flight is not None else None

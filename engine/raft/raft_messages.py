@@ -51,10 +51,6 @@ def ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
 
 
-def error_name(code: Any) -> str:
-    return ErrorCode(code).name.upper()
-
-
 def only_partition(message: Any) -> Any:
     """The single partition of a Raft message, if it is ``__cluster_metadata-0``; else None
     (another shape, topic or partition: the caller refuses it)."""

@@ -153,9 +153,6 @@ class MetadataLog:
         self.append_batch_bytes(encode_batch(batch), base + len(entries))
         return base, base + len(entries) - 1
 
-    def append_control(self, record: ControlRecord, *, epoch: int, timestamp_ms: int) -> int:
-        return self.append([record], epoch=epoch, timestamp_ms=timestamp_ms, control=True)[0]
-
     def append_batch_bytes(self, data: bytes, next_offset: int) -> None:
         """Append an already-encoded batch (e.g. one fetched from the leader)."""
         base_offset, _, epoch = struct.unpack_from(">qii", data, 0)
