@@ -20,6 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from engine.common.api_keys import EndpointType
 from engine.common.errors import ConfigError, MetadataError
 from engine.common.kafka_uuid import ZERO_UUID, uuid_to_kafka
 from engine.common.server_config import parse_endpoints, parse_list
@@ -30,7 +31,9 @@ Endpoint = tuple[str, str, int]  # (listener name, host, port)
 
 METADATA_TOPIC = "__cluster_metadata"
 DEFAULT_TIMEOUT_MS = 30_000  # the admin client's request.timeout.ms
-CONTROLLERS_FIRST, BROKERS_FIRST = (2, 1), (1, 2)  # DescribeCluster endpoint types: 1 brokers, 2 controllers
+# the DescribeCluster endpoint types asked in turn: a controller answers for controllers, a broker for brokers
+CONTROLLERS_FIRST = (EndpointType.CONTROLLER, EndpointType.BROKER)
+BROKERS_FIRST = (EndpointType.BROKER, EndpointType.CONTROLLER)
 TABLE_HEADERS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
                  "LastCaughtUpTimestamp", "Status")
 _HOST_PORT = re.compile(r"\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)")  # Kafka's Utils.getHost/getPort
@@ -242,8 +245,8 @@ def quorum_info(response) -> QuorumInfo | None:
     return _quorum_info(p, response)
 
 
-def describe_cluster_request(endpoint_type: int = CONTROLLERS_FIRST[0]):
-    """DescribeClusterRequest v2 for one endpoint type (2: the controllers, as a controller answers)."""
+def describe_cluster_request(endpoint_type: int = EndpointType.CONTROLLER):
+    """DescribeClusterRequest v2 for one endpoint type (by default the controllers, as a controller answers)."""
     kio = _kio()
     req = kio.protocol_module("describe_cluster", 2, "request")
     return req.DescribeClusterRequest(include_cluster_authorized_operations=False,

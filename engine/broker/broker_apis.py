@@ -26,6 +26,7 @@ import random
 from datetime import timedelta
 from typing import Any, Awaitable, Callable, Sequence
 
+from engine.common.api_keys import ApiKeys
 from engine.broker import data_answers, describe_answers, metadata_answers
 from engine.broker.forwarding import Forwarder, error_response, forwarded_apis
 from engine.controller.controller_config import ControllerConfig
@@ -36,21 +37,20 @@ from engine.records.kio_codec import ErrorCode, protocol_module
 
 log = logging.getLogger("engine.broker.apis")
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, LIST_GROUPS, DESCRIBE_LOG_DIRS = 0, 1, 2, 3, 10, 16, 35
-DESCRIBE_ACLS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 29, 32, 44
-DESCRIBE_CLIENT_QUOTAS, DESCRIBE_USER_SCRAM_CREDENTIALS, DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 48, 50, 60, 75
 BROKER_LOGGER = 8
 
 # What the broker answers itself: Kafka 4.x's broker ranges that kio has (ApiKeys on the BROKER
 # listener, e.g. Metadata 0-13, Fetch 4-18, DescribeConfigs 1-4, DescribeAcls 1-3).
 LOCAL_APIS: dict[int, ApiSpec] = {key: ApiSpec(key, name, low, high) for key, name, low, high in (
-    (PRODUCE, "produce", 3, 13), (FETCH, "fetch", 4, 18), (LIST_OFFSETS, "list_offsets", 1, 11),
-    (METADATA, "metadata", 0, 13), (FIND_COORDINATOR, "find_coordinator", 0, 6), (LIST_GROUPS, "list_groups", 0, 5),
-    (DESCRIBE_ACLS, "describe_acls", 1, 3), (DESCRIBE_CONFIGS, "describe_configs", 1, 4),
-    (DESCRIBE_CLIENT_QUOTAS, "describe_client_quotas", 0, 1),
-    (DESCRIBE_USER_SCRAM_CREDENTIALS, "describe_user_scram_credentials", 0, 0),
-    (DESCRIBE_CLUSTER, "describe_cluster", 0, 2), (DESCRIBE_TOPIC_PARTITIONS, "describe_topic_partitions", 0, 0))}
-LOG_DIRS_API = ApiSpec(DESCRIBE_LOG_DIRS, "describe_log_dirs", 1, 5)  # Kafka 4.3's range
+    (ApiKeys.PRODUCE, "produce", 3, 13), (ApiKeys.FETCH, "fetch", 4, 18),
+    (ApiKeys.LIST_OFFSETS, "list_offsets", 1, 11), (ApiKeys.METADATA, "metadata", 0, 13),
+    (ApiKeys.FIND_COORDINATOR, "find_coordinator", 0, 6), (ApiKeys.LIST_GROUPS, "list_groups", 0, 5),
+    (ApiKeys.DESCRIBE_ACLS, "describe_acls", 1, 3), (ApiKeys.DESCRIBE_CONFIGS, "describe_configs", 1, 4),
+    (ApiKeys.DESCRIBE_CLIENT_QUOTAS, "describe_client_quotas", 0, 1),
+    (ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS, "describe_user_scram_credentials", 0, 0),
+    (ApiKeys.DESCRIBE_CLUSTER, "describe_cluster", 0, 2),
+    (ApiKeys.DESCRIBE_TOPIC_PARTITIONS, "describe_topic_partitions", 0, 0))}
+LOG_DIRS_API = ApiSpec(ApiKeys.DESCRIBE_LOG_DIRS, "describe_log_dirs", 1, 5)  # Kafka 4.3's range
 
 NO_LOGGERS = "this simulated broker has no log4j loggers (broker-logger configs belong to a real broker's process)"
 
@@ -83,7 +83,7 @@ class BrokerApis:
         self.log_dirs = log_dirs  # log.dirs now (a failed one offline), for DescribeLogDirs
         self.apis: dict[int, ApiSpec] = {**LOCAL_APIS, **forwarded_apis()}
         if log_dirs is not None:
-            self.apis[DESCRIBE_LOG_DIRS] = LOG_DIRS_API
+            self.apis[ApiKeys.DESCRIBE_LOG_DIRS] = LOG_DIRS_API
 
     def finalized_features(self) -> tuple[int, dict[str, int]]:
         """ApiVersions' finalized features (for KafkaServer(finalized_features=...)): the image's,
@@ -104,71 +104,73 @@ class BrokerApis:
     def refuse(self, ctx: RequestContext, request: Any, code: Any, message: str | None) -> Any:
         """The API's answer refusing the whole request."""
         key, version = ctx.api_key, ctx.api_version
-        if key == METADATA:
+        if key == ApiKeys.METADATA:
             return metadata_answers.metadata_error(request, version, code)
-        if key == DESCRIBE_CLUSTER:
+        if key == ApiKeys.DESCRIBE_CLUSTER:
             return metadata_answers.describe_cluster_error(version, code, message)
-        if key == DESCRIBE_TOPIC_PARTITIONS:
+        if key == ApiKeys.DESCRIBE_TOPIC_PARTITIONS:
             return metadata_answers.describe_topic_partitions_error(request, code)
-        if key == DESCRIBE_USER_SCRAM_CREDENTIALS:
+        if key == ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS:
             return describe_answers.describe_user_scram_credentials_error(code, message)
-        if key in (DESCRIBE_CONFIGS, DESCRIBE_ACLS):
-            command = describe_answers.DESCRIBE_CONFIGS if key == DESCRIBE_CONFIGS else describe_answers.DESCRIBE_ACLS
+        if key in (ApiKeys.DESCRIBE_CONFIGS, ApiKeys.DESCRIBE_ACLS):
+            command = (describe_answers.DESCRIBE_CONFIGS if key == ApiKeys.DESCRIBE_CONFIGS
+                       else describe_answers.DESCRIBE_ACLS)
             return error_response(key, version, request, code, message, {key: command})
-        if key in (PRODUCE, FETCH, LIST_OFFSETS, LIST_GROUPS, FIND_COORDINATOR):
+        if key in (ApiKeys.PRODUCE, ApiKeys.FETCH, ApiKeys.LIST_OFFSETS, ApiKeys.LIST_GROUPS, ApiKeys.FIND_COORDINATOR):
             return self._data_answer(ctx, request)
-        if key == DESCRIBE_CLIENT_QUOTAS:
+        if key == ApiKeys.DESCRIBE_CLIENT_QUOTAS:
             return describe_answers.describe_client_quotas_error(version, code, message)
-        if key == DESCRIBE_LOG_DIRS:
+        if key == ApiKeys.DESCRIBE_LOG_DIRS:
             return data_answers.make(response_class(key, version), throttle_time=timedelta(0), error_code=code,
                                      results=())
         return error_response(key, version, request, code, message)
 
     def _data_answer(self, ctx: RequestContext, request: Any) -> Any:
         key, version = ctx.api_key, ctx.api_version
-        if key == PRODUCE:
+        if key == ApiKeys.PRODUCE:
             return data_answers.produce(request, version)
-        if key == FETCH:
+        if key == ApiKeys.FETCH:
             return data_answers.fetch(request, version)
-        if key == LIST_OFFSETS:
+        if key == ApiKeys.LIST_OFFSETS:
             return data_answers.list_offsets(request, version)
-        if key == LIST_GROUPS:
+        if key == ApiKeys.LIST_GROUPS:
             return data_answers.list_groups(version)
         return data_answers.find_coordinator(request, version)
 
     async def _answer(self, ctx: RequestContext, request: Any) -> Any:
         key, version = ctx.api_key, ctx.api_version
         listener = ctx.listener_name or self.listener_name
-        if key == METADATA:
+        if key == ApiKeys.METADATA:
             return metadata_answers.metadata(self.image(), request, version, listener=listener,
                                              cluster_id=self.cluster_id, rng=self.rng)
-        if key == DESCRIBE_CLUSTER:
+        if key == ApiKeys.DESCRIBE_CLUSTER:
             return metadata_answers.describe_cluster(self.image(), request, version, listener=listener,
                                                      cluster_id=self.cluster_id, rng=self.rng)
-        if key == DESCRIBE_TOPIC_PARTITIONS:
+        if key == ApiKeys.DESCRIBE_TOPIC_PARTITIONS:
             try:
                 return metadata_answers.describe_topic_partitions(self.image(), request, listener=listener)
             except metadata_answers.InvalidRequest as err:
                 log.info("broker %d: DescribeTopicPartitions refused: %s", self.broker_id, err)
                 return metadata_answers.describe_topic_partitions_error(request, ErrorCode.invalid_request)
-        if key == DESCRIBE_CONFIGS:
+        if key == ApiKeys.DESCRIBE_CONFIGS:
             return describe_answers.describe_configs(self.image(), self.config, request, version)
-        if key == DESCRIBE_ACLS:
+        if key == ApiKeys.DESCRIBE_ACLS:
             return describe_answers.describe_acls(self.image(), self.config, request, version, self.authorizer)
-        if key == DESCRIBE_CLIENT_QUOTAS:
+        if key == ApiKeys.DESCRIBE_CLIENT_QUOTAS:
             return describe_answers.describe_client_quotas(self.image(), request, version)
-        if key == DESCRIBE_USER_SCRAM_CREDENTIALS:
+        if key == ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS:
             return describe_answers.describe_user_scram_credentials(self.image(), request)
-        if key == DESCRIBE_LOG_DIRS and self.log_dirs is not None:
+        if key == ApiKeys.DESCRIBE_LOG_DIRS and self.log_dirs is not None:
             return data_answers.describe_log_dirs(self.image(), self.broker_id, self.log_dirs(), request, version)
-        if key == FETCH and data_answers.fetch_replica_id(request) >= 0 and self.replica_fetch is not None:
+        if key == ApiKeys.FETCH and data_answers.fetch_replica_id(request) >= 0 and self.replica_fetch is not None:
             return await self.replica_fetch(ctx, request)
-        if key == PRODUCE and int(request.acks) == 0:
+        if key == ApiKeys.PRODUCE and int(request.acks) == 0:
             raise NoResponse("a Produce with acks=0 to a broker that holds no data: closing the connection, "
                              "as Kafka does when such a produce fails")
         if key in LOCAL_APIS:
             return self._data_answer(ctx, request)
-        if key == INCREMENTAL_ALTER_CONFIGS and any(r.resource_type == BROKER_LOGGER for r in request.resources):
+        if key == ApiKeys.INCREMENTAL_ALTER_CONFIGS and any(r.resource_type == BROKER_LOGGER
+                                                            for r in request.resources):
             return await self._alter_without_loggers(ctx, request)
         return await self.forwarder.forward(ctx, request)
 

@@ -27,6 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
+from engine.common.api_keys import ApiKeys
 from engine.common.directory_id import MIGRATING, UNASSIGNED
 from engine.image.metadata_image import MetadataImage
 from engine.net.kafka_protocol import response_class
@@ -58,7 +59,7 @@ def produce(request: Any, version: int) -> Any:
         make(m.PartitionProduceResponse, index=p.index, error_code=ErrorCode.invalid_request, base_offset=i64(-1),
              log_append_time=None, log_start_offset=i64(-1), record_errors=(), error_message=NO_DATA)
         for p in t.partition_data)) for t in request.topic_data)
-    return make(response_class(0, version), responses=topics, throttle_time=_ZERO)
+    return make(response_class(ApiKeys.PRODUCE, version), responses=topics, throttle_time=_ZERO)
 
 
 def fetch(request: Any, version: int) -> Any:
@@ -68,8 +69,8 @@ def fetch(request: Any, version: int) -> Any:
              high_watermark=i64(-1), last_stable_offset=i64(-1), log_start_offset=i64(-1),
              aborted_transactions=None, preferred_read_replica=i32(-1), records=None)
         for p in t.partitions)) for t in request.topics)
-    return make(response_class(1, version), throttle_time=_ZERO, error_code=ErrorCode.none, session_id=i32(0),
-                responses=topics)
+    return make(response_class(ApiKeys.FETCH, version), throttle_time=_ZERO, error_code=ErrorCode.none,
+                session_id=i32(0), responses=topics)
 
 
 def fetch_replica_id(request: Any) -> int:
@@ -86,20 +87,20 @@ def list_offsets(request: Any, version: int) -> Any:
         make(m.ListOffsetsPartitionResponse, partition_index=p.partition_index, error_code=ErrorCode.invalid_request,
              timestamp=i64(-1), offset=i64(-1), leader_epoch=i32(-1))
         for p in t.partitions)) for t in request.topics)
-    return make(response_class(2, version), throttle_time=_ZERO, topics=topics)
+    return make(response_class(ApiKeys.LIST_OFFSETS, version), throttle_time=_ZERO, topics=topics)
 
 
 def list_groups(version: int) -> Any:
-    return make(response_class(16, version), throttle_time=_ZERO, error_code=ErrorCode.none, groups=())
+    return make(response_class(ApiKeys.LIST_GROUPS, version), throttle_time=_ZERO, error_code=ErrorCode.none, groups=())
 
 
 def find_coordinator(request: Any, version: int) -> Any:
     code = ErrorCode.coordinator_not_available
     if version < 4:
-        return make(response_class(10, version), throttle_time=_ZERO, error_code=code, error_message=NO_COORDINATOR,
-                    node_id=i32(-1), host="", port=i32(-1))
+        return make(response_class(ApiKeys.FIND_COORDINATOR, version), throttle_time=_ZERO, error_code=code,
+                    error_message=NO_COORDINATOR, node_id=i32(-1), host="", port=i32(-1))
     m = _module("find_coordinator", version)
-    return make(response_class(10, version), throttle_time=_ZERO, coordinators=tuple(
+    return make(response_class(ApiKeys.FIND_COORDINATOR, version), throttle_time=_ZERO, coordinators=tuple(
         m.Coordinator(key=key, node_id=i32(-1), host="", port=i32(-1), error_code=code, error_message=NO_COORDINATOR)
         for key in request.coordinator_keys))
 
@@ -159,7 +160,8 @@ def describe_log_dirs(image: MetadataImage, broker_id: int, log_dirs: Sequence[L
         total, usable = _volume_bytes(path)
         results.append(make(m.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=path, topics=tuple(topics),
                             total_bytes=i64(total), usable_bytes=i64(usable)))
-    return make(response_class(35, version), throttle_time=_ZERO, error_code=ErrorCode.none, results=tuple(results))
+    return make(response_class(ApiKeys.DESCRIBE_LOG_DIRS, version), throttle_time=_ZERO, error_code=ErrorCode.none,
+                results=tuple(results))
 
 
 __all__ = ["LogDir", "NO_DATA", "describe_log_dirs", "fetch", "fetch_replica_id", "find_coordinator", "list_groups", "list_offsets", "make",

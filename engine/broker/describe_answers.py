@@ -26,6 +26,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from engine.common.api_keys import ApiKeys
 from engine.controller import acl_control, config_control
 from engine.controller import config_defs as defs
 from engine.controller.controller_config import ControllerConfig
@@ -48,8 +49,8 @@ def _command(commands: list[Command], api_key: int) -> Command:
     return next(c for c in commands if c.api_key == api_key)
 
 
-DESCRIBE_CONFIGS = _command(config_control.COMMANDS, 32)
-DESCRIBE_ACLS = _command(acl_control.COMMANDS, 29)
+DESCRIBE_CONFIGS = _command(config_control.COMMANDS, ApiKeys.DESCRIBE_CONFIGS)
+DESCRIBE_ACLS = _command(acl_control.COMMANDS, ApiKeys.DESCRIBE_ACLS)
 
 
 def run_read_command(command: Command, image: MetadataImage, config: ControllerConfig, request: Any,
@@ -113,7 +114,7 @@ def _broker_config(ctx: ControllerContext, broker: str, name: str, describe: tup
 
 
 def describe_configs(image: MetadataImage, config: ControllerConfig, request: Any, version: int) -> Any:
-    newest = convert_message(request, request_class(32, DESCRIBE_CONFIGS.max_version))
+    newest = convert_message(request, request_class(ApiKeys.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS.max_version))
     refused = {i: _refusal(r, config.node_id) for i, r in enumerate(newest.resources)}
     own = {i for i, r in enumerate(newest.resources)
            if refused[i] is None and int(r.resource_type) == BROKER_RESOURCE and r.resource_name}
@@ -132,7 +133,7 @@ def describe_configs(image: MetadataImage, config: ControllerConfig, request: An
                 error_code=code, error_message=message, resource_type=resource.resource_type,
                 resource_name=resource.resource_name, configs=()))
     response = _configs.DescribeConfigsResponse(throttle_time=_ZERO, results=tuple(results))
-    return convert_message(response, response_class(32, version))
+    return convert_message(response, response_class(ApiKeys.DESCRIBE_CONFIGS, version))
 
 
 # -- DescribeAcls ---------------------------------------------------------------------------
@@ -142,7 +143,7 @@ def describe_acls(image: MetadataImage, config: ControllerConfig, request: Any, 
     if not authorizer:
         response = DESCRIBE_ACLS.error_response(request, ErrorCode.security_disabled,
                                                 "No Authorizer is configured on the broker")
-        return convert_message(response, response_class(29, version))
+        return convert_message(response, response_class(ApiKeys.DESCRIBE_ACLS, version))
     return run_read_command(DESCRIBE_ACLS, image, config, request, version)
 
 
@@ -211,13 +212,13 @@ def describe_client_quotas(image: MetadataImage, request: Any, version: int) -> 
                 values=tuple(_quotas.ValueData(key=k, value=f64(v)) for k, v in sorted(values.items()))))
     response = _quotas.DescribeClientQuotasResponse(throttle_time=_ZERO, error_code=ErrorCode.none,
                                                     error_message=None, entries=tuple(entries))
-    return convert_message(response, response_class(48, version))
+    return convert_message(response, response_class(ApiKeys.DESCRIBE_CLIENT_QUOTAS, version))
 
 
 def describe_client_quotas_error(version: int, code: Any, message: str | None) -> Any:
     response = _quotas.DescribeClientQuotasResponse(throttle_time=_ZERO, error_code=code, error_message=message,
                                                     entries=None)
-    return convert_message(response, response_class(48, version))
+    return convert_message(response, response_class(ApiKeys.DESCRIBE_CLIENT_QUOTAS, version))
 
 
 # -- DescribeUserScramCredentials -------------------------------------------------------------

@@ -28,6 +28,7 @@ import typing
 from datetime import timedelta
 from typing import Any, Awaitable, Callable
 
+from engine.common.api_keys import FORWARDABLE, ApiKeys
 from engine.controller.commands import all_commands
 from engine.controller.controller_result import Command
 from engine.net.errors import NetError, ProtocolError
@@ -41,15 +42,8 @@ from engine.records.kio_codec import ErrorCode, encode_entity, i8, protocol_modu
 
 log = logging.getLogger("engine.broker.forwarding")
 
-ENVELOPE_KEY = 58
 RETRY_BACKOFF_MS = 50  # between sends after NOT_CONTROLLER or an unreachable controller
 ANONYMOUS = ("User", "ANONYMOUS")
-
-# What Kafka 4.x's broker forwards (KafkaApis' forwardToController), by api key: the topic,
-# config, ACL, quota, SCRAM, feature, reassignment and election writes, the quorum's admin RPCs,
-# UnregisterBroker and the delegation-token writes.
-FORWARDED_KEYS = (19, 20, 37, 44, 33, 43, 45, 46, 30, 31, 49, 51, 57, 55, 80, 81, 64, 38, 39, 40)
-RAFT_KEYS = (55, 80, 81)
 
 _envelope = protocol_module("envelope", 0, "request")
 _principal = protocol_module("default_principal_data", 0, "data")
@@ -74,7 +68,7 @@ def forwarded_apis() -> dict[int, ApiSpec]:
     commands = all_commands()
     raft = served_apis()
     apis = {}
-    for key in FORWARDED_KEYS:
+    for key in sorted(FORWARDABLE):  # what Kafka 4.x's broker forwards (KafkaApis' forwardToController)
         if key in commands:
             name, low, high = commands[key].name, commands[key].min_version, commands[key].max_version
         elif key in raft:
@@ -113,17 +107,17 @@ def envelope_of(ctx: RequestContext, request: Any) -> Any:
 def _older_request_fields(api_key: int, version: int, request: Any) -> dict[str, Any] | None:
     """What the command's newest request needs that an old version names otherwise (only what
     an error answer reads: the items it answers for)."""
-    if api_key == 20 and version < 6:
+    if api_key == ApiKeys.DELETE_TOPICS and version < 6:
         v6 = protocol_module("delete_topics", 6, "request")
         return {"topics": tuple(v6.DeleteTopicState(name=n, topic_id=None) for n in request.topic_names)}
-    if api_key == 43 and version < 1:
+    if api_key == ApiKeys.ELECT_LEADERS and version < 1:
         return {"election_type": i8(0)}
-    if api_key == 57 and version < 1:
+    if api_key == ApiKeys.UPDATE_FEATURES and version < 1:
         v1 = protocol_module("update_features", 1, "request")
         return {"feature_updates": tuple(v1.FeatureUpdateKey(feature=u.feature, max_version_level=u.max_version_level,
                                                              upgrade_type=i8(2 if u.allow_downgrade else 1))
                                          for u in request.feature_updates)}
-    if api_key == 38 and version < 3:
+    if api_key == ApiKeys.CREATE_DELEGATION_TOKEN and version < 3:
         return {"owner_principal_type": None, "owner_principal_name": None}
     return None
 
@@ -197,7 +191,7 @@ class Forwarder:
                 await asyncio.sleep(min(self.retry_backoff_ms / 1000, max(remaining_s, 0)))
                 continue
             code = getattr(answer, "error_code", None)
-            if getattr(type(answer), "__api_key__", None) != ENVELOPE_KEY:
+            if getattr(type(answer), "__api_key__", None) != ApiKeys.ENVELOPE:
                 log.warning("forwarding %s: the controller answered %s, not an Envelope response", what,
                             type(answer).__name__)
                 return self._refuse(ctx, request, ErrorCode.unknown_server_error,
@@ -239,5 +233,5 @@ def _name(code: Any) -> str:
         return f"error {code}"
 
 
-__all__ = ["FORWARDED_KEYS", "Forwarder", "client_address_bytes", "envelope_of", "error_response",
+__all__ = ["Forwarder", "client_address_bytes", "envelope_of", "error_response",
            "forwarded_apis", "principal_bytes", "top_level_error"]

@@ -21,6 +21,7 @@ import uuid
 from datetime import timedelta
 from typing import Any, Iterable
 
+from engine.common.api_keys import ApiKeys, EndpointType
 from engine.common.directory_id import LOST, MIGRATING, UNASSIGNED
 from engine.controller.topic_control import topic_name_error
 from engine.image.metadata_image import BrokerRegistration, MetadataImage, TopicImage
@@ -29,7 +30,6 @@ from engine.net.kafka_protocol import response_class
 from engine.net.message_versions import convert_message
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 
-METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY = 3, 60, 75
 NO_LEADER = -1
 NO_AUTHORIZED_OPERATIONS = -2147483648  # the schemas' default: "not asked for"
 # Kafka's AclEntry.supportedOperations as a bit field (Utils.to32BitField): a broker without an
@@ -37,7 +37,6 @@ NO_AUTHORIZED_OPERATIONS = -2147483648  # the schemas' default: "not asked for"
 TOPIC_OPERATIONS = 3576  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
 CLUSTER_OPERATIONS = 8096  # CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS = 1, 2
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # max.request.partition.size.limit
 
 _metadata = protocol_module("metadata", 13, "response")
@@ -212,7 +211,7 @@ def metadata(image: MetadataImage, request: Any, version: int, *, listener: str,
         wants_cluster = getattr(request, "include_cluster_authorized_operations", False)
         extra = {"cluster_authorized_operations": i32(CLUSTER_OPERATIONS if wants_cluster
                                                       else NO_AUTHORIZED_OPERATIONS)}
-    return convert_message(response, response_class(METADATA_KEY, version), extra)
+    return convert_message(response, response_class(ApiKeys.METADATA, version), extra)
 
 
 def metadata_error(request: Any, version: int, code: Any) -> Any:
@@ -220,17 +219,17 @@ def metadata_error(request: Any, version: int, code: Any) -> Any:
     topics = tuple(_metadata_topic(code, t.name, None) for t in (request.topics or ()))
     response = _metadata.MetadataResponse(throttle_time=_ZERO, brokers=(), cluster_id=None, controller_id=i32(-1),
                                           topics=topics, error_code=ErrorCode.none)
-    return convert_message(response, response_class(METADATA_KEY, version))
+    return convert_message(response, response_class(ApiKeys.METADATA, version))
 
 
 # -- DescribeCluster --------------------------------------------------------------------------
 
 def describe_cluster(image: MetadataImage, request: Any, version: int, *, listener: str, cluster_id: str,
                      rng: random.Random) -> Any:
-    endpoint_type = int(getattr(request, "endpoint_type", BROKER_ENDPOINTS))
-    if endpoint_type != BROKER_ENDPOINTS:
+    endpoint_type = int(getattr(request, "endpoint_type", EndpointType.BROKER))
+    if endpoint_type != EndpointType.BROKER:
         # Kafka's AuthHelper: v0 has no endpoint-type errors, so INVALID_REQUEST there
-        if endpoint_type == CONTROLLER_ENDPOINTS:
+        if endpoint_type == EndpointType.CONTROLLER:
             code = ErrorCode.mismatched_endpoint_type
             message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
         else:
@@ -248,17 +247,17 @@ def describe_cluster(image: MetadataImage, request: Any, version: int, *, listen
         controller = -1  # Kafka's rule: a controller id the client cannot find in the list reads -1
     wants_cluster = getattr(request, "include_cluster_authorized_operations", False)
     response = _cluster.DescribeClusterResponse(
-        throttle_time=_ZERO, error_code=ErrorCode.none, error_message=None, endpoint_type=i8(BROKER_ENDPOINTS),
+        throttle_time=_ZERO, error_code=ErrorCode.none, error_message=None, endpoint_type=i8(EndpointType.BROKER),
         cluster_id=cluster_id, controller_id=i32(controller), brokers=brokers,
         cluster_authorized_operations=i32(CLUSTER_OPERATIONS if wants_cluster else NO_AUTHORIZED_OPERATIONS))
-    return convert_message(response, response_class(DESCRIBE_CLUSTER_KEY, version))
+    return convert_message(response, response_class(ApiKeys.DESCRIBE_CLUSTER, version))
 
 
 def describe_cluster_error(version: int, code: Any, message: str | None) -> Any:
     response = _cluster.DescribeClusterResponse(
-        throttle_time=_ZERO, error_code=code, error_message=message, endpoint_type=i8(BROKER_ENDPOINTS),
+        throttle_time=_ZERO, error_code=code, error_message=message, endpoint_type=i8(EndpointType.BROKER),
         cluster_id="", controller_id=i32(-1), brokers=())
-    return convert_message(response, response_class(DESCRIBE_CLUSTER_KEY, version))
+    return convert_message(response, response_class(ApiKeys.DESCRIBE_CLUSTER, version))
 
 
 # -- DescribeTopicPartitions (KIP-966) --------------------------------------------------------

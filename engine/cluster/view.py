@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.common.api_keys import EndpointType
 from engine.common.errors import MetadataError
 from engine.cluster import security as cluster_security
 from engine.cluster.layout import Layout, Node, process_state
@@ -131,8 +132,8 @@ def _states_from_brokers(layout: Layout, running: list[Node], send) -> dict[int,
     """DescribeCluster v2 (include_fenced_brokers) to the first live broker that answers."""
     import engine.records.kio_codec as kio
     req = kio.protocol_module("describe_cluster", 2, "request")
-    request = req.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=kio.i8(1),
-                                         include_fenced_brokers=True)
+    request = req.DescribeClusterRequest(include_cluster_authorized_operations=False,
+                                         endpoint_type=kio.i8(EndpointType.BROKER), include_fenced_brokers=True)
     for node in running:
         try:
             response = send(("127.0.0.1", node.port), request)

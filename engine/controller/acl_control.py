@@ -16,6 +16,7 @@ import uuid
 from datetime import timedelta
 from typing import Any, Iterable
 
+from engine.common.api_keys import ApiKeys
 from engine.common.kafka_uuid import random_kafka_uuid
 from engine.controller.controller_result import (
     MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
@@ -219,7 +220,7 @@ def describe_error_response(request: Any, code: Any, message: str | None) -> Any
 
 COMMANDS: list[Command] = [
     # version 0 of the three went with Kafka 4.0 (KIP-896); kio has 1..3
-    Command(29, "describe_acls", 1, 3, describe_acls, describe_error_response, read_only=True),
-    Command(30, "create_acls", 1, 3, create_acls, create_error_response),
-    Command(31, "delete_acls", 1, 3, delete_acls, delete_error_response),
+    Command(ApiKeys.DESCRIBE_ACLS, "describe_acls", 1, 3, describe_acls, describe_error_response, read_only=True),
+    Command(ApiKeys.CREATE_ACLS, "create_acls", 1, 3, create_acls, create_error_response),
+    Command(ApiKeys.DELETE_ACLS, "delete_acls", 1, 3, delete_acls, delete_error_response),
 ]

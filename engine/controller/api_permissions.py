@@ -7,8 +7,8 @@ item, as Kafka does: the denied items are taken out of the request before the co
 and answered beside the command's answers (TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED for
 that item), so one forbidden topic does not fail the others. ApiVersions needs nothing.
 
-Pure: the edge (engine.server.controller_server, and the Raft driver's hook it installs) builds
-a ``Caller`` for each request and applies the verdict.
+Pure: the edge (engine.server.controller_server for the commands, engine.server.controller_apis
+for the quorum's RPCs and Envelope) builds a ``Caller`` for each request and applies the verdict.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import dataclasses
 from collections import Counter
 from typing import Any, Callable, NamedTuple
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import Command
 from engine.controller.delegation_token_control import not_allowed_response
@@ -35,36 +36,36 @@ METADATA_TOPIC = "__cluster_metadata"  # CreateTopics leaves it to the command, 
 
 # api key -> the operation on CLUSTER it needs (ControllerApis' authorizeClusterOperation)
 CLUSTER_OPERATIONS: dict[int, int] = {
-    1: CLUSTER_ACTION,  # Fetch
-    52: CLUSTER_ACTION,  # Vote
-    53: CLUSTER_ACTION,  # BeginQuorumEpoch
-    54: CLUSTER_ACTION,  # EndQuorumEpoch
-    59: CLUSTER_ACTION,  # FetchSnapshot
-    82: CLUSTER_ACTION,  # UpdateRaftVoter
-    55: DESCRIBE,  # DescribeQuorum
-    80: ALTER,  # AddRaftVoter
-    81: ALTER,  # RemoveRaftVoter
-    60: ALTER,  # DescribeCluster: on a controller, ALTER (a broker asks DESCRIBE)
-    58: CLUSTER_ACTION,  # Envelope: the forwarding broker's connection
-    56: CLUSTER_ACTION,  # AlterPartition
-    62: CLUSTER_ACTION,  # BrokerRegistration
-    63: CLUSTER_ACTION,  # BrokerHeartbeat
-    67: CLUSTER_ACTION,  # AllocateProducerIds
-    70: CLUSTER_ACTION,  # ControllerRegistration
-    73: CLUSTER_ACTION,  # AssignReplicasToDirs
-    29: DESCRIBE,  # DescribeAcls
-    30: ALTER,  # CreateAcls
-    31: ALTER,  # DeleteAcls
-    43: ALTER,  # ElectLeaders
-    45: ALTER,  # AlterPartitionReassignments
-    46: DESCRIBE,  # ListPartitionReassignments
-    49: ALTER_CONFIGS,  # AlterClientQuotas
-    51: ALTER,  # AlterUserScramCredentials
-    57: ALTER,  # UpdateFeatures
-    64: ALTER,  # UnregisterBroker
+    ApiKeys.FETCH: CLUSTER_ACTION,
+    ApiKeys.VOTE: CLUSTER_ACTION,
+    ApiKeys.BEGIN_QUORUM_EPOCH: CLUSTER_ACTION,
+    ApiKeys.END_QUORUM_EPOCH: CLUSTER_ACTION,
+    ApiKeys.FETCH_SNAPSHOT: CLUSTER_ACTION,
+    ApiKeys.UPDATE_RAFT_VOTER: CLUSTER_ACTION,
+    ApiKeys.DESCRIBE_QUORUM: DESCRIBE,
+    ApiKeys.ADD_RAFT_VOTER: ALTER,
+    ApiKeys.REMOVE_RAFT_VOTER: ALTER,
+    ApiKeys.DESCRIBE_CLUSTER: ALTER,  # on a controller, ALTER (a broker asks DESCRIBE)
+    ApiKeys.ENVELOPE: CLUSTER_ACTION,  # the forwarding broker's connection
+    ApiKeys.ALTER_PARTITION: CLUSTER_ACTION,
+    ApiKeys.BROKER_REGISTRATION: CLUSTER_ACTION,
+    ApiKeys.BROKER_HEARTBEAT: CLUSTER_ACTION,
+    ApiKeys.ALLOCATE_PRODUCER_IDS: CLUSTER_ACTION,
+    ApiKeys.CONTROLLER_REGISTRATION: CLUSTER_ACTION,
+    ApiKeys.ASSIGN_REPLICAS_TO_DIRS: CLUSTER_ACTION,
+    ApiKeys.DESCRIBE_ACLS: DESCRIBE,
+    ApiKeys.CREATE_ACLS: ALTER,
+    ApiKeys.DELETE_ACLS: ALTER,
+    ApiKeys.ELECT_LEADERS: ALTER,
+    ApiKeys.ALTER_PARTITION_REASSIGNMENTS: ALTER,
+    ApiKeys.LIST_PARTITION_REASSIGNMENTS: DESCRIBE,
+    ApiKeys.ALTER_CLIENT_QUOTAS: ALTER_CONFIGS,
+    ApiKeys.ALTER_USER_SCRAM_CREDENTIALS: ALTER,
+    ApiKeys.UPDATE_FEATURES: ALTER,
+    ApiKeys.UNREGISTER_BROKER: ALTER,
 }
 # Renew and ExpireDelegationToken: the token's owner and renewers are the command's check
-UNCHECKED = frozenset({18, 39, 40})
+UNCHECKED = frozenset({ApiKeys.API_VERSIONS, ApiKeys.RENEW_DELEGATION_TOKEN, ApiKeys.EXPIRE_DELEGATION_TOKEN})
 
 # config resource types (Kafka's ConfigResource.Type): TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP
 _TOPIC_CONFIG, _BROKER, _BROKER_LOGGER, _CLIENT_METRICS, _GROUP_CONFIG = 2, 4, 8, 16, 32
@@ -98,7 +99,7 @@ def authorize_request(caller: Caller, command: Command, request: Any, image: Met
     """The verdict on one request for ``command`` (read at its newest version)."""
     if not caller.config.enabled or command.api_key in UNCHECKED:
         return Verdict(request)
-    if command.api_key == 20 and config is not None and not config.delete_topic_enable:
+    if command.api_key == ApiKeys.DELETE_TOPICS and config is not None and not config.delete_topic_enable:
         return Verdict(request)  # Kafka refuses the whole request before authorizing (TOPIC_DELETION_DISABLED)
     if caller.not_ready:  # the whole request, whatever it names: Kafka's handler fails on the first check
         return Verdict(None, command.error_response(request, ErrorCode.unknown_server_error, NOT_READY_MESSAGE))
@@ -200,7 +201,7 @@ def _alter_configs(caller: Caller, command: Command, request: Any, image: Metada
     unique = _unique([(r.resource_type, r.resource_name) for r in request.resources])
     denied: dict[tuple[int, str], tuple[Any, str]] = {}
     for resource_type, name in unique:
-        if command.api_key == 33 and resource_type == _BROKER_LOGGER:
+        if command.api_key == ApiKeys.ALTER_CONFIGS and resource_type == _BROKER_LOGGER:
             continue  # the legacy API has no BROKER_LOGGER: the command refuses it
         denial = _config_denial(caller, resource_type, name, ALTER_CONFIGS)
         if denial is not None:
@@ -241,13 +242,13 @@ def _create_delegation_token(caller: Caller, command: Command, request: Any, ima
 
 
 _PER_ITEM: dict[int, Callable[[Caller, Command, Any, MetadataImage], Verdict]] = {
-    19: _create_topics,
-    20: _delete_topics,
-    37: _create_partitions,
-    33: _alter_configs,
-    44: _alter_configs,
-    32: _describe_configs,
-    38: _create_delegation_token,
+    ApiKeys.CREATE_TOPICS: _create_topics,
+    ApiKeys.DELETE_TOPICS: _delete_topics,
+    ApiKeys.CREATE_PARTITIONS: _create_partitions,
+    ApiKeys.ALTER_CONFIGS: _alter_configs,
+    ApiKeys.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
+    ApiKeys.DESCRIBE_CONFIGS: _describe_configs,
+    ApiKeys.CREATE_DELEGATION_TOKEN: _create_delegation_token,
 }
 
 

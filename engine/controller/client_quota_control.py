@@ -19,6 +19,7 @@ import re
 from datetime import timedelta
 from typing import Any, Iterable, Mapping
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.controller_result import Command, ControllerContext, ControllerResult
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
@@ -198,5 +199,5 @@ def error_response(request: Any, code: Any, message: str | None) -> Any:
 
 
 COMMANDS: list[Command] = [
-    Command(49, "alter_client_quotas", 0, 1, alter_client_quotas, error_response),
+    Command(ApiKeys.ALTER_CLIENT_QUOTAS, "alter_client_quotas", 0, 1, alter_client_quotas, error_response),
 ]

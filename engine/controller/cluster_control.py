@@ -21,6 +21,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from engine.common.api_keys import ApiKeys, EndpointType
 from engine.controller.broker_heartbeat_manager import (  # noqa: F401 - new_soft_state, on_activation: the table's hooks
     BrokerControlState, ControllerSoftState, new_soft_state, on_activation)
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
@@ -35,7 +36,6 @@ from engine.records.kio_codec import ErrorCode, i8, i16, i32, i64, protocol_modu
 _ZERO_MS = timedelta(0)
 _RESERVED_DIRECTORY_IDS = 100  # Kafka's DirectoryId.reserved: every id below 100
 _MINIMUM_KRAFT_LEVEL = 7  # a broker that names no metadata.version range supports 3.3-IV3 only
-_CONTROLLER_ENDPOINTS = 2  # DescribeCluster EndpointType.CONTROLLER
 
 _registration = protocol_module("broker_registration", 4, "response")
 _heartbeat = protocol_module("broker_heartbeat", 2, "response")
@@ -340,9 +340,9 @@ def describe_cluster(ctx: ControllerContext, request: Any) -> ControllerResult:
     if not ctx.versions.controller_registration:
         raise ApiError(ErrorCode.unsupported_version,
                        "Direct-to-controller communication is not supported with the current MetadataVersion.")
-    if request.endpoint_type not in (1, _CONTROLLER_ENDPOINTS):
+    if request.endpoint_type not in (EndpointType.BROKER, EndpointType.CONTROLLER):
         raise ApiError(ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {request.endpoint_type}")
-    if request.endpoint_type != _CONTROLLER_ENDPOINTS:
+    if request.endpoint_type != EndpointType.CONTROLLER:
         raise ApiError(ErrorCode.mismatched_endpoint_type, "The request was sent to an endpoint of type CONTROLLER, "
                        "but we wanted an endpoint of type BROKER")
     listener = getattr(ctx.config, "controller_listener_name", None)
@@ -355,13 +355,13 @@ def describe_cluster(ctx: ControllerContext, request: Any) -> ControllerResult:
     active = ctx.config.node_id if any(n.broker_id == ctx.config.node_id for n in nodes) else -1
     return ControllerResult((), _describe.DescribeClusterResponse(
         throttle_time=_ZERO_MS, error_code=ErrorCode.none, error_message=None,
-        endpoint_type=i8(_CONTROLLER_ENDPOINTS), cluster_id=getattr(ctx.config, "cluster_id", ""),
+        endpoint_type=i8(EndpointType.CONTROLLER), cluster_id=getattr(ctx.config, "cluster_id", ""),
         controller_id=i32(active), brokers=tuple(nodes)))
 
 
 def describe_error(request: Any, code: Any, message: str | None) -> Any:
     return _describe.DescribeClusterResponse(throttle_time=_ZERO_MS, error_code=code, error_message=message,
-                                             endpoint_type=getattr(request, "endpoint_type", i8(1)),
+                                             endpoint_type=getattr(request, "endpoint_type", i8(EndpointType.BROKER)),
                                              cluster_id="", brokers=())
 
 
@@ -400,11 +400,12 @@ def _after(ctx: ControllerContext, records: list) -> ControllerContext:
 
 
 COMMANDS = [
-    Command(62, "broker_registration", 0, 4, register_broker, registration_error),
-    Command(63, "broker_heartbeat", 0, 2, broker_heartbeat, heartbeat_error),
-    Command(64, "unregister_broker", 0, 0, unregister_broker, unregister_error),
-    Command(70, "controller_registration", 0, 0, register_controller, controller_registration_error),
-    Command(60, "describe_cluster", 0, 2, describe_cluster, describe_error, read_only=True),
+    Command(ApiKeys.BROKER_REGISTRATION, "broker_registration", 0, 4, register_broker, registration_error),
+    Command(ApiKeys.BROKER_HEARTBEAT, "broker_heartbeat", 0, 2, broker_heartbeat, heartbeat_error),
+    Command(ApiKeys.UNREGISTER_BROKER, "unregister_broker", 0, 0, unregister_broker, unregister_error),
+    Command(ApiKeys.CONTROLLER_REGISTRATION, "controller_registration",
+            0, 0, register_controller, controller_registration_error),
+    Command(ApiKeys.DESCRIBE_CLUSTER, "describe_cluster", 0, 2, describe_cluster, describe_error, read_only=True),
 ]
 
 PERIODIC = [expire_sessions]

@@ -22,6 +22,7 @@ import re
 from datetime import timedelta
 from typing import Any, Callable, Iterable
 
+from engine.common.api_keys import ApiKeys
 from engine.controller import config_defs as defs
 from engine.controller.config_defs import ConfigKey, ConfigValueError
 from engine.controller.controller_config import ControllerConfig
@@ -437,7 +438,9 @@ def describe_error_response(request: Any, code: Any, message: str | None) -> Any
 
 
 COMMANDS: list[Command] = [
-    Command(44, "incremental_alter_configs", 0, 1, incremental_alter_configs, _alter_error_response(_incremental)),
-    Command(33, "alter_configs", 0, 2, alter_configs, _alter_error_response(_legacy)),
-    Command(32, "describe_configs", 1, 4, describe_configs, describe_error_response, read_only=True),
+    Command(ApiKeys.INCREMENTAL_ALTER_CONFIGS, "incremental_alter_configs",
+            0, 1, incremental_alter_configs, _alter_error_response(_incremental)),
+    Command(ApiKeys.ALTER_CONFIGS, "alter_configs", 0, 2, alter_configs, _alter_error_response(_legacy)),
+    Command(ApiKeys.DESCRIBE_CONFIGS, "describe_configs",
+            1, 4, describe_configs, describe_error_response, read_only=True),
 ]

@@ -44,6 +44,7 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any, Iterable
 
+from engine.common.api_keys import ApiKeys
 from engine.common.kafka_uuid import RESERVED_UUIDS, uuid_to_kafka
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
 from engine.image.metadata_image import MetadataImage
@@ -203,7 +204,7 @@ def create_error_response(request: Any, code: Any, message: str | None) -> Any:
     return _create_response(code, ANONYMOUS, ANONYMOUS, -1, -1, -1, "", b"")
 
 
-TOKEN_API_KEYS = (38, 39, 40)  # Create, Renew, ExpireDelegationToken
+TOKEN_API_KEYS = (ApiKeys.CREATE_DELEGATION_TOKEN, ApiKeys.RENEW_DELEGATION_TOKEN, ApiKeys.EXPIRE_DELEGATION_TOKEN)
 
 
 def not_allowed_response(api_key: int, request: Any, principal: str) -> Any:
@@ -212,11 +213,12 @@ def not_allowed_response(api_key: int, request: Any, principal: str) -> Any:
     DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, before the controller is asked. Which connections
     those are is the server edge's to say; the answer's shape is here."""
     code = ErrorCode.delegation_token_request_not_allowed
-    if api_key == 38:
+    if api_key == ApiKeys.CREATE_DELEGATION_TOKEN:
         owner = (f"{request.owner_principal_type}:{request.owner_principal_name}"
                  if request.owner_principal_name else principal)
         return _create_response(code, owner, principal, -1, -1, -1, "", b"")
-    response = (_renew.RenewDelegationTokenResponse if api_key == 39 else _expire.ExpireDelegationTokenResponse)
+    response = (_renew.RenewDelegationTokenResponse if api_key == ApiKeys.RENEW_DELEGATION_TOKEN
+                else _expire.ExpireDelegationTokenResponse)
     return response(error_code=code, expiry_timestamp=_when(-1), throttle_time=_ZERO)
 
 
@@ -321,9 +323,12 @@ def expired_token_removals(image: MetadataImage, now_ms: int, limit: int = MAX_R
 # Kafka 4.1's controller serves 38 v1-3, 39 v1-2, 40 v1-2 (ApiKeys); DescribeDelegationToken (41)
 # is a broker's answer from its own metadata: ControllerApis does not handle it.
 COMMANDS: list[Command] = [
-    Command(38, "create_delegation_token", 1, 3, create_delegation_token, create_error_response),
-    Command(39, "renew_delegation_token", 1, 2, renew_delegation_token, renew_error_response),
-    Command(40, "expire_delegation_token", 1, 2, expire_delegation_token, expire_error_response),
+    Command(ApiKeys.CREATE_DELEGATION_TOKEN, "create_delegation_token",
+            1, 3, create_delegation_token, create_error_response),
+    Command(ApiKeys.RENEW_DELEGATION_TOKEN, "renew_delegation_token",
+            1, 2, renew_delegation_token, renew_error_response),
+    Command(ApiKeys.EXPIRE_DELEGATION_TOKEN, "expire_delegation_token",
+            1, 2, expire_delegation_token, expire_error_response),
 ]
 PERIODIC = [sweep_expired_tokens]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.config_control import ELR_FEATURE, elr_safety_records
 from engine.controller.controller_result import (MINIMUM_KRAFT_LEVEL, Command, ControllerContext,
                                                  ControllerResult)
@@ -196,6 +197,6 @@ def legacy_results(request: Any, response: Any) -> tuple:
 
 
 COMMANDS: list[Command] = [
-    Command(57, "update_features", 0, 2, update_features, error_response,
+    Command(ApiKeys.UPDATE_FEATURES, "update_features", 0, 2, update_features, error_response,
             legacy_fields=lambda request, response: {"results": legacy_results(request, response)}),
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
@@ -54,5 +55,5 @@ def error_response(request: Any, code: Any, message: str | None) -> Any:
 
 
 COMMANDS: list[Command] = [
-    Command(67, "allocate_producer_ids", 0, 0, allocate_producer_ids, error_response),
+    Command(ApiKeys.ALLOCATE_PRODUCER_IDS, "allocate_producer_ids", 0, 0, allocate_producer_ids, error_response),
 ]

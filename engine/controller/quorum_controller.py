@@ -28,6 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import (
     MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
@@ -42,7 +43,11 @@ log = logging.getLogger("engine.controller")
 
 # the operations MAX_RECORDS_PER_USER_OP bounds (admin requests: topics, partitions, elections,
 # reassignments, configs, quotas, SCRAM, ACLs, features)
-USER_OPERATIONS = frozenset({19, 20, 30, 31, 33, 37, 43, 44, 45, 49, 51, 57})
+USER_OPERATIONS = frozenset({
+    ApiKeys.CREATE_TOPICS, ApiKeys.DELETE_TOPICS, ApiKeys.CREATE_ACLS, ApiKeys.DELETE_ACLS, ApiKeys.ALTER_CONFIGS,
+    ApiKeys.CREATE_PARTITIONS, ApiKeys.ELECT_LEADERS, ApiKeys.INCREMENTAL_ALTER_CONFIGS,
+    ApiKeys.ALTER_PARTITION_REASSIGNMENTS, ApiKeys.ALTER_CLIENT_QUOTAS, ApiKeys.ALTER_USER_SCRAM_CREDENTIALS,
+    ApiKeys.UPDATE_FEATURES})
 
 # a periodic task: (context) -> result or None; run by poll while active (session expiry, ...)
 PeriodicTask = Callable[[ControllerContext], "ControllerResult | None"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.controller_result import Command, ControllerContext, ControllerResult
 from engine.controller.partition_change import Election, partition_change, unclean_election_enabled
 from engine.controller.replication_control import NO_THROTTLE
@@ -157,7 +158,9 @@ def _list_refused(request: Any, error: ErrorCode, message: str | None) -> Any:
 
 
 COMMANDS = [
-    Command(45, "alter_partition_reassignments", 0, _ALTER_VERSION, alter_partition_reassignments, _alter_refused),
-    Command(46, "list_partition_reassignments", 0, _LIST_VERSION, list_partition_reassignments, _list_refused,
+    Command(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, "alter_partition_reassignments",
+            0, _ALTER_VERSION, alter_partition_reassignments, _alter_refused),
+    Command(ApiKeys.LIST_PARTITION_REASSIGNMENTS, "list_partition_reassignments",
+            0, _LIST_VERSION, list_partition_reassignments, _list_refused,
             read_only=True),
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
 from engine.controller.partition_change import Election, elr_enabled, leader_acceptor, partition_change
 from engine.image import topic_index
@@ -257,7 +258,7 @@ def _elect_leaders_refused(request: Any, error: ErrorCode, message: str | None) 
 
 
 COMMANDS = [
-    Command(56, "alter_partition", 2, _AP_VERSION, alter_partition, _alter_partition_refused),
-    Command(43, "elect_leaders", 0, _EL_VERSION, elect_leaders, _elect_leaders_refused),
+    Command(ApiKeys.ALTER_PARTITION, "alter_partition", 2, _AP_VERSION, alter_partition, _alter_partition_refused),
+    Command(ApiKeys.ELECT_LEADERS, "elect_leaders", 0, _EL_VERSION, elect_leaders, _elect_leaders_refused),
 ]
 

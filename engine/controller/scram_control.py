@@ -15,6 +15,7 @@ import hmac
 from datetime import timedelta
 from typing import Any
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.controller_result import Command, ControllerContext, ControllerResult
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
@@ -115,5 +116,6 @@ MECHANISM_CODES = {name: code for code, (name, _) in MECHANISMS.items()}  # SASL
 
 
 COMMANDS: list[Command] = [
-    Command(51, "alter_user_scram_credentials", 0, 0, alter_user_scram_credentials, error_response),
+    Command(ApiKeys.ALTER_USER_SCRAM_CREDENTIALS, "alter_user_scram_credentials",
+            0, 0, alter_user_scram_credentials, error_response),
 ]

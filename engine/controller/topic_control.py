@@ -15,6 +15,7 @@ import random
 import uuid
 from typing import Any, Iterable
 
+from engine.common.api_keys import ApiKeys
 from engine.common.kafka_uuid import RESERVED_UUIDS, uuid_to_kafka
 from engine.controller.controller_result import (
     MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
@@ -510,8 +511,9 @@ def assign_replicas_to_dirs_error(request: Any, code: Any, message: str | None) 
 
 
 COMMANDS = [
-    Command(19, "create_topics", 2, 7, create_topics, create_topics_error),
-    Command(20, "delete_topics", 1, 6, delete_topics, delete_topics_error),  # kio and Kafka 4: no v0
-    Command(37, "create_partitions", 0, 3, create_partitions, create_partitions_error),
-    Command(73, "assign_replicas_to_dirs", 0, 0, assign_replicas_to_dirs, assign_replicas_to_dirs_error),
+    Command(ApiKeys.CREATE_TOPICS, "create_topics", 2, 7, create_topics, create_topics_error),
+    Command(ApiKeys.DELETE_TOPICS, "delete_topics", 1, 6, delete_topics, delete_topics_error),  # kio and Kafka 4: no v0
+    Command(ApiKeys.CREATE_PARTITIONS, "create_partitions", 0, 3, create_partitions, create_partitions_error),
+    Command(ApiKeys.ASSIGN_REPLICAS_TO_DIRS, "assign_replicas_to_dirs",
+            0, 0, assign_replicas_to_dirs, assign_replicas_to_dirs_error),
 ]

@@ -24,13 +24,14 @@ import ssl
 import time
 from typing import Any, Callable
 
+from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode
 from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
 from engine.net.errors import (
     AuthenticationError, NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError,
 )
 from engine.net.kafka_protocol import (
-    API_VERSIONS_KEY, API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,
+    API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,
     peek_correlation_id, peer_ranges, request_class, response_class,
 )
 from engine.net.message_versions import convert_message, shared_version
@@ -374,12 +375,12 @@ class KafkaClient:
                 raise NetworkError(f"{channel.name} refused ApiVersions v{version}: "
                                    f"{ErrorCode(response.error_code).name.upper()}")
             # Like Kafka's NetworkClient: retry at the highest ApiVersions version the peer listed.
-            peer = peer_ranges(response).get(API_VERSIONS_KEY, (0, 0))
+            peer = peer_ranges(response).get(ApiKeys.API_VERSIONS, (0, 0))
             version = max(0, min(peer[1], version - 1))
 
     @staticmethod
     def _api_versions_request(version: int) -> Any:
-        cls = request_class(API_VERSIONS_KEY, version)
+        cls = request_class(ApiKeys.API_VERSIONS, version)
         if version >= 3:
             return cls(client_software_name=SOFTWARE_NAME, client_software_version=SOFTWARE_VERSION)
         return cls()

@@ -17,13 +17,13 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import (
     API_NAMES, DECODE_ERRORS, EntityType, ErrorCode, encode_entity, i16, i64, protocol_module,
 )
 from engine.records.bounds_check import decode_entity
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 
-API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _REQUEST_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in header v1 and v2
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")  # Kafka's ApiVersionsRequest.isValid
@@ -63,19 +63,19 @@ def _specs(*specs: ApiSpec) -> dict[int, ApiSpec]:
 # where our Raft code stops (Fetch: v13 is the first with topic ids; v18 adds the fetcher's
 # high watermark, KIP-1166, which the leader reads; our own fetches stay at v17).
 RAFT_APIS: dict[int, ApiSpec] = _specs(
-    ApiSpec(18, "api_versions", 0, 4),
-    ApiSpec(52, "vote", 0, 2),
-    ApiSpec(53, "begin_quorum_epoch", 0, 1),
-    ApiSpec(54, "end_quorum_epoch", 0, 1),
-    ApiSpec(1, "fetch", 13, 18),
-    ApiSpec(59, "fetch_snapshot", 0, 1),
-    ApiSpec(55, "describe_quorum", 0, 2),
-    ApiSpec(80, "add_raft_voter", 0, 1),
-    ApiSpec(81, "remove_raft_voter", 0, 0),
-    ApiSpec(82, "update_raft_voter", 0, 0),
-    ApiSpec(60, "describe_cluster", 0, 2),
+    ApiSpec(ApiKeys.API_VERSIONS, "api_versions", 0, 4),
+    ApiSpec(ApiKeys.VOTE, "vote", 0, 2),
+    ApiSpec(ApiKeys.BEGIN_QUORUM_EPOCH, "begin_quorum_epoch", 0, 1),
+    ApiSpec(ApiKeys.END_QUORUM_EPOCH, "end_quorum_epoch", 0, 1),
+    ApiSpec(ApiKeys.FETCH, "fetch", 13, 18),
+    ApiSpec(ApiKeys.FETCH_SNAPSHOT, "fetch_snapshot", 0, 1),
+    ApiSpec(ApiKeys.DESCRIBE_QUORUM, "describe_quorum", 0, 2),
+    ApiSpec(ApiKeys.ADD_RAFT_VOTER, "add_raft_voter", 0, 1),
+    ApiSpec(ApiKeys.REMOVE_RAFT_VOTER, "remove_raft_voter", 0, 0),
+    ApiSpec(ApiKeys.UPDATE_RAFT_VOTER, "update_raft_voter", 0, 0),
+    ApiSpec(ApiKeys.DESCRIBE_CLUSTER, "describe_cluster", 0, 2),
 )
-API_VERSIONS_SPEC = RAFT_APIS[API_VERSIONS_KEY]
+API_VERSIONS_SPEC = RAFT_APIS[ApiKeys.API_VERSIONS]
 
 
 def api_name(api_key: int) -> str:
@@ -121,7 +121,7 @@ def request_header_version(message_cls: type) -> int:
 
 
 def response_header_version(message_cls: type) -> int:
-    if message_cls.__api_key__ == API_VERSIONS_KEY:
+    if message_cls.__api_key__ == ApiKeys.API_VERSIONS:
         return 0  # KIP-511: always v0, so any client can read an UNSUPPORTED_VERSION answer
     return 1 if message_cls.__flexible__ else 0
 
@@ -235,7 +235,7 @@ def decode_response_frame(payload: bytes, api_key: int, api_version: int) -> tup
     try:
         return header.correlation_id, _decode_exactly(cls, payload, used, what)
     except ProtocolError:
-        if api_key != API_VERSIONS_KEY or api_version == 0:
+        if api_key != ApiKeys.API_VERSIONS or api_version == 0:
             raise
     return header.correlation_id, _decode_exactly(response_class(api_key, 0), payload, used, what + " (read as v0)")
 
@@ -248,7 +248,7 @@ def api_versions_response(apis: Mapping[int, ApiSpec], version: int = 4, *,
     supported ``features`` (name -> (min, max)). As Kafka does, v3 leaves out the features whose
     minimum is 0, which clients before v4 cannot read (Kafka 4.1's controller answers v3 with
     metadata.version alone, v4 with kraft.version 0-1 too)."""
-    cls = response_class(API_VERSIONS_KEY, version)
+    cls = response_class(ApiKeys.API_VERSIONS, version)
     module = protocol_module("api_versions", version, "response")
     keys = tuple(module.ApiVersion(api_key=s.api_key, min_version=s.min_version, max_version=s.max_version)
                  for s in sorted(apis.values(), key=lambda s: s.api_key))
@@ -271,7 +271,7 @@ def api_versions_response(apis: Mapping[int, ApiSpec], version: int = 4, *,
 def unsupported_api_versions_response(apis: Mapping[int, ApiSpec]) -> Any:
     """Kafka's answer to an ApiVersions version it does not know: v0, UNSUPPORTED_VERSION,
     listing only the ApiVersions range (KIP-511) so the client can retry at a version we have."""
-    spec = apis.get(API_VERSIONS_KEY, API_VERSIONS_SPEC)
+    spec = apis.get(ApiKeys.API_VERSIONS, API_VERSIONS_SPEC)
     return api_versions_response({spec.api_key: spec}, 0, error_code=ErrorCode.unsupported_version)
 
 

@@ -21,12 +21,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping, NoReturn
 
+from engine.common.api_keys import ApiKeys
 from engine.net.channel_security import (
     ANONYMOUS, PLAINTEXT_LISTENER, KafkaPrincipal, ListenerSecurity, SecurityProtocol,
 )
 from engine.net.errors import ProtocolError, UnsupportedRequestError
 from engine.net.kafka_protocol import (
-    API_VERSIONS_KEY, API_VERSIONS_SPEC, RAFT_APIS, ApiSpec, answer_api_versions, decode_request_frame,
+    API_VERSIONS_SPEC, RAFT_APIS, ApiSpec, answer_api_versions, decode_request_frame,
     encode_response, frame_size, unsupported_api_versions_response,
 )
 from engine.net.sasl_authenticator import SASL_APIS, SaslRefused, SaslServerAuthenticator
@@ -147,7 +148,7 @@ class _Connection:
         try:
             info, request = decode_request_frame(payload, server.apis)
         except UnsupportedRequestError as err:
-            if err.api_key != API_VERSIONS_KEY:
+            if err.api_key != ApiKeys.API_VERSIONS:
                 self._drop(str(err))  # Kafka closes the connection: there is no header version to answer in
             done = asyncio.get_running_loop().create_future()
             done.set_result(unsupported_api_versions_response(server.apis))
@@ -155,7 +156,7 @@ class _Connection:
             return
         except ProtocolError as err:
             self._drop(str(err))
-        if info.api_key == API_VERSIONS_KEY:
+        if info.api_key == ApiKeys.API_VERSIONS:
             finalized = server.finalized_features() if server.finalized_features is not None else None
             await self._answer(info, answer_api_versions(request, server.apis, server.features, finalized))
             return
@@ -257,7 +258,7 @@ class KafkaServer:
         self.host = host
         self.port = port
         # ApiVersions is always served (by us): clients start every connection with it.
-        self.apis: dict[int, ApiSpec] = {API_VERSIONS_KEY: API_VERSIONS_SPEC, **apis}
+        self.apis: dict[int, ApiSpec] = {ApiKeys.API_VERSIONS: API_VERSIONS_SPEC, **apis}
         if security.protocol.uses_sasl:
             self.apis.update(SASL_APIS)  # listed in ApiVersions, as a SASL listener must
         self.max_frame_bytes = max_frame_bytes

@@ -21,17 +21,16 @@ from __future__ import annotations
 import datetime
 from typing import Any, Awaitable, Callable
 
+from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode
 from engine.net.channel_security import ClientSecurity, KafkaPrincipal, ListenerSecurity
 from engine.net.errors import AuthenticationError
 from engine.net.kafka_protocol import ApiSpec, request_class, response_class
 from engine.net.sasl_mechanisms import SaslServer, sasl_client, sasl_server
 
-SASL_HANDSHAKE_KEY = 17
-SASL_AUTHENTICATE_KEY = 36
 SASL_APIS: dict[int, ApiSpec] = {
-    SASL_HANDSHAKE_KEY: ApiSpec(SASL_HANDSHAKE_KEY, "sasl_handshake", 1, 1),
-    SASL_AUTHENTICATE_KEY: ApiSpec(SASL_AUTHENTICATE_KEY, "sasl_authenticate", 0, 2),
+    ApiKeys.SASL_HANDSHAKE: ApiSpec(ApiKeys.SASL_HANDSHAKE, "sasl_handshake", 1, 1),
+    ApiKeys.SASL_AUTHENTICATE: ApiSpec(ApiKeys.SASL_AUTHENTICATE, "sasl_authenticate", 0, 2),
 }
 
 
@@ -55,7 +54,7 @@ class SaslServerAuthenticator:
 
     def answer(self, api_key: int, version: int, request: Any) -> Any:
         """The response to a SaslHandshake or SaslAuthenticate request, or SaslRefused."""
-        if api_key == SASL_HANDSHAKE_KEY:
+        if api_key == ApiKeys.SASL_HANDSHAKE:
             return self._handshake(version, request)
         return self._authenticate(version, request)
 
@@ -63,7 +62,7 @@ class SaslServerAuthenticator:
         enabled = tuple(self.security.sasl_mechanisms)
         if self.mechanism is not None:
             raise SaslRefused("a second SaslHandshake during the SASL exchange")
-        cls = response_class(SASL_HANDSHAKE_KEY, version)
+        cls = response_class(ApiKeys.SASL_HANDSHAKE, version)
         if request.mechanism not in enabled:
             raise SaslRefused(f"SASL mechanism {request.mechanism!r} is not enabled (enabled: {', '.join(enabled)})",
                               cls(error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=enabled))
@@ -73,7 +72,7 @@ class SaslServerAuthenticator:
         return cls(error_code=ErrorCode.none, mechanisms=enabled)
 
     def _authenticate(self, version: int, request: Any) -> Any:
-        cls = response_class(SASL_AUTHENTICATE_KEY, version)
+        cls = response_class(ApiKeys.SASL_AUTHENTICATE, version)
         extra = {"session_lifetime": datetime.timedelta(0)} if version >= 1 else {}
         if self._server is None:
             raise SaslRefused("SaslAuthenticate before SaslHandshake")
@@ -99,21 +98,21 @@ async def authenticate_client(call: Call, peer_ranges: dict[int, tuple[int, int]
     def refused(reason: str) -> AuthenticationError:
         return AuthenticationError(f"cannot connect to {name}: {reason}")
 
-    handshake = peer_ranges.get(SASL_HANDSHAKE_KEY)
-    authenticate = peer_ranges.get(SASL_AUTHENTICATE_KEY)
+    handshake = peer_ranges.get(ApiKeys.SASL_HANDSHAKE)
+    authenticate = peer_ranges.get(ApiKeys.SASL_AUTHENTICATE)
     if handshake is None or authenticate is None or handshake[1] < 1:
         raise refused("the peer does not offer SASL v1 (SaslHandshake v1 and SaslAuthenticate): "
                       "is it a SASL listener?")
     mechanism = security.sasl_mechanism
-    response = await call(request_class(SASL_HANDSHAKE_KEY, 1)(mechanism=mechanism))
+    response = await call(request_class(ApiKeys.SASL_HANDSHAKE, 1)(mechanism=mechanism))
     if response.error_code != ErrorCode.none:
         offered = ", ".join(response.mechanisms) or "none"
         raise refused(f"SASL mechanism {mechanism} is not enabled there (it offers {offered})")
-    version = min(authenticate[1], SASL_APIS[SASL_AUTHENTICATE_KEY].max_version)
+    version = min(authenticate[1], SASL_APIS[ApiKeys.SASL_AUTHENTICATE].max_version)
     client = sasl_client(mechanism, security.username or "", security.password or "")
     token: bytes | None = client.first()
     while token is not None:
-        response = await call(request_class(SASL_AUTHENTICATE_KEY, version)(auth_bytes=token))
+        response = await call(request_class(ApiKeys.SASL_AUTHENTICATE, version)(auth_bytes=token))
         if response.error_code != ErrorCode.none:
             reason = response.error_message or ErrorCode(response.error_code).name
             raise refused(f"SASL authentication failed: {reason}")
@@ -125,5 +124,4 @@ async def authenticate_client(call: Call, peer_ranges: dict[int, tuple[int, int]
         raise refused(f"SASL authentication failed: the {mechanism} exchange did not complete")
 
 
-__all__ = ["SASL_APIS", "SASL_AUTHENTICATE_KEY", "SASL_HANDSHAKE_KEY", "SaslRefused", "SaslServerAuthenticator",
-           "authenticate_client"]
+__all__ = ["SASL_APIS", "SaslRefused", "SaslServerAuthenticator", "authenticate_client"]

@@ -34,12 +34,13 @@ import random
 import time
 from typing import Any, Callable, Iterable, Iterator
 
+from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
 from engine.records.metadata_record_serde import AnyRecord
 from engine.net.channel_security import PLAINTEXT_CLIENT, PLAINTEXT_LISTENER, ClientSecurity, ListenerSecurity
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
-from engine.net.kafka_protocol import API_VERSIONS_KEY, RAFT_APIS, ApiSpec, request_class, response_class
+from engine.net.kafka_protocol import RAFT_APIS, ApiSpec, request_class, response_class
 from engine.net.kafka_server import KafkaServer, RequestContext
 from engine.net.message_versions import convert_message
 from engine.raft import raft_messages as rm
@@ -80,7 +81,7 @@ def served_apis() -> dict[int, ApiSpec]:
     apis = {}
     for key, spec in RAFT_APIS.items():
         version = rm.VERSIONS.get(spec.name)
-        if key in (API_VERSIONS_KEY, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY, ADD_VOTER_KEY) or version is None:
+        if key in (ApiKeys.API_VERSIONS, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY, ADD_VOTER_KEY) or version is None:
             apis[key] = spec
         else:  # Fetch: v17 as we send it, v18 with the fetcher's high watermark (KIP-1166)
             apis[key] = ApiSpec(key, spec.name, version, rm.INBOUND_VERSIONS[spec.name])

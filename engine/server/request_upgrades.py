@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import i8, i32, i64, protocol_module
 
 UPGRADE, SAFE_DOWNGRADE = 1, 2
@@ -61,12 +62,12 @@ def _create_delegation_token(request: Any) -> dict[str, Any]:
 
 # api key -> (the versions it applies below, fields of the newest built from an older request)
 UPGRADES: dict[int, tuple[int, Callable[[Any], dict[str, Any]]]] = {
-    20: (6, _delete_topics),
-    56: (3, _alter_partition),
-    43: (1, _elect_leaders),
-    57: (1, _update_features),
-    60: (2, _describe_cluster),
-    38: (3, _create_delegation_token),
+    ApiKeys.DELETE_TOPICS: (6, _delete_topics),
+    ApiKeys.ALTER_PARTITION: (3, _alter_partition),
+    ApiKeys.ELECT_LEADERS: (1, _elect_leaders),
+    ApiKeys.UPDATE_FEATURES: (1, _update_features),
+    ApiKeys.DESCRIBE_CLUSTER: (2, _describe_cluster),
+    ApiKeys.CREATE_DELEGATION_TOKEN: (3, _create_delegation_token),
 }
 
 

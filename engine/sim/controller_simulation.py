@@ -32,6 +32,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from engine.common.api_keys import ApiKeys
 from engine.controller import commands as controller_commands
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import ControllerResult
@@ -372,12 +373,12 @@ class ControllerSimulation(Simulation):
                                          f"(to offset {ask.last_offset}) were committed (to "
                                          f"{listener.last_committed_offset})")
         committed = listener.image.topics.by_id
-        if ask.api_key == 19:
+        if ask.api_key == ApiKeys.CREATE_TOPICS:
             for topic in response.topics:
                 if topic.error_code == ErrorCode.none and topic.topic_id not in committed:
                     raise InvariantViolation(f"node {node.node_id} acknowledged topic {topic.name} "
                                              f"({topic.topic_id}), not in its committed image")
-        elif ask.api_key == 20:
+        elif ask.api_key == ApiKeys.DELETE_TOPICS:
             for topic in response.responses:
                 if topic.error_code == ErrorCode.none and topic.topic_id in committed:
                     raise InvariantViolation(f"node {node.node_id} acknowledged the deletion of {topic.name}, "

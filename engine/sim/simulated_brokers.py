@@ -19,6 +19,7 @@ import datetime
 import uuid
 from typing import Any
 
+from engine.common.api_keys import ApiKeys
 from engine.image.metadata_image import MetadataImage
 from engine.records.kio_codec import ErrorCode, i8, i16, i32, i64, protocol_module, u16
 
@@ -174,7 +175,7 @@ class SimBroker(Peer):
     # -- answers -------------------------------------------------------------------------
 
     def receive(self, node_id: int, correlation_id: int, response: Any) -> None:
-        if api_key_of(response) == 56:
+        if api_key_of(response) == ApiKeys.ALTER_PARTITION:
             self.alter_inflight = False
             if is_not_controller(response):
                 self.next_target()
@@ -184,7 +185,7 @@ class SimBroker(Peer):
     def answered(self, node_id: int, request: Any, response: Any) -> None:
         if self.state == "down":
             return
-        if api_key_of(request) == 62:
+        if api_key_of(request) == ApiKeys.BROKER_REGISTRATION:
             if response.error_code == ErrorCode.none:
                 self.state, self.epoch = "running", int(response.broker_epoch)
                 self.sim.note(f"broker {self.id}: registered with epoch {self.epoch} by node {node_id}")
@@ -314,12 +315,12 @@ class SimClient(Peer):
     def answered(self, node_id: int, request: Any, response: Any) -> None:
         self.pending = None
         key = api_key_of(request)
-        if key == 19:
+        if key == ApiKeys.CREATE_TOPICS:
             for topic in response.topics:
                 if topic.error_code == ErrorCode.none:
                     self.topics[topic.name] = topic.topic_id
                     self.sim.note(f"client {self.id}: created {topic.name} ({len(self.topics)} topics)")
-        elif key == 20:
+        elif key == ApiKeys.DELETE_TOPICS:
             for topic in response.responses:
                 if topic.error_code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition,
                                         ErrorCode.unknown_topic_id):

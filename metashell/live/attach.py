@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Callable, Mapping
 
+from engine.common.api_keys import ApiKeys
 from engine.common.errors import MetadataError
 from engine.common.java_properties import load_properties
 from engine.image.metadata_image import MetadataImage
@@ -44,7 +45,6 @@ from engine.storage.snapshot_writer import SnapshotId
 from engine.admin import quorum_client
 from metashell.live.feed import AttachStatus, FeedUpdate
 
-FETCH_API_KEY = 1
 DESCRIBE_INTERVAL_S = 1.0
 CLIENT_ID = "metashell-attach"
 
@@ -223,7 +223,7 @@ class Attachment:
         try:
             if type(request).__name__ == "FetchRequest":
                 timeout_ms += self._settings.fetch_max_wait_ms
-                served = (await client.api_versions(address)).get(FETCH_API_KEY)
+                served = (await client.api_versions(address)).get(ApiKeys.FETCH)
                 sent = fetch_at_version(request, served, core.high_watermark)
                 if sent is None:
                     offered = f"v{served[0]}-v{served[1]}" if served else "no Fetch at all"
