@@ -180,13 +180,9 @@ def listener_tables() -> dict[str, dict[int, Any]]:
     from engine.broker.broker_apis import LOCAL_APIS, LOG_DIRS_API
     from engine.broker.forwarding import forwarded_apis
     from engine.controller.commands import all_commands
-    from engine.net.kafka_protocol import ApiSpec
-    from engine.raft.raft_driver import served_apis
-    from engine.server.controller_server import DESCRIBE_CLUSTER_KEY, ENVELOPE_KEY, ENVELOPE_SPEC
+    from engine.server.controller_apis import controller_listener_apis
 
-    commands = {key: ApiSpec(key, c.name, c.min_version, c.max_version)
-                for key, c in all_commands().items() if key != DESCRIBE_CLUSTER_KEY}
-    controller = {**served_apis(), **commands, ENVELOPE_KEY: ENVELOPE_SPEC}
+    controller = controller_listener_apis(all_commands())
     broker = {**LOCAL_APIS, **forwarded_apis(), LOG_DIRS_API.api_key: LOG_DIRS_API}
     return {"controller": controller, "broker": broker}
 
@@ -240,17 +236,17 @@ def _controller_reads(key: int, version: int, request: Any) -> None:
     from engine.net.kafka_protocol import decode_request_frame, request_class
     from engine.records.kio_codec import DECODE_ERRORS
     from engine.net.message_versions import convert_message
-    from engine.server.controller_server import ENVELOPE_KEY, FORWARDED_RAFT_KEYS, read_principal_data
+    from engine.common.api_keys import ApiKeys
+    from engine.server.controller_apis import forwardable_apis, read_principal_data
     from engine.server.request_upgrades import upgrade_fields
 
     command = all_commands().get(key)
     if command is not None and version != command.max_version:
         convert_message(request, request_class(key, command.max_version), upgrade_fields(key, version, request))
-    if key != ENVELOPE_KEY:
+    if key != ApiKeys.ENVELOPE:
         return
-    table = listener_tables()["controller"]
-    forwardable = {k: s for k, s in table.items() if k in all_commands() or k in FORWARDED_RAFT_KEYS}
-    try:  # what ControllerServer._envelope does; its ProtocolErrors become INVALID_REQUEST answers
+    forwardable = forwardable_apis(listener_tables()["controller"], all_commands())
+    try:  # what ControllerApis._envelope does; its ProtocolErrors become INVALID_REQUEST answers
         inner_info, inner = decode_request_frame(bytes(request.request_data), forwardable)
         read_principal_data(request.request_principal)
     except (ProtocolError, *DECODE_ERRORS):

@@ -1,9 +1,11 @@
-"""The asyncio edge around the Raft core: sockets, timers and the clock for one RaftClient.
+"""The asyncio edge around the Raft core: sockets, timers and the clock for one RaftClient
+(Kafka's KafkaRaftManager with its network channel and its I/O thread).
 
-The real-world twin of ``engine.sim.raft_simulation``: inbound requests come from a
-KafkaServer on the controller listener, outbound requests go through KafkaClients,
-and one timer task runs ``poll`` when the core asks for it. Every call into the core
-happens on the event loop thread, so nothing needs a lock.
+The real-world twin of ``engine.sim.raft_simulation``: inbound Raft requests come through
+``handle_request`` from the controller listener (``engine.server.controller_apis``, which
+binds it, authorizes each request and tells the driver its address), outbound requests go
+through KafkaClients, and one timer task runs ``poll`` when the core asks for it. Every call
+into the core happens on the event loop thread, so nothing needs a lock.
 
 - An inbound request gets a future as its token; the OutboundResponse carrying that
   token resolves it, and the server writes it (connections answer in request order).
@@ -16,8 +18,6 @@ happens on the event loop thread, so nothing needs a lock.
 - A snapshot a listener asks for from ``handle_commit`` (``request_snapshot``) is encoded
   after that poll, in short slices between the loop's other work (the image it reads is
   immutable), written on a worker thread, and installed on the loop.
-- DescribeCluster (endpoint type 2, controllers) is answered here: cluster id, the
-  current leader and the voters' endpoints, which is how ``kraftd quorum`` finds the leader.
 
 The clock is wall-clock milliseconds at start plus monotonic time since: DescribeQuorum
 timestamps are epoch milliseconds, yet timers never jump with the wall clock.
@@ -35,13 +35,13 @@ import time
 from typing import Any, Callable, Iterable, Iterator
 
 from engine.common.api_keys import ApiKeys
-from engine.records.kio_codec import ErrorCode, i8, i32, protocol_module
+from engine.records.kio_codec import ErrorCode
 from engine.records.metadata_record_serde import AnyRecord
-from engine.net.channel_security import PLAINTEXT_CLIENT, PLAINTEXT_LISTENER, ClientSecurity, ListenerSecurity
+from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import RAFT_APIS, ApiSpec, request_class, response_class
-from engine.net.kafka_server import KafkaServer, RequestContext
+from engine.net.kafka_server import RequestContext
 from engine.net.message_versions import convert_message
 from engine.raft import raft_messages as rm
 from engine.raft.election_store import ElectionStore
@@ -56,12 +56,10 @@ from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 
 log = logging.getLogger("engine.raft.driver")
 
-FETCH_KEY = 1
-DESCRIBE_QUORUM_KEY = 55
-DESCRIBE_CLUSTER_KEY = 60
-ADD_VOTER_KEY, REMOVE_VOTER_KEY, UPDATE_VOTER_KEY = 80, 81, 82
-CONTROLLER_ENDPOINT_TYPE = 2  # DescribeCluster endpoint types (KIP-919): 1 brokers, 2 controllers
-NO_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's default when they were not asked for
+# Raft's own RPCs, which the core answers (ApiVersions and DescribeCluster, on the same listener,
+# are the listener's: engine.server.controller_apis)
+RAFT_KEYS = (ApiKeys.VOTE, ApiKeys.BEGIN_QUORUM_EPOCH, ApiKeys.END_QUORUM_EPOCH, ApiKeys.FETCH, ApiKeys.FETCH_SNAPSHOT,
+             ApiKeys.DESCRIBE_QUORUM, ApiKeys.ADD_RAFT_VOTER, ApiKeys.REMOVE_RAFT_VOTER, ApiKeys.UPDATE_RAFT_VOTER)
 VOTER_CHANGE_WAIT_MS = 60_000  # how long RemoveRaftVoter may take (the core's own deadline)
 ANSWER_WAIT_MS = 30_000  # a safety net: the core answers every other request far sooner
 # What ApiVersions tells of us: a leader adding us as a voter (AddRaftVoter) reads our kraft.version
@@ -75,13 +73,14 @@ SNAPSHOT_SLICE_RECORDS = 256
 
 
 def served_apis() -> dict[int, ApiSpec]:
-    """What the controller listener serves: each Raft RPC at the version the core reads and
-    writes (Fetch also at v18), DescribeQuorum from v0 (converted here, for older tools), AddRaftVoter from v0
-    (Kafka 4.1's tool and controllers speak only v0) and DescribeCluster."""
+    """Raft's RPCs as the controller listener serves them: each at the version the core reads and
+    writes (Fetch also at v18), DescribeQuorum from v0 (converted here, for older tools) and
+    AddRaftVoter from v0 (Kafka 4.1's tool and controllers speak only v0)."""
     apis = {}
-    for key, spec in RAFT_APIS.items():
+    for key in RAFT_KEYS:
+        spec = RAFT_APIS[key]
         version = rm.VERSIONS.get(spec.name)
-        if key in (ApiKeys.API_VERSIONS, DESCRIBE_QUORUM_KEY, DESCRIBE_CLUSTER_KEY, ADD_VOTER_KEY) or version is None:
+        if key in (ApiKeys.DESCRIBE_QUORUM, ApiKeys.ADD_RAFT_VOTER) or version is None:
             apis[key] = spec
         else:  # Fetch: v17 as we send it, v18 with the fetcher's high watermark (KIP-1166)
             apis[key] = ApiSpec(key, spec.name, version, rm.INBOUND_VERSIONS[spec.name])
@@ -90,8 +89,8 @@ def served_apis() -> dict[int, ApiSpec]:
 
 def refused_response(api_key: int, version: int, code: Any) -> Any:
     """A Raft API's answer carrying only a top-level error, as Kafka's getErrorResponse builds
-    it for a request refused before the core sees it (no topics, no nodes)."""
-    if api_key == UPDATE_VOTER_KEY:
+    it for a request refused before the core sees it (no topics, no nodes); DescribeCluster's too."""
+    if api_key == ApiKeys.UPDATE_RAFT_VOTER:
         return convert_message(rm.update_voter_response(code, -1, -1, None), response_class(api_key, version))
     cls = response_class(api_key, version)
     values: dict[str, Any] = {}
@@ -128,35 +127,22 @@ def one_line(err: BaseException) -> str:
 
 
 class RaftDriver:
-    """Runs one RaftClient over real sockets: ``await start()``, then ``await stop()``."""
+    """Runs one RaftClient over real sockets: ``listening_on`` (when a listener serves its
+    RPCs), ``start_core()``, then ``await stop()``."""
 
     def __init__(self, *, config: RaftConfig, cluster_id: str, local: ReplicaKey,
                  endpoints: tuple[tuple[str, Address], ...], log: RaftLog, store: ElectionStore,
-                 bind: Address, rng: random.Random | None = None, clock: WallClock | None = None,
-                 client_id: str | None = None, listener_security: ListenerSecurity = PLAINTEXT_LISTENER,
-                 client_security: ClientSecurity = PLAINTEXT_CLIENT):
-        # How the controller listener is secured, and how we reach the other controllers' (Kafka's
-        # controller.listener.names security, for both sides of Raft's connections).
-        self.listener_security = listener_security
+                 rng: random.Random | None = None, clock: WallClock | None = None,
+                 client_id: str | None = None, client_security: ClientSecurity = PLAINTEXT_CLIENT):
+        # How we reach the other controllers' listener (Kafka's controller.listener.names security)
         self.client_security = client_security
-        # APIs served beside Raft's on the same listener (the controller's), and their handler:
-        # set with ``serve`` before ``start``.
-        self.extra_apis: dict[int, ApiSpec] = {}
-        self._extra_handler: Callable[[RequestContext, Any], Any] | None = None
-        self._finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None
-        self._supported_features = SUPPORTED_FEATURES
         self._after_pump: list[Callable[[], None]] = []
-        # Set by the controller when an authorizer is configured: ``authorize(ctx)`` is the error
-        # code refusing a Raft request (CLUSTER_AUTHORIZATION_FAILED), or None to serve it. A hook,
-        # so the Raft layer knows nothing of ACLs.
-        self.authorize: Callable[[RequestContext], Any] | None = None
         self.config = config
         self.cluster_id = cluster_id
         self.local = local
         self.endpoints = endpoints
         self.raft_log = log
         self.store = store
-        self.bind = bind
         self.rng = rng or random.Random()
         self.clock = clock or WallClock()
         client_id = client_id or f"raft-client-{local.node_id}"
@@ -164,9 +150,8 @@ class RaftDriver:
                                security=client_security)
         self.fetch_net = KafkaClient(client_id=client_id, request_timeout_ms=config.request_timeout_ms,
                                      security=client_security)
-        self.server: KafkaServer | None = None
         self.client: RaftClient | None = None
-        self.address: Address | None = None
+        self.address: Address | None = None  # where the controller listener took our requests (``listening_on``)
         self.failure: BaseException | None = None
         self.done = asyncio.Event()  # set when the driver stopped (on request or after a core failure)
         self.last_append_ms: int | None = None
@@ -198,16 +183,6 @@ class RaftDriver:
         """``hook(role, leader_and_epoch)`` after every poll that changed either."""
         self._state_hooks.append(hook)
 
-    def serve(self, apis: dict[int, ApiSpec], handler: Callable[[RequestContext, Any], Any],
-              finalized_features: Callable[[], tuple[int, dict[str, int]]] | None = None,
-              supported_features: dict[str, tuple[int, int]] | None = None) -> None:
-        """Before ``start``: serve ``apis`` beside Raft's with ``handler`` (an async callable;
-        it wins for DescribeCluster), and tell the supported and finalized features in ApiVersions."""
-        self.extra_apis = dict(apis)
-        self._extra_handler = handler
-        self._finalized_features = finalized_features
-        self._supported_features = {**SUPPORTED_FEATURES, **(supported_features or {})}
-
     def after_pump(self, hook: Callable[[], None]) -> None:
         """``hook()`` after every poll of the core, once its messages are dispatched (the controller
         answers what got committed and appends what it must)."""
@@ -227,26 +202,28 @@ class RaftDriver:
     def is_leader(self) -> bool:
         return self.client is not None and self.client.quorum.is_leader()
 
-    async def start(self) -> Address:
-        """Listen on ``bind`` and start the core; returns the bound address."""
-        await self.start_listening()
-        self.start_core()
-        return self.address
+    @property
+    def leader_id(self) -> int:
+        """The leader this replica knows of, or -1 (none known, or the core not started)."""
+        return self.client.quorum.leader_id if self.client is not None else -1
 
-    async def start_listening(self) -> Address:
-        """The first half of ``start``: bind the listener (requests wait for ``start_core``)."""
-        self.server = KafkaServer(self._handle, host=self.bind[0], port=self.bind[1],
-                                  apis={**served_apis(), **self.extra_apis}, listener_name=self.config.listener_name,
-                                  features=self._supported_features, finalized_features=self._finalized_features,
-                                  security=self.listener_security)
-        self.address = await self.server.start()
-        # A listener configured with port 0 advertises the port it got.
-        self.endpoints = tuple((name, (host, self.address[1]) if name == self.config.listener_name and port == 0
+    def voter_endpoints(self) -> list[tuple[int, Address]]:
+        """(node id, address on the controller listener) of each voter that names one."""
+        client, listener = self.client, self.config.listener_name
+        voters = client.control.latest_voters().voters if client is not None else ()
+        return [(node.key.node_id, address) for node in voters
+                if (address := node.endpoint(listener)) is not None]
+
+    def listening_on(self, address: Address) -> None:
+        """Before ``start_core``: the controller listener is bound at ``address`` (requests that
+        reach ``handle_request`` meanwhile wait for the core). A listener configured with port 0
+        advertises the port it got."""
+        self.address = address
+        self.endpoints = tuple((name, (host, address[1]) if name == self.config.listener_name and port == 0
                                 else (host, port)) for name, (host, port) in self.endpoints)
-        return self.address
 
     def start_core(self) -> None:
-        """The second half of ``start``: create the RaftClient and start its timer."""
+        """Create the RaftClient and start its timer."""
         self.client = RaftClient(config=self.config, cluster_id=self.cluster_id, local=self.local,
                                  endpoints=self.endpoints, log=self.raft_log, store=self.store, rng=self.rng,
                                  now_ms=self.now_ms())
@@ -359,13 +336,12 @@ class RaftDriver:
             await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
-        """Close the listener and the connections and stop the timer; the log stays open
-        (its owner flushes and closes it)."""
+        """Close the connections and stop the timer; the log stays open (its owner flushes and
+        closes it). The controller listener is closed first, by its owner: requests still
+        arriving meanwhile are served."""
         if self._stopped:
             return
         self._stopped = True
-        if self.server is not None:
-            await self.server.close()  # first: requests still arriving meanwhile are served
         self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
@@ -457,7 +433,7 @@ class RaftDriver:
 
     async def _send(self, message: OutboundRequest) -> None:
         request, address = message.request, message.destination.address
-        net = self.fetch_net if type(request).__api_key__ == FETCH_KEY else self.net
+        net = self.fetch_net if type(request).__api_key__ == ApiKeys.FETCH else self.net
         response, error = None, None
         if address is None:
             error = f"no address known for node {message.destination.node_id}"
@@ -466,7 +442,7 @@ class RaftDriver:
                 # A leader of Kafka 4.1 takes AddRaftVoter v0 only (auto-join): asked in it. The other
                 # RPCs go at the core's version or not at all: an older one would drop what they mean.
                 response = await net.send(address, request, timeout_ms=self.config.request_timeout_ms,
-                                          adapt=type(request).__api_key__ == ADD_VOTER_KEY)
+                                          adapt=type(request).__api_key__ == ApiKeys.ADD_RAFT_VOTER)
             except (NetError, OSError) as err:  # NetworkError, RequestTimeoutError, UnsupportedVersionError, ...
                 error = one_line(err)
             except Exception as err:  # noqa: BLE001 - e.g. a request kio cannot encode: still an answer
@@ -476,20 +452,11 @@ class RaftDriver:
         self._receive(InboundResponse(message.correlation_id, response, error))
 
     async def handle_request(self, ctx: RequestContext, request: Any) -> Any:
-        """Serve one Raft request (e.g. one a broker forwarded inside an Envelope)."""
-        return await self._handle(ctx, request)
-
-    async def _handle(self, ctx: RequestContext, request: Any) -> Any:
-        if ctx.api_key in self.extra_apis:
-            return await self._extra_handler(ctx, request)
-        if self.authorize is not None:
-            refused = self.authorize(ctx)
-            if refused is not None:
-                return refused_response(ctx.api_key, ctx.api_version, refused)
-        if ctx.api_key == DESCRIBE_CLUSTER_KEY:
-            return self.describe_cluster_response(request, ctx.api_version)
+        """Serve one of Raft's RPCs (``served_apis``), read at ``ctx.api_version``: converted to
+        the core's version and back, answered when the core answers (or refused when it never
+        does in time). The caller has authorized it."""
         if self.client is None:
-            await self._core_ready.wait()  # bound, core not created yet (``start_listening``)
+            await self._core_ready.wait()  # the listener is bound, the core not created yet
         core_version = rm.INBOUND_VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
         if ctx.api_version != core_version:
             request = convert_message(request, request_class(ctx.api_key, core_version))
@@ -506,9 +473,9 @@ class RaftDriver:
         return response
 
     def _answer_wait_ms(self, api_key: int, request: Any) -> int:
-        if api_key == ADD_VOTER_KEY:
+        if api_key == ApiKeys.ADD_RAFT_VOTER:
             return int(request.timeout.total_seconds() * 1000) + self.config.request_timeout_ms
-        if api_key == REMOVE_VOTER_KEY:
+        if api_key == ApiKeys.REMOVE_RAFT_VOTER:
             return VOTER_CHANGE_WAIT_MS + self.config.request_timeout_ms
         return ANSWER_WAIT_MS
 
@@ -517,37 +484,12 @@ class RaftDriver:
         name = RAFT_APIS[ctx.api_key].name
         log.warning("node %d: the Raft core never answered %s (correlation id %d)", self.local.node_id, name,
                     ctx.correlation_id)
-        if ctx.api_key == ADD_VOTER_KEY:
+        if ctx.api_key == ApiKeys.ADD_RAFT_VOTER:
             return rm.add_voter_response(ErrorCode.request_timed_out, "the voter change was not completed in time")
-        if ctx.api_key == REMOVE_VOTER_KEY:
+        if ctx.api_key == ApiKeys.REMOVE_RAFT_VOTER:
             return rm.remove_voter_response(ErrorCode.request_timed_out,
                                             "the voter change was not completed in time")
         raise TimeoutError(f"the Raft core never answered {name}")
 
-    def describe_cluster_response(self, request: Any, version: int) -> Any:
-        """DescribeCluster as a KRaft controller answers it: controllers only (KIP-919)."""
-        m = protocol_module("describe_cluster", version, "response")
-        endpoint_type = int(getattr(request, "endpoint_type", 1))
-        fields: dict[str, Any] = {"throttle_time": datetime.timedelta(0), "cluster_id": self.cluster_id,
-                                  "cluster_authorized_operations": i32(NO_AUTHORIZED_OPERATIONS)}
-        if version >= 1:
-            fields["endpoint_type"] = i8(endpoint_type)
-        if endpoint_type != CONTROLLER_ENDPOINT_TYPE:
-            return m.DescribeClusterResponse(error_code=ErrorCode.mismatched_endpoint_type,
-                                             error_message="a controller serves endpoint type 2 (controllers) only",
-                                             controller_id=i32(-1), brokers=(), **fields)
-        client = self.client
-        brokers = []
-        for node in client.control.latest_voters().voters if client is not None else ():
-            address = node.endpoint(self.config.listener_name)
-            if address is None:
-                continue
-            extra = {"is_fenced": False} if version >= 2 else {}
-            brokers.append(m.DescribeClusterBroker(broker_id=i32(node.key.node_id), host=address[0],
-                                                   port=i32(address[1]), rack=None, **extra))
-        leader_id = client.quorum.leader_id if client is not None else -1
-        return m.DescribeClusterResponse(error_code=ErrorCode.none, error_message=None,
-                                         controller_id=i32(leader_id), brokers=tuple(brokers), **fields)
 
-
-__all__ = ["RaftDriver", "WallClock", "convert_message", "served_apis"]
+__all__ = ["SUPPORTED_FEATURES", "RaftDriver", "WallClock", "convert_message", "refused_response", "served_apis"]

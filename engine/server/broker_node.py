@@ -128,7 +128,7 @@ class BrokerNode:
             self.driver = driver = RaftDriver(
                 config=s.raft, cluster_id=self.cluster_id,
                 local=ReplicaKey(s.node_id, self.dir_ids[s.metadata_log_dir]), endpoints=(), log=self.raft_log,
-                store=store, bind=("127.0.0.1", 0), client_id=f"raft-client-{s.node_id}",
+                store=store, client_id=f"raft-client-{s.node_id}",
                 client_security=s.controller_security)
             self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
                                              driver.now_ms, self._snapshot_due)

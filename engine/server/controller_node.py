@@ -1,8 +1,9 @@
 """``kraftd start --config controller.properties``: one KRaft controller process.
 
 Reads a Kafka server config (Kafka's names), opens the formatted metadata log directory,
-and runs the Raft core behind the asyncio driver (engine.raft.raft_driver) on the
-controller listener. As Kafka's active controller does (KIP-835), the leader appends a
+and runs the Raft core behind the asyncio driver (engine.raft.raft_driver), serving its RPCs
+and the controller's on the controller listener (engine.server.controller_apis). As Kafka's
+active controller does (KIP-835), the leader appends a
 NoOpRecord every ``metadata.max.idle.interval.ms`` (default 500) in which nothing else
 was appended, so the high watermark keeps moving and followers see commits. There is no
 controller logic yet: the state machine (engine.server.metadata_listener) replays the
@@ -48,6 +49,7 @@ from engine.raft.raft_config import RaftConfig
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.server.controller_registration import ControllerRegistrar
 from engine.server.node_config import advertised_host, quorum_settings, snapshot_limits
+from engine.server.controller_apis import ControllerApis
 from engine.server.controller_server import ControllerServer, read_bootstrap_records
 from engine.server.scram_credentials import scram_lookup
 from engine.server.metadata_listener import MetadataListener
@@ -190,6 +192,7 @@ class ControllerNode:
         self.log = logger or logging.getLogger(f"kraftd.node{settings.node_id}")
         self.metadata: MetadataListener | None = None
         self.controller: ControllerServer | None = None
+        self.controller_apis: ControllerApis | None = None  # the controller listener
         self.raft_log = None
         self.driver = None
         self.snapshots_taken = 0
@@ -218,11 +221,7 @@ class ControllerNode:
                                   data_version=1 if s.dynamic else 0, static_voter_ids=s.raft.static_voters.ids)
         self.driver = RaftDriver(config=s.raft, cluster_id=self.meta.cluster_id,
                                  local=ReplicaKey(s.node_id, self.meta.directory_id), endpoints=s.endpoints,
-                                 log=self.raft_log, store=store, bind=s.bind,
-                                 client_id=f"raft-client-{s.node_id}",
-                                 # SCRAM logins are checked against this node's image at each handshake
-                                 listener_security=replace(s.listener_security,
-                                                           scram_credentials=scram_lookup(self._image)),
+                                 log=self.raft_log, store=store, client_id=f"raft-client-{s.node_id}",
                                  client_security=s.client_security)
         driver = self.driver
         self.metadata = MetadataListener(self.log, self.prefix, SnapshotPolicy(s.snapshots, driver.now_ms()),
@@ -233,15 +232,18 @@ class ControllerNode:
             driver, lambda: self.metadata.image, config, read_bootstrap_records(s.metadata_log_dir),
             controller_commands.all_commands(), controller_commands.all_periodic(),
             soft=controller_commands.new_soft_state(config), activation_hooks=controller_commands.activation_hooks(),
-            supported_features=supported_feature_ranges(),
             registrar=ControllerRegistrar(s.node_id, lambda: driver.endpoints, supported_feature_ranges(),
                                           int(s.listener_security.protocol)),
             broker_listener=s.broker_listener, broker_security=s.broker_security, broker_problem=s.broker_problem)
+        self.controller_apis = ControllerApis(
+            driver, self.controller, bind=s.bind, supported_features=supported_feature_ranges(),
+            # SCRAM logins are checked against this node's image at each handshake
+            security=replace(s.listener_security, scram_credentials=scram_lookup(self._image)))
         for attachment in self._attachments:
             driver.register(attachment.listener)
         driver.on_state_change(self._state_changed)
         try:
-            await driver.start_listening()
+            await self.controller_apis.start()
         except OSError as err:  # the log is closed by stop()
             why = os.strerror(err.errno) if err.errno else str(err)  # asyncio's own text repeats the address
             raise ConfigError(f"cannot listen on {s.bind[0]}:{s.bind[1]} ({s.listener_name}): {why}",
@@ -320,6 +322,8 @@ class ControllerNode:
             if self.driver.is_leader:
                 self.log.info("%s resigning the leadership", self.prefix)
             await self.driver.resign(RESIGN_WAIT_MS)
+            if self.controller_apis is not None:
+                await self.controller_apis.close()  # before the driver: requests still arriving are served
             await self.driver.stop()
         for attachment in self._attachments:
             if attachment.on_stop is not None:

@@ -23,7 +23,6 @@ from engine.records.kio_codec import ErrorCode, i16, i32, protocol_module, u16
 
 log = logging.getLogger("engine.server.controller")
 
-CONTROLLER_REGISTRATION_KEY = 70
 MINIMUM_LEVEL = 15  # 3.7-IV0
 RETRY_MS = 1000
 PLAINTEXT = 0  # Kafka's SecurityProtocol id

@@ -173,7 +173,7 @@ def test_a_broker_forwards_its_clients_principal_and_address() -> None:
     from engine.broker.forwarding import envelope_of
     from engine.net.channel_security import KafkaPrincipal
     from engine.net.kafka_server import RequestContext
-    from engine.server.controller_server import client_host, read_principal_data
+    from engine.server.controller_apis import client_host, read_principal_data
 
     ctx = RequestContext(19, 7, 5, "admin", ("10.1.2.3", 40000), "PLAINTEXT", principal=KafkaPrincipal("User", "alice"))
     envelope = envelope_of(ctx, _create_topics("t"))

@@ -24,7 +24,9 @@ from engine.net.kafka_protocol import request_class, response_class
 from engine.raft import raft_messages as rm
 from engine.bench.node import BenchLoad
 from engine.bench.load_generator import LatencyHistogram, LoadGenerator
-from engine.raft.raft_driver import convert_message, served_apis
+from engine.raft.raft_driver import convert_message
+from engine.server.controller_apis import controller_listener_apis
+from engine.controller.commands import all_commands
 from engine.admin.storage_format import format_storage
 
 from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
@@ -199,7 +201,7 @@ def test_config_errors_are_one_line(tmp_path: Path) -> None:
 # -- pieces ------------------------------------------------------------------------------------------
 
 def test_served_versions_are_the_cores() -> None:
-    apis = served_apis()
+    apis = controller_listener_apis(all_commands())
     assert (apis[52].min_version, apis[52].max_version) == (2, 2)  # Vote
     assert (apis[1].min_version, apis[1].max_version) == (17, 18)  # Fetch: as we send it, and v18 (KIP-1166)
     assert (apis[55].min_version, apis[55].max_version) == (0, 2)  # DescribeQuorum, converted

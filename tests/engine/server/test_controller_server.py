@@ -20,7 +20,8 @@ from engine.net.kafka_client import KafkaClient
 from engine.net.kafka_protocol import decode_response_frame, encode_request
 from engine.raft.raft_messages import describe_quorum_request
 from engine.records.kio_codec import ErrorCode, encode_entity, i8, i32, protocol_module
-from engine.server.controller_server import ENVELOPE_KEY, read_bootstrap_records
+from engine.common.api_keys import ApiKeys
+from engine.server.controller_server import read_bootstrap_records
 from engine.storage.log_reader import read_log_dir
 from tests.node_quorum import start_quorum, wait_until
 
@@ -86,7 +87,7 @@ def test_api_versions_tell_the_finalized_features_and_serve_envelope(tmp_path: P
             return ranges, response, dict(node.image.features)
 
     ranges, response, features = asyncio.run(asyncio.wait_for(scenario(), 60))
-    assert ENVELOPE_KEY in ranges
+    assert ApiKeys.ENVELOPE in ranges
     assert response.error_code == ErrorCode.none
     # kraft.version as the quorum has it (a one-voter quorum formatted --standalone: 1)
     assert {f.name: int(f.max_version_level) for f in response.finalized_features} == {**features, "kraft.version": 1}
