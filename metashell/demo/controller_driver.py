@@ -33,6 +33,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from engine.common.api_keys import ApiKeys
 from engine.controller.commands import activation_hooks, all_commands, all_periodic, new_soft_state
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.quorum_controller import ControllerOutput, QuorumController
@@ -253,7 +254,7 @@ class ControllerDriver:
         """ControllerRegistration from a (re)started controller: a new incarnation each time."""
         restarts = self.controller_restarts.get(controller_id, -1) + 1
         self.controller_restarts[controller_id] = restarts
-        self._submit(70, _CREG.ControllerRegistrationRequest(
+        self._submit(ApiKeys.CONTROLLER_REGISTRATION, _CREG.ControllerRegistrationRequest(
             controller_id=i32(controller_id), incarnation_id=self._uuid(f"controller/{controller_id}/{restarts}"),
             zk_migration_ready=False,
             listeners=(_CREG.Listener(name="CONTROLLER", host=f"controller-{controller_id}", port=u16(9093),
@@ -296,7 +297,8 @@ class ControllerDriver:
             rack=broker.rack, is_migrating_zk_broker=False, log_dirs=(broker.log_dir,),
             previous_broker_epoch=i64(broker.epoch))
         for _ in range(self._session_ticks()):
-            answer = self._submit(62, request, story, refusable=frozenset({ErrorCode.duplicate_broker_registration}))
+            answer = self._submit(ApiKeys.BROKER_REGISTRATION, request, story,
+                                  refusable=frozenset({ErrorCode.duplicate_broker_registration}))
             if answer is None or answer.error_code == ErrorCode.none:
                 # the epoch the controller gave (its image has it before the answer, in one batch)
                 broker.epoch, broker.state = self.active.image.cluster.brokers[broker_id].epoch, "running"
@@ -319,7 +321,7 @@ class ControllerDriver:
 
     def _heartbeat(self, broker: DemoBroker, want_shut_down: bool = False, story: str | None = None) -> Any:
         # a broker reports the last offset it applied: everything committed
-        return self._submit(63, _HB.BrokerHeartbeatRequest(
+        return self._submit(ApiKeys.BROKER_HEARTBEAT, _HB.BrokerHeartbeatRequest(
             broker_id=i32(broker.id), broker_epoch=i64(broker.epoch),
             current_metadata_offset=i64(self.log_end_offset - 1), want_fence=False, want_shut_down=want_shut_down,
             offline_log_dirs=(), cordoned_log_dirs=None), story)
@@ -380,7 +382,7 @@ class ControllerDriver:
                     new_isr_with_epochs=tuple(_AP.BrokerState(broker_id=i32(r),
                                                               broker_epoch=i64(image.cluster.brokers[r].epoch))
                                               for r in isr)))
-            self._submit(56, _AP.AlterPartitionRequest(
+            self._submit(ApiKeys.ALTER_PARTITION, _AP.AlterPartitionRequest(
                 broker_id=i32(leader), broker_epoch=i64(image.cluster.brokers[leader].epoch),
                 topics=tuple(_AP.TopicData(topic_id=tid, partitions=tuple(parts)) for tid, parts in topics.items())))
         if story:
@@ -388,7 +390,7 @@ class ControllerDriver:
 
     def allocate_producer_ids(self, broker_id: int) -> None:
         """A broker's idempotent producers need ids: a block of them."""
-        self._submit(67, _PID.AllocateProducerIdsRequest(broker_id=i32(broker_id),
+        self._submit(ApiKeys.ALLOCATE_PRODUCER_IDS, _PID.AllocateProducerIdsRequest(broker_id=i32(broker_id),
                                                           broker_epoch=i64(self._broker(broker_id).epoch)))
 
     # -- admin requests --------------------------------------------------------------------
@@ -396,7 +398,7 @@ class ControllerDriver:
     def create_topic(self, name: str, assignments: Sequence[Sequence[int]], configs: dict[str, str],
                      story: str | None = None) -> None:
         """CreateTopics with a manual assignment (the first replica leads)."""
-        self._submit(19, _CT.CreateTopicsRequest(topics=(_CT.CreatableTopic(
+        self._submit(ApiKeys.CREATE_TOPICS, _CT.CreateTopicsRequest(topics=(_CT.CreatableTopic(
             name=name, num_partitions=i32(-1), replication_factor=i16(-1),
             assignments=tuple(_CT.CreatableReplicaAssignment(partition_index=i32(pid),
                                                              broker_ids=tuple(map(i32, replicas)))
@@ -405,8 +407,8 @@ class ControllerDriver:
             timeout=_TIMEOUT, validate_only=False), story)
 
     def delete_topic(self, name: str, story: str | None = None) -> None:
-        self._submit(20, _DT.DeleteTopicsRequest(topics=(_DT.DeleteTopicState(name=name, topic_id=None),),
-                                                 timeout=_TIMEOUT), story)
+        self._submit(ApiKeys.DELETE_TOPICS, _DT.DeleteTopicsRequest(
+            topics=(_DT.DeleteTopicState(name=name, topic_id=None),), timeout=_TIMEOUT), story)
 
     def reassign(self, targets: dict[tuple[str, int], Sequence[int]], story: str | None = None) -> None:
         """AlterPartitionReassignments to these replica lists (topic by topic, in the given order)."""
@@ -414,18 +416,18 @@ class ControllerDriver:
         for (name, pid), replicas in targets.items():
             by_topic.setdefault(name, []).append(_RA.ReassignablePartition(partition_index=i32(pid),
                                                                            replicas=tuple(map(i32, replicas))))
-        self._submit(45, _RA.AlterPartitionReassignmentsRequest(
+        self._submit(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, _RA.AlterPartitionReassignmentsRequest(
             timeout=_TIMEOUT, topics=tuple(_RA.ReassignableTopic(name=name, partitions=tuple(parts))
                                            for name, parts in by_topic.items())), story)
 
     def elect_preferred_leaders(self, story: str | None = None) -> None:
         """ElectLeaders, preferred, for every partition (kafka-leader-election --all-topic-partitions)."""
-        self._submit(43, _EL.ElectLeadersRequest(election_type=i8(_PREFERRED), topic_partitions=None,
+        self._submit(ApiKeys.ELECT_LEADERS, _EL.ElectLeadersRequest(election_type=i8(_PREFERRED), topic_partitions=None,
                                                  timeout=_TIMEOUT), story)
 
     def unregister_broker(self, broker_id: int, story: str | None = None) -> None:
         """UnregisterBroker: a decommissioned broker leaves the cluster."""
-        self._submit(64, _UB.UnregisterBrokerRequest(broker_id=i32(broker_id)), story)
+        self._submit(ApiKeys.UNREGISTER_BROKER, _UB.UnregisterBrokerRequest(broker_id=i32(broker_id)), story)
         del self.brokers[broker_id]
 
     # -- requests --------------------------------------------------------------------------
