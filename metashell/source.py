@@ -15,7 +15,7 @@ attach; ``frozen`` (one-shot commands) keeps it at the state at attach time.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -24,7 +24,6 @@ from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo, load_snapshot
 from engine.storage.log_reader import LogEntry, read_file, read_log_dir
-from engine.storage.meta_properties import MetaProperties
 
 ATTACH_TIMEOUT_S = 30.0  # connect, fetch the snapshot and catch up to the first high watermark
 LIVE_WINDOW_RECORDS = 100_000  # records since attach kept for seek (older ones dropped), as the live dashboard keeps
@@ -134,11 +133,8 @@ class LiveSource:
         """/local/cluster-id: the cluster the attachment reads (its cluster.id, or what DescribeCluster
         answered, which may come after the attach), as meta.properties gives it offline. True when
         it was learnt now (the session's tree shows it from its next look)."""
-        history, cluster_id = self._history, self.attachment.cluster_id
-        if history is None or not cluster_id or (history.info.meta is not None and history.info.meta.cluster_id):
-            return False
-        history.info = replace(history.info, meta=MetaProperties(1, cluster_id))
-        return True
+        history = self._history
+        return history is not None and history.learn_cluster_id(self.attachment.cluster_id)
 
     def _info(self) -> LoadInfo:
         # LoadInfo.source names where the image came from (/local/source): here, the quorum asked

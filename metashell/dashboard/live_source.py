@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol
 
 from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
-from engine.storage.meta_properties import MetaProperties
 from engine.admin.quorum_client import QuorumInfo
 from metashell.dashboard.history import History
 from metashell.live.feed import AttachStatus, FeedUpdate
@@ -57,9 +55,10 @@ class LiveSource(History):
         self.feed = feed
         self.clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         status = feed.status
-        cluster_id = getattr(feed, "cluster_id", None)
-        info = LoadInfo(Path(status.bootstrap), meta=MetaProperties(1, cluster_id) if cluster_id else None)
-        self._adopt(MetadataHistory.growing(info, MetadataImage(), -1, window_records=window_records, observer=self))
+        replay = MetadataHistory.growing(LoadInfo(Path(status.bootstrap)), MetadataImage(), -1,
+                                         window_records=window_records, observer=self)
+        replay.learn_cluster_id(getattr(feed, "cluster_id", None))
+        self._adopt(replay)
         self.live: AttachStatus = status
         self.quorum: QuorumInfo | None = None
         self._pending = threading.Event()
@@ -80,10 +79,8 @@ class LiveSource(History):
         quorum = self.feed.quorum
         if quorum is not self.quorum:
             self.quorum, changed = quorum, True
-        cluster_id = getattr(self.feed, "cluster_id", None)
-        if cluster_id and self.replay.info.meta is None:  # DescribeCluster answered after the attach
-            self.replay.info = replace(self.replay.info, meta=MetaProperties(1, cluster_id))
-            self.info, changed = self.replay.info, True
+        if self.replay.learn_cluster_id(getattr(self.feed, "cluster_id", None)):  # DescribeCluster answered after the attach
+            changed = True
         return changed
 
     def _take(self, update: FeedUpdate) -> bool:
