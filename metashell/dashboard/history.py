@@ -7,10 +7,11 @@ from the nearest checkpoint or recently shown frame. This module watches that si
 (as its ReplayObserver) to find the events and track the series for the charts.
 
 ``History`` is the dashboard's FrameSource (metashell.dashboard.model): a file's history is
-one that never grows. ``History.growing`` makes one that ``extend`` grows and a window bounds
-(metashell.dashboard.live_source feeds it from a live attachment); the events and series grow
-in place (appended, never copied), and are cut at the front when the window moves. The
-History reads the MetadataHistory only through its public API.
+one that never grows (a file Source's, metashell.source). A growing one is grown through its
+MetadataHistory (``History.growing`` and ``extend``, or metashell.dashboard.live_history's
+LiveHistory, over a LiveSource that drains a live attachment) and bounded by its window; the
+events and series grow in place (appended, never copied), and are cut at the front when the
+window moves. The History reads the MetadataHistory only through its public API.
 """
 
 from __future__ import annotations
