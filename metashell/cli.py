@@ -248,7 +248,7 @@ def live_source(bootstrap: str, command_config: str | None = None) -> LiveSource
     ``--command-config`` read; nothing connects until the first load."""
     from engine.common.java_properties import load_properties
 
-    return LiveSource(bootstrap, load_properties(command_config) if command_config else None)
+    return LiveSource.connect(bootstrap, load_properties(command_config) if command_config else None)
 
 
 def _attached(session: Session, err: Callable[[str], None]) -> None:
@@ -340,7 +340,7 @@ def _live_dashboard(args, err: Callable[[str], None]) -> int:
     _command_config_needs_bootstrap(args)
     try:
         from metashell.dashboard.app import DashboardApp
-        from metashell.dashboard.live_source import open_live
+        from metashell.dashboard.live_history import open_live
     except ImportError as exc:
         raise ConfigError(f"the dashboard is not available here ({exc}); --print prints the summary") from None
     from engine.common.java_properties import load_properties

@@ -44,10 +44,10 @@ from engine.storage.log_reader import LogEntry, batches_of_bytes
 from engine.storage.snapshot_writer import SnapshotId
 from metashell.bench.attach_load import CONFIG_NAME, TOPIC_PREFIX, parse_controllers, request_of_value
 from metashell.live.attach import AttachError, Attachment
+from metashell.source import LIVE_WINDOW_RECORDS  # the live tools' window: a default load writes 30,000 records
 from metashell.tree.nodes import resolve
 from metashell.tree.root import build_tree
 
-WINDOW_RECORDS = 100_000  # the history's window: the load writes 30,000 records in a default run
 WATCHED = f"/configs/TOPIC/{TOPIC_PREFIX}0/{CONFIG_NAME}"
 
 
@@ -64,7 +64,7 @@ class LiveTree:
 
     def __init__(self, bootstrap: str, image: MetadataImage, offset: int, batches: list[list[LogEntry]]):
         self.history = MetadataHistory.growing(LoadInfo(Path(bootstrap)), image, offset,
-                                               window_records=WINDOW_RECORDS)
+                                               window_records=LIVE_WINDOW_RECORDS)
         self.extend(batches)
 
     def extend(self, batches: list[list[LogEntry]]) -> None:

@@ -1,5 +1,5 @@
 """The metashell dashboard: a Textual app over a FrameSource — a History (time travel over a
-file) or a live source (metashell.dashboard.live_source, which grows as the quorum commits).
+file) or a live source (metashell.dashboard.live_history, which grows as the quorum commits).
 
     app = DashboardApp(History.open_log_dir(path), theme="metashell-dark")
     app.run()

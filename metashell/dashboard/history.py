@@ -7,16 +7,18 @@ from the nearest checkpoint or recently shown frame. This module watches that si
 (as its ReplayObserver) to find the events and track the series for the charts.
 
 ``History`` is the dashboard's FrameSource (metashell.dashboard.model): a file's history is
-one that never grows. ``History.growing`` makes one that ``extend`` grows and a window bounds
-(metashell.dashboard.live_source feeds it from a live attachment); the events and series grow
-in place (appended, never copied), and are cut at the front when the window moves.
+one that never grows (a file Source's, metashell.source). A growing one is grown through its
+MetadataHistory (``History.growing`` and ``extend``, or metashell.dashboard.live_history's
+LiveHistory, over a LiveSource that drains a live attachment) and bounded by its window; the
+events and series grow in place (appended, never copied), and are cut at the front when the
+window moves. The History reads the MetadataHistory only through its public API.
 """
 
 from __future__ import annotations
 
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
 
@@ -43,25 +45,62 @@ class History:
         self._adopt(MetadataHistory(info, start, batches, start_offset, observer=self))
 
     def _adopt(self, replay: MetadataHistory) -> None:
+        """Show ``replay``, which this History observed from its start (its ReplayObserver)."""
         self.replay = replay
-        self.entries = replay.entries
-        self.batch_starts = replay.batch_starts
-        self._offsets, self._ts_max, self._batch_ends = replay.offsets, replay.ts_max, replay.batch_ends
         self.generation = 0  # bumped whenever what the source holds changed (grown, cut, reset)
         self.reshaped = 0  # bumped when events or series changed other than by appending
-        self.records_in = 0  # records taken in by extend since opening: "+K new" counts from it
-        self._sync()
+        self._seen = (replay.resets, replay.records_added)  # what _took has taken in
+        self._took()
 
-    def _sync(self) -> None:
-        """Take in what the replay holds now; cut the events and series below its window."""
+    def _took(self) -> bool:
+        """Take in what the replay did since the last look: grown (``generation``), restarted
+        (``reshaped`` too), its window moved (the events and series below it cut). True when it
+        grew or restarted."""
         replay = self.replay
-        self.info = replay.info
-        self.skipped = replay.skipped  # records replay passed over (see MetadataDelta.skipped)
-        self.first_offset, self.last_offset = replay.first_offset, replay.last_offset
-        if replay.start_offset != self.start_offset and self.events is self._started_events:
-            self._cut(replay.start_offset)  # the window moved (a reset starts new lists instead)
+        resets, added = replay.resets, replay.records_added
+        restarted, grown = resets != self._seen[0], added != self._seen[1]
+        self._seen = (resets, added)
+        if restarted:  # replay_started made new events and series
+            self.generation += 1
+            self.reshaped += 1
+        if grown:
+            self.generation += 1
+        if replay.start_offset != self.start_offset:
+            self._cut(replay.start_offset)  # the window moved
         self.start_offset = replay.start_offset  # the starting image's offset (-1: the empty image)
-        self._started_events = self.events
+        return restarted or grown
+
+    @property
+    def info(self) -> LoadInfo:
+        return self.replay.info
+
+    @property
+    def skipped(self) -> int:
+        """Records replay passed over (see MetadataDelta.skipped)."""
+        return self.replay.skipped
+
+    @property
+    def first_offset(self) -> int:
+        return self.replay.first_offset
+
+    @property
+    def last_offset(self) -> int:
+        return self.replay.last_offset
+
+    @property
+    def entries(self) -> Sequence[LogEntry]:
+        """The records held, in log order (read only)."""
+        return self.replay.entries
+
+    @property
+    def batch_starts(self) -> Sequence[int]:
+        """The offset of each batch's first record (read only)."""
+        return self.replay.batch_starts
+
+    @property
+    def records_in(self) -> int:
+        """Records taken in by extend since opening: "+K new" counts from it."""
+        return self.replay.records_added
 
     # -- growing ------------------------------------------------------------------------
 
@@ -77,18 +116,13 @@ class History:
     def extend(self, batches: Iterable[list[LogEntry]]) -> int:
         """Replay ``batches`` after the last record; the records added (0: nothing new)."""
         added = self.replay.extend(batches)
-        if added:
-            self.records_in += added
-            self.generation += 1
-            self._sync()
+        self._took()
         return added
 
     def reset(self, image: MetadataImage, offset: int) -> None:
         """Start anew from ``image`` at ``offset`` (a live attachment fetched a snapshot again)."""
         self.replay.reset(image, offset)  # calls replay_started: new events and series
-        self.generation += 1
-        self.reshaped += 1
-        self._sync()
+        self._took()
 
     def poll(self) -> bool:
         """Take in what arrived since the last poll: True when anything changed. A file: never."""
@@ -142,7 +176,6 @@ class History:
     def replay_started(self, image: MetadataImage, start_offset: int) -> None:
         self.events: list[Event] = []
         self._event_offsets: list[int] = []
-        self._started_events: list[Event] | None = None
         self.start_offset = start_offset
         self._broker_seen: dict[int, int] = {b: start_offset for b in image.cluster.brokers}  # id -> first offset
         self._rate: list[tuple[int, float]] = []  # (second start ms, records stamped in it), in time order
@@ -253,13 +286,13 @@ class History:
 
     def at_time(self, time_ms: int, previous: Frame | None = None) -> Frame:
         """As ``load_log_dir(time_ms=)``: up to the record before the first one stamped after ``time_ms``."""
-        return self._frame(bisect_right(self._ts_max, time_ms) - 1, previous)
+        return self._frame(self.replay.index_at_time(time_ms), previous)
 
     def frames(self) -> Iterator[Frame]:
         """The starting frame, then one per batch: the path play mode and the live feed take."""
         frame = self.first()
         yield frame
-        for end in self._batch_ends:
+        for end in self.replay.batch_ends:
             frame = self._frame(end, frame)
             yield frame
 
@@ -271,12 +304,14 @@ class History:
 
     def next_batch(self, frame: Frame) -> Frame:
         """To the end of the batch after ``frame`` (of its own batch, when in the middle of one)."""
-        at = bisect_right(self._batch_ends, self._index(frame.offset))
-        return frame if at == len(self._batch_ends) else self._moved(frame, self._batch_ends[at])
+        batch_ends = self.replay.batch_ends
+        at = bisect_right(batch_ends, self._index(frame.offset))
+        return frame if at == len(batch_ends) else self._moved(frame, batch_ends[at])
 
     def prev_batch(self, frame: Frame) -> Frame:
-        at = bisect_left(self._batch_ends, self._index(frame.offset)) - 1
-        return self._moved(frame, self._batch_ends[at] if at >= 0 else -1)
+        batch_ends = self.replay.batch_ends
+        at = bisect_left(batch_ends, self._index(frame.offset)) - 1
+        return self._moved(frame, batch_ends[at] if at >= 0 else -1)
 
     def next_event(self, frame: Frame, kinds: set[str] | None = None) -> Frame:
         for event in self.events[bisect_right(self._event_offsets, frame.offset):]:
@@ -309,7 +344,7 @@ class History:
 
     def _index(self, offset: int) -> int:
         """The entry index of the last record at or before ``offset``; -1 for the starting image."""
-        return bisect_right(self._offsets, offset) - 1
+        return self.replay.index_of(offset)
 
     def _moved(self, frame: Frame, index: int) -> Frame:
         return frame if index == self._index(frame.offset) else self._frame(index, frame)

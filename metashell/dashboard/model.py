@@ -56,7 +56,8 @@ class Event:
 
 class FrameSource(Protocol):
     """Where the dashboard's frames come from: a History over a file (which never grows) or a live
-    source (metashell.dashboard.live_source), which grows as records are committed.
+    source (metashell.dashboard.live_history: a History over metashell.source.LiveSource), which
+    grows as records are committed.
 
     Growth: the screen calls ``poll()`` (on a timer, and when the ``wake`` given to ``watch``
     is called from the feed's thread); True means something changed: new frames

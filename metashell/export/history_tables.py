@@ -29,13 +29,13 @@ from typing import Any, Iterable
 
 from engine.common.kafka_uuid import uuid_to_kafka
 from engine.image.metadata_delta import ABORTED, APPLIED, COMMITTED, PENDING, MetadataDelta
-from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
 from metashell.export.schemas import column_names
 from metashell.export.tables import Table, partitions_table
+from metashell.source import Source
 from metashell.tree.tree_layout import redact_record_json
 
 HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "leader_changes")
@@ -205,8 +205,8 @@ def images_at(log_dir: Path | str, offsets: Iterable[int]) -> Table:
     points = sorted(set(offsets))
     rows: list[tuple] = []
     if points:
-        history = MetadataHistory.open_log_dir(Path(log_dir), offset=points[0])  # read once, for every point
+        source = Source(log_dir=Path(log_dir))  # read once, from the first point, for every point
         for offset in points:
-            image, _ = history.image_at(offset=offset)
+            image, _ = source.load(offset=offset)
             rows.extend((offset, *row) for row in partitions_table(image).rows)
     return Table("partitions_over_time", column_names("partitions_over_time"), rows)

@@ -1,8 +1,8 @@
 """The live shell's own commands: ``watch`` a node as commits change it, ``live`` to follow again.
 
-Both need a live quorum (``--bootstrap-controller``, source.LiveSource). ``watch`` is the one
-command that moves a frozen session (one-shot ``-c`` commands answer from the state at attach
-time): watching is following, and the commands after it answer from where it stopped.
+Both need a live quorum (``--bootstrap-controller``, metashell.source.LiveSource). ``watch`` is
+the one command that moves a frozen session (one-shot ``-c`` commands answer from the state at
+attach time): watching is following, and the commands after it answer from where it stopped.
 """
 
 from __future__ import annotations

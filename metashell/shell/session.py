@@ -4,10 +4,10 @@ Pure of any terminal: output goes to ``out`` (a function taking one line), so co
 are tested by their captured output. The prompt-toolkit front (repl.py) and the one-shot
 mode (cli) are thin layers over ``run_line``.
 
-Over a live quorum (source.LiveSource) the session follows commits: before each command it
-takes what was committed since (unless the source is frozen: one-shot commands answer from the
-state at attach time, or a seek looks at the past), and the interactive front refreshes while
-idle. ``prompt()`` says where it stands.
+Over a live quorum (metashell.source.LiveSource) the session follows commits: before each
+command it takes what was committed since (unless the source is frozen: one-shot commands
+answer from the state at attach time, or a seek looks at the past), and the interactive front
+refreshes while idle. ``prompt()`` says where it stands.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from metashell.tree.nodes import Node, NodeError, expand, normalize, resolve
 from metashell.shell.registry import COMMANDS, ShellError
-from metashell.source import Source
+from metashell.source import LiveSource, Source
 from metashell.tree.root import build_tree
 
 
 class Session:
-    def __init__(self, source: Source, out: Callable[[str], None] = print, err: Callable[[str], None] | None = None,
-                 show_secrets: bool = False):
+    def __init__(self, source: Source | LiveSource, out: Callable[[str], None] = print,
+                 err: Callable[[str], None] | None = None, show_secrets: bool = False):
         self.source = source
         self.out = out
         self.err = err or out

@@ -183,10 +183,10 @@ def test_images_at_agree_with_the_loader(story: Path) -> None:
 
 
 def test_dashboard_and_shell_answer_alike_at_every_offset(story: Path, monkeypatch) -> None:
-    from engine.image import metadata_history
+    from engine.image import history_checkpoints
 
-    monkeypatch.setattr(metadata_history, "CHECKPOINT_RECORDS", 2)  # transactions across checkpoints
-    monkeypatch.setattr(metadata_history, "CHEAP_BATCH_IMAGE", -1)
+    monkeypatch.setattr(history_checkpoints, "CHECKPOINT_RECORDS", 2)  # transactions across checkpoints
+    monkeypatch.setattr(history_checkpoints, "CHEAP_BATCH_IMAGE", -1)
     dash = History.open_log_dir(story)
     source = Source(log_dir=story)
     for offset in range(-1, 21):
@@ -197,11 +197,11 @@ def test_dashboard_and_shell_answer_alike_at_every_offset(story: Path, monkeypat
 
 
 def test_checkpoints_thin_out_past_their_budget_and_answers_stay(story: Path, monkeypatch) -> None:
-    from engine.image import metadata_history
+    from engine.image import history_checkpoints, metadata_history
 
-    monkeypatch.setattr(metadata_history, "CHECKPOINT_RECORDS", 1)
+    monkeypatch.setattr(history_checkpoints, "CHECKPOINT_RECORDS", 1)
     dense = metadata_history.MetadataHistory.open_log_dir(story)
-    monkeypatch.setattr(metadata_history, "CHECKPOINT_BUDGET", 3)  # a few brokers' worth of entries
+    monkeypatch.setattr(history_checkpoints, "CHECKPOINT_BUDGET", 3)  # a few brokers' worth of entries
     sparse = metadata_history.MetadataHistory.open_log_dir(story)
     assert len(sparse.checkpoints) < len(dense.checkpoints) // 2
     for offset in range(-1, 21):

@@ -27,14 +27,15 @@ from engine.records.kio_codec import protocol_module
 from engine.storage.log_reader import LogEntry
 from engine.admin.quorum_client import QuorumInfo
 from metashell.dashboard.app import DashboardApp
-from metashell.dashboard.live_source import LiveSource
+from metashell.dashboard.live_history import LiveHistory
 from metashell.dashboard.screens import MainScreen
 from metashell.dashboard.ticker import ManualTicker
 from metashell.dashboard.widgets import EventsFeed, HeaderBar, QuorumPanel
 from metashell.dashboard.widgets.charts import Chart
-from metashell.dashboard.live_source import open_live
+from metashell.dashboard.live_history import open_live
 from metashell.dashboard.widgets import PartitionsPanel
 from metashell.live.feed import AttachStatus, FeedUpdate
+from metashell.source import LiveSource
 
 # processes, sockets and timers of their own: out of the fast tier
 pytestmark = pytest.mark.slow
@@ -91,16 +92,17 @@ def batches(demo_log_dir: Path) -> list[list[LogEntry]]:
     return list(segment_batches(start.listing, start.begin, []))
 
 
-def attached(feed: PushedFeed, first: list[list[LogEntry]], *, window_records: int = 10_000) -> LiveSource:
+def attached(feed: PushedFeed, first: list[list[LogEntry]], *, window_records: int = 10_000) -> LiveHistory:
     """A source as open_live makes one: the attachment's first drain (the empty image, as the log
     starts at 0, and what was committed) taken before the app runs."""
     feed.push(first, reset=(MetadataImage(), -1))
-    source = LiveSource(feed, window_records=window_records, initial=feed.drain(), clock_ms=lambda: NOW_MS)
-    feed.on_update = source.notify
+    live = LiveSource(feed, window_records=window_records, initial=feed.drain())
+    source = LiveHistory(live, clock_ms=lambda: NOW_MS)
+    feed.on_update = live.notify
     return source
 
 
-def run(source: LiveSource, body: Callable[..., Awaitable[None]]) -> None:
+def run(source: LiveHistory, body: Callable[..., Awaitable[None]]) -> None:
     poll = ManualTicker()
 
     async def main() -> None:

@@ -22,7 +22,7 @@ from engine.bench.replay import partition_heavy_records
 from engine.records.kio_codec import i8, i16, i32, i64, u16
 from engine.storage.log_reader import LogEntry
 from engine.image.metadata_delta import MetadataDelta
-from engine.image import metadata_history
+from engine.image import history_checkpoints
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo, load_log_dir
 from engine.records.metadata_record_serde import ControlRecord, control_record
@@ -140,8 +140,8 @@ def test_stepping_records_batches_events_and_bounds(demo: History) -> None:
 
 
 def test_frames_replayed_from_sparse_checkpoints(tmp_path: Path, monkeypatch, demo: History) -> None:
-    monkeypatch.setattr(metadata_history, "CHECKPOINT_RECORDS", 5)
-    monkeypatch.setattr(metadata_history, "CHEAP_BATCH_IMAGE", -1)  # keep no batch-end image
+    monkeypatch.setattr(history_checkpoints, "CHECKPOINT_RECORDS", 5)
+    monkeypatch.setattr(history_checkpoints, "CHEAP_BATCH_IMAGE", -1)  # keep no batch-end image
     sparse = History.open_log_dir(write_demo_log_dir(tmp_path))
     assert len(sparse.replay.checkpoints) < len(demo.replay.checkpoints)
     for offset in range(-1, 24):

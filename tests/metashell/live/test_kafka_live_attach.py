@@ -168,7 +168,7 @@ COMBINED_VERSIONS = [v for v in ATTACH_VERSIONS if v.startswith("4.1")]
 def test_the_live_shell_follows_a_topic_a_fenced_broker_and_its_replica_into_the_elr(
         cluster: KafkaCluster) -> None:
     lines: list[str] = []
-    session = Session(LiveSource(cluster.bootstrap_controllers), out=lines.append)
+    session = Session(LiveSource.connect(cluster.bootstrap_controllers), out=lines.append)
     session.lines = lines  # what tests.metashell.shell.test_live_shell.answer reads
 
     def until(predicate: Callable[[], Any], what: str) -> None:
