@@ -27,6 +27,7 @@ from datetime import timedelta
 from typing import Any, Awaitable, Callable, Sequence
 
 from engine.broker import data_answers, describe_answers, metadata_answers
+from engine.common.config_resource import ConfigResourceType
 from engine.broker.forwarding import Forwarder, error_response, forwarded_apis
 from engine.controller.controller_config import ControllerConfig
 from engine.image.metadata_image import MetadataImage
@@ -39,7 +40,7 @@ log = logging.getLogger("engine.broker.apis")
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR, LIST_GROUPS, DESCRIBE_LOG_DIRS = 0, 1, 2, 3, 10, 16, 35
 DESCRIBE_ACLS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 29, 32, 44
 DESCRIBE_CLIENT_QUOTAS, DESCRIBE_USER_SCRAM_CREDENTIALS, DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 48, 50, 60, 75
-BROKER_LOGGER = 8
+BROKER_LOGGER = ConfigResourceType.BROKER_LOGGER
 
 # What the broker answers itself: Kafka 4.x's broker ranges that kio has (ApiKeys on the BROKER
 # listener, e.g. Metadata 0-13, Fetch 4-18, DescribeConfigs 1-4, DescribeAcls 1-3).

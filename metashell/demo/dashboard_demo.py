@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable
 
+from engine.common.config_resource import ConfigResourceType
 from engine.records import metadata_records as m
 from engine.records.kio_codec import (
     KRaftVersionFeature, KRaftVersionRecord, LeaderChangeMessage, LeaderChangeVoter, VotersEndpoint,
@@ -283,8 +284,8 @@ class _Cluster:
         assignments, configs = TOPICS[name]
         topic = _Topic(name, topic_id(name), int(configs.get("min.insync.replicas", DEFAULT_MIN_ISR)))
         records: list = [m.TopicRecordV0(name=name, topic_id=topic.id)]
-        records += [m.ConfigRecordV0(resource_type=i8(2), resource_name=name, name=key, value=value)
-                    for key, value in configs.items()]
+        records += [m.ConfigRecordV0(resource_type=i8(ConfigResourceType.TOPIC.value), resource_name=name, name=key,
+                                     value=value) for key, value in configs.items()]
         for pid, replicas in enumerate(assignments):
             record = m.PartitionRecordV2(
                 partition_id=i32(pid), topic_id=topic.id, replicas=tuple(map(i32, replicas)),
