@@ -72,11 +72,12 @@ class ClusterDelta(DomainDelta):
     # -- replay -----------------------------------------------------------------------------
 
     def replay_register_broker(self, record: RegisterBrokerRecord) -> None:
-        self._set_broker(record.broker_id, BrokerRegistration.from_record(record))
+        self._set_broker(record.broker_id, self.broker(record.broker_id), BrokerRegistration.from_record(record))
 
     def replay_unregister_broker(self, record: m.UnregisterBrokerRecordV0) -> None:
-        if self.broker(record.broker_id) is not None:
-            self._set_broker(record.broker_id, REMOVED)
+        broker = self.broker(record.broker_id)
+        if broker is not None:
+            self._set_broker(record.broker_id, broker, REMOVED)
 
     def replay_fence_broker(self, record: FenceRecord) -> None:
         self._fence(record, True)
@@ -91,7 +92,7 @@ class ClusterDelta(DomainDelta):
         shutting_down = getattr(record, "in_controlled_shutdown", 0) == 1 or broker.in_controlled_shutdown
         # Kafka's ClusterDelta: a null list of cordoned directories changes nothing, any other (empty too) replaces
         cordoned = getattr(record, "cordoned_log_dirs", None)
-        self._set_broker(record.broker_id, broker._replace(
+        self._set_broker(record.broker_id, broker, broker._replace(
             fenced=_FENCED.get(record.fenced, broker.fenced), in_controlled_shutdown=shutting_down,
             directories=tuple(getattr(record, "log_dirs", ())) or broker.directories,
             cordoned_directories=broker.cordoned_directories if cordoned is None else tuple(cordoned)))
@@ -105,7 +106,7 @@ class ClusterDelta(DomainDelta):
     def _fence(self, record: FenceRecord, fenced: bool) -> None:
         broker = self._broker_at_epoch(record.id, record.epoch)
         if broker is not None:
-            self._set_broker(record.id, broker._replace(fenced=fenced))
+            self._set_broker(record.id, broker, broker._replace(fenced=fenced))
 
     def _broker_at_epoch(self, broker_id: int, epoch: int) -> BrokerRegistration | None:
         broker = self.broker(broker_id)
@@ -114,8 +115,8 @@ class ClusterDelta(DomainDelta):
             return None
         return broker
 
-    def _set_broker(self, broker_id: int, registration: Any) -> None:
-        self._note("brokers", broker_id, self.broker(broker_id))
+    def _set_broker(self, broker_id: int, before: BrokerRegistration | None, registration: Any) -> None:
+        self._note("brokers", broker_id, before)
         self._brokers[broker_id] = registration
 
     def _set_controller(self, controller_id: int, registration: Any) -> None:

@@ -42,6 +42,7 @@ from engine.image.scram_image import ScramDelta
 from engine.image.topics_image import TopicsDelta
 from engine.records import metadata_records as m
 from engine.records.metadata_record_serde import ControlRecord, UnknownRecord
+from engine.records.metadata_records import RECORD_CLASSES
 
 # What ``MetadataDelta.replay`` did with a record (KIP-868 metadata transactions):
 APPLIED = "applied"  # replayed at its place (one that does not apply changes nothing: see ``skipped``)
@@ -81,7 +82,7 @@ class MetadataDelta:
         journal = self._journal
         journal.stamp = (offset, timestamp_ms)
         journal.named = []
-        handler = self._handlers.get(type(record))
+        handler = self._handlers.get(type(record)) or self._bind(type(record))
         if handler is not None and self._transaction is None:  # the common case, first
             handler(record)
             return APPLIED
@@ -97,10 +98,7 @@ class MetadataDelta:
         if self._transaction is not None:
             self._transaction.append(record)
             return PENDING
-        handler = self._bind(type(record))
-        if handler is not None:
-            handler(record)
-        return APPLIED
+        return APPLIED  # a record that changes no image (NoOpRecord)
 
     @property
     def open_transaction(self) -> tuple | None:
@@ -117,8 +115,8 @@ class MetadataDelta:
     def apply(self) -> MetadataImage:
         """The next image; untouched domains are the old image's own objects."""
         image, deltas = self.image, self._deltas
-        return MetadataImage(self._provenance, **{
-            domain: deltas[domain].apply() if domain in deltas else getattr(image, domain) for domain in _DELTAS})
+        return MetadataImage(self._provenance, *[  # _DELTAS is in MetadataImage's field order
+            deltas[domain].apply() if domain in deltas else getattr(image, domain) for domain in _DELTAS])
 
     # -- the state replayed so far (as Kafka's ClusterDelta.broker): for per-record history --
 
@@ -185,13 +183,12 @@ class MetadataDelta:
 
     def _bind(self, record_class: type) -> Callable[[Any], Any] | None:
         """The replay method for records of ``record_class``, kept for the next ones; None for a
-        record that changes no image (NoOpRecord)."""
-        route = _ROUTES.get(getattr(record_class, "record_name", None))
+        control, unknown or transaction record, or one that changes no image (NoOpRecord)."""
+        route = _BY_CLASS.get(record_class)
         if route is None:
             return None
-        domain, method = route
-        handler = getattr(self if domain is None else self._delta(domain), method)
-        self._handlers[record_class] = handler
+        domain, function = route
+        handler = self._handlers[record_class] = function.__get__(self if domain is None else self._delta(domain))
         return handler
 
     def _replay_remove_topic(self, record: m.RemoveTopicRecordV0) -> None:
@@ -240,32 +237,34 @@ def _change_set(found: dict[str, dict], leader_changes: tuple) -> ChangeSet:
 
 _TRANSACTION_MARKERS = {"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"}
 
-# record type -> (the MetadataImage field whose delta replays it, or None for MetadataDelta's own; its method)
-_ROUTES: dict[str, tuple[str | None, str]] = {
-    "RegisterBrokerRecord": ("cluster", "replay_register_broker"),
-    "UnregisterBrokerRecord": ("cluster", "replay_unregister_broker"),
-    "FenceBrokerRecord": ("cluster", "replay_fence_broker"),
-    "UnfenceBrokerRecord": ("cluster", "replay_unfence_broker"),
-    "BrokerRegistrationChangeRecord": ("cluster", "replay_broker_registration_change"),
-    "RegisterControllerRecord": ("cluster", "replay_register_controller"),
-    "UnregisterControllerRecord": ("cluster", "replay_unregister_controller"),
-    "TopicRecord": ("topics", "replay_topic"),
-    "PartitionRecord": ("topics", "replay_partition"),
-    "PartitionChangeRecord": ("topics", "replay_partition_change"),
-    "RemoveTopicRecord": (None, "_replay_remove_topic"),
-    "ClearElrRecord": ("topics", "replay_clear_elr"),
-    "ConfigRecord": ("configs", "replay_config"),
-    "ClientQuotaRecord": ("client_quotas", "replay_client_quota"),
-    "FeatureLevelRecord": ("features", "replay_feature_level"),
-    "ZkMigrationStateRecord": ("features", "replay_zk_migration_state"),
-    "ProducerIdsRecord": ("producer_ids", "replay_producer_ids"),
-    "AccessControlEntryRecord": ("acls", "replay_access_control_entry"),
-    "RemoveAccessControlEntryRecord": ("acls", "replay_remove_access_control_entry"),
-    "UserScramCredentialRecord": ("scram", "replay_user_scram_credential"),
-    "RemoveUserScramCredentialRecord": ("scram", "replay_remove_user_scram_credential"),
-    "DelegationTokenRecord": ("delegation_tokens", "replay_delegation_token"),
-    "RemoveDelegationTokenRecord": ("delegation_tokens", "replay_remove_delegation_token"),
+# record type -> (the MetadataImage field whose delta replays it, or None for MetadataDelta's own; the replay function)
+_ROUTES: dict[str, tuple[str | None, Callable[[Any, Any], Any]]] = {
+    "RegisterBrokerRecord": ("cluster", ClusterDelta.replay_register_broker),
+    "UnregisterBrokerRecord": ("cluster", ClusterDelta.replay_unregister_broker),
+    "FenceBrokerRecord": ("cluster", ClusterDelta.replay_fence_broker),
+    "UnfenceBrokerRecord": ("cluster", ClusterDelta.replay_unfence_broker),
+    "BrokerRegistrationChangeRecord": ("cluster", ClusterDelta.replay_broker_registration_change),
+    "RegisterControllerRecord": ("cluster", ClusterDelta.replay_register_controller),
+    "UnregisterControllerRecord": ("cluster", ClusterDelta.replay_unregister_controller),
+    "TopicRecord": ("topics", TopicsDelta.replay_topic),
+    "PartitionRecord": ("topics", TopicsDelta.replay_partition),
+    "PartitionChangeRecord": ("topics", TopicsDelta.replay_partition_change),
+    "RemoveTopicRecord": (None, MetadataDelta._replay_remove_topic),
+    "ClearElrRecord": ("topics", TopicsDelta.replay_clear_elr),
+    "ConfigRecord": ("configs", ConfigurationsDelta.replay_config),
+    "ClientQuotaRecord": ("client_quotas", ClientQuotasDelta.replay_client_quota),
+    "FeatureLevelRecord": ("features", FeaturesDelta.replay_feature_level),
+    "ZkMigrationStateRecord": ("features", FeaturesDelta.replay_zk_migration_state),
+    "ProducerIdsRecord": ("producer_ids", ProducerIdsDelta.replay_producer_ids),
+    "AccessControlEntryRecord": ("acls", AclsDelta.replay_access_control_entry),
+    "RemoveAccessControlEntryRecord": ("acls", AclsDelta.replay_remove_access_control_entry),
+    "UserScramCredentialRecord": ("scram", ScramDelta.replay_user_scram_credential),
+    "RemoveUserScramCredentialRecord": ("scram", ScramDelta.replay_remove_user_scram_credential),
+    "DelegationTokenRecord": ("delegation_tokens", DelegationTokenDelta.replay_delegation_token),
+    "RemoveDelegationTokenRecord": ("delegation_tokens", DelegationTokenDelta.replay_remove_delegation_token),
 }
+# record class -> its route, for every version of every routed type
+_BY_CLASS = {cls: _ROUTES[cls.record_name] for cls in RECORD_CLASSES.values() if cls.record_name in _ROUTES}
 
 
 def replay_entries(entries, image: MetadataImage | None = None) -> MetadataImage:
