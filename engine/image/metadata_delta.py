@@ -50,7 +50,7 @@ PENDING = "pending"  # a transaction is open: kept until its end (a BeginTransac
 COMMITTED = "committed"  # an EndTransactionRecord: the open transaction's records are applied now
 ABORTED = "aborted"  # an AbortTransactionRecord: the open transaction's records are dropped
 
-# MetadataImage field -> the delta of that domain
+# MetadataImage field -> the delta of that domain, in the image's field order (``apply`` builds it so)
 _DELTAS: dict[str, type] = {
     "features": FeaturesDelta, "cluster": ClusterDelta, "topics": TopicsDelta, "configs": ConfigurationsDelta,
     "client_quotas": ClientQuotasDelta, "producer_ids": ProducerIdsDelta, "acls": AclsDelta, "scram": ScramDelta,
@@ -115,7 +115,7 @@ class MetadataDelta:
     def apply(self) -> MetadataImage:
         """The next image; untouched domains are the old image's own objects."""
         image, deltas = self.image, self._deltas
-        return MetadataImage(self._provenance, *[  # _DELTAS is in MetadataImage's field order
+        return MetadataImage(self._provenance, *[
             deltas[domain].apply() if domain in deltas else getattr(image, domain) for domain in _DELTAS])
 
     # -- the state replayed so far (as Kafka's ClusterDelta.broker): for per-record history --
