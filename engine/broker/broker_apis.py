@@ -28,6 +28,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from engine.common.api_keys import ApiKeys
 from engine.broker import data_answers, describe_answers, metadata_answers
+from engine.common.config_resource import ConfigResourceType
 from engine.broker.forwarding import Forwarder, error_response, forwarded_apis
 from engine.controller.controller_config import ControllerConfig
 from engine.image.metadata_image import MetadataImage
@@ -37,7 +38,7 @@ from engine.records.kio_codec import ErrorCode, protocol_module
 
 log = logging.getLogger("engine.broker.apis")
 
-BROKER_LOGGER = 8
+BROKER_LOGGER = ConfigResourceType.BROKER_LOGGER
 
 # What the broker answers itself: Kafka 4.x's broker ranges that kio has (ApiKeys on the BROKER
 # listener, e.g. Metadata 0-13, Fetch 4-18, DescribeConfigs 1-4, DescribeAcls 1-3).

@@ -27,6 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from engine.common.api_keys import ApiKeys
+from engine.common.config_resource import BROKER_DEFAULT, ConfigResourceType, broker_resource
 from engine.controller import acl_control, config_control
 from engine.controller import config_defs as defs
 from engine.controller.controller_config import ControllerConfig
@@ -36,7 +37,6 @@ from engine.net.kafka_protocol import request_class, response_class
 from engine.net.message_versions import convert_message
 from engine.records.kio_codec import ErrorCode, f64, i8, i32, protocol_module
 
-BROKER_RESOURCE, BROKER_LOGGER_RESOURCE = 4, 8
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
 QUOTA_TYPES = ("user", "client-id", "ip")
 _ZERO = timedelta(0)
@@ -71,13 +71,13 @@ def run_read_command(command: Command, image: MetadataImage, config: ControllerC
 def _refusal(resource: Any, broker_id: int) -> tuple[Any, str] | None:
     """Kafka's broker-side refusals the controller's reading does not make."""
     rtype, name = int(resource.resource_type), resource.resource_name
-    if rtype == BROKER_RESOURCE and name:
+    if rtype == ConfigResourceType.BROKER and name:
         if not name.strip().lstrip("-").isdigit():
             return ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}"
         if int(name) != broker_id:
             return (ErrorCode.invalid_request,
                     f"Unexpected broker id, expected {broker_id} or empty string, but received {name}")
-    if rtype == BROKER_LOGGER_RESOURCE:
+    if rtype == ConfigResourceType.BROKER_LOGGER:
         return (ErrorCode.invalid_request,
                 "this simulated broker has no log4j loggers to describe (broker-loggers are local to a real broker)")
     return None
@@ -93,7 +93,7 @@ def _own_broker_result(image: MetadataImage, config: ControllerConfig, request: 
     dynamic ones) and any set in the image, each with the controller's reading of its layers."""
     name = resource.resource_name
     names = set(defs.BROKER_DYNAMIC_CONFIGS) | set(defs.SERVER_DEFAULTS)
-    names |= set(image.configs.get((BROKER_RESOURCE, ""), {})) | set(image.configs.get((BROKER_RESOURCE, name), {}))
+    names |= set(image.configs.config_map(BROKER_DEFAULT)) | set(image.configs.config_map(broker_resource(name)))
     wanted = resource.configuration_keys
     ctx = _context(image, config)
     describe = (request.include_synonyms, request.include_documentation)
@@ -107,7 +107,7 @@ def _broker_config(ctx: ControllerContext, broker: str, name: str, describe: tup
     (ssl.keystore.location, ...) is null from DEFAULT_CONFIG, as Kafka lists it."""
     configs = ctx.image.configs
     key = defs.BROKER_DYNAMIC_CONFIGS.get(name)
-    unset = name not in configs.get((BROKER_RESOURCE, broker), {}) and name not in configs.get((BROKER_RESOURCE, ""), {})
+    unset = name not in configs.config_map(broker_resource(broker)) and name not in configs.config_map(BROKER_DEFAULT)
     if unset and key is not None and key.default is None and name not in defs.SERVER_DEFAULTS:
         return config_control.config_entry(describe, name, None, key.type == "PASSWORD", [], key.type, read_only=False)
     return config_control.broker_entry(ctx, broker, name, describe)
@@ -117,7 +117,7 @@ def describe_configs(image: MetadataImage, config: ControllerConfig, request: An
     newest = convert_message(request, request_class(ApiKeys.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS.max_version))
     refused = {i: _refusal(r, config.node_id) for i, r in enumerate(newest.resources)}
     own = {i for i, r in enumerate(newest.resources)
-           if refused[i] is None and int(r.resource_type) == BROKER_RESOURCE and r.resource_name}
+           if refused[i] is None and int(r.resource_type) == ConfigResourceType.BROKER and r.resource_name}
     rest = tuple(r for i, r in enumerate(newest.resources) if refused[i] is None and i not in own)
     answered = list(run_read_command(DESCRIBE_CONFIGS, image, config, dataclasses.replace(newest, resources=rest),
                                      DESCRIBE_CONFIGS.max_version).results)

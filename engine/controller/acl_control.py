@@ -21,9 +21,10 @@ from engine.common.kafka_uuid import random_kafka_uuid
 from engine.controller.controller_result import (
     MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
 )
+from engine.image.acls_image import StandardAcl
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
-from engine.records.kio_codec import ErrorCode, i8, protocol_module
+from engine.records.kio_codec import ErrorCode, protocol_module
 
 # Kafka's enums by code; a code not listed reads as UNKNOWN (0)
 RESOURCE_TYPES = {1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID", 6: "DELEGATION_TOKEN",
@@ -75,25 +76,19 @@ def _pattern_matches(filter_type: int, filter_name: str | None, filter_pattern: 
     return False
 
 
-def acl_matches(acl_record: Any, filter: Any) -> bool:
-    """Whether an AccessControlEntryRecord matches a DeleteAcls filter or a DescribeAcls request
-    (anything with their *_filter, operation and permission_type fields)."""
+def acl_matches(acl: StandardAcl, filter: Any) -> bool:
+    """Whether an ACL matches a DeleteAcls filter or a DescribeAcls request (anything with their
+    *_filter, operation and permission_type fields)."""
     if not _pattern_matches(filter.resource_type_filter, filter.resource_name_filter, filter.pattern_type_filter,
-                            acl_record):
+                            acl):
         return False
-    if filter.principal_filter is not None and filter.principal_filter != acl_record.principal:
+    if filter.principal_filter is not None and filter.principal_filter != acl.principal:
         return False
-    if filter.host_filter is not None and filter.host_filter != acl_record.host:
+    if filter.host_filter is not None and filter.host_filter != acl.host:
         return False
-    if filter.operation != ANY and filter.operation != acl_record.operation:
+    if filter.operation != ANY and filter.operation != acl.operation:
         return False
-    return filter.permission_type == ANY or filter.permission_type == acl_record.permission_type
-
-
-def _binding(acl: Any) -> tuple:
-    """What makes two ACLs the same ACL (Kafka's StandardAcl equality): all but the id."""
-    return (acl.resource_type, acl.resource_name, acl.pattern_type, acl.principal, acl.host, acl.operation,
-            acl.permission_type)
+    return filter.permission_type == ANY or filter.permission_type == acl.permission_type
 
 
 # -- CreateAcls ----------------------------------------------------------------------------
@@ -130,7 +125,7 @@ def new_acl_id(image: MetadataImage, taken: set[uuid.UUID]) -> uuid.UUID:
 def create_acls(ctx: ControllerContext, request: Any) -> ControllerResult:
     _refuse_unknown(request.creations, ("resource_type", "resource_pattern_type", "operation", "permission_type"),
                     "CreatableAcls")
-    existing = {_binding(acl) for acl in ctx.image.acls.values()}
+    existing = set(ctx.image.acls.values())  # two ACLs with the same binding are the same ACL, whatever their ids
     taken: set[uuid.UUID] = set()
     records: list[Any] = []
     results = []
@@ -139,8 +134,8 @@ def create_acls(ctx: ControllerContext, request: Any) -> ControllerResult:
         if error is not None:
             results.append(_create.AclCreationResult(error_code=ErrorCode.invalid_request, error_message=error))
             continue
-        binding = (creation.resource_type, creation.resource_name, creation.resource_pattern_type,
-                   creation.principal, creation.host, creation.operation, creation.permission_type)
+        binding = StandardAcl(creation.resource_type, creation.resource_name, creation.resource_pattern_type,
+                              creation.principal, creation.host, creation.operation, creation.permission_type)
         if binding not in existing:  # an ACL that exists is a success with nothing to write
             existing.add(binding)
             if len(records) >= MAX_RECORDS_PER_USER_OP:
@@ -148,10 +143,7 @@ def create_acls(ctx: ControllerContext, request: Any) -> ControllerResult:
                                f"it would exceed the maximum length of {MAX_RECORDS_PER_USER_OP}")
             acl_id = new_acl_id(ctx.image, taken)
             taken.add(acl_id)
-            records.append(m.AccessControlEntryRecordV0(
-                id=acl_id, resource_type=i8(creation.resource_type), resource_name=creation.resource_name,
-                pattern_type=i8(creation.resource_pattern_type), principal=creation.principal, host=creation.host,
-                operation=i8(creation.operation), permission_type=i8(creation.permission_type)))
+            records.append(binding.to_record(acl_id))
         results.append(_create.AclCreationResult(error_code=ErrorCode.none, error_message=None))
     return ControllerResult(records, _create.CreateAclsResponse(throttle_time=timedelta(0), results=tuple(results)),
                             atomic=True)

@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any, Callable, NamedTuple
 
 from engine.common.api_keys import ApiKeys
+from engine.common.config_resource import ConfigResourceType
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import Command
 from engine.controller.delegation_token_control import not_allowed_response
@@ -66,9 +67,6 @@ CLUSTER_OPERATIONS: dict[int, int] = {
 }
 # Renew and ExpireDelegationToken: the token's owner and renewers are the command's check
 UNCHECKED = frozenset({ApiKeys.API_VERSIONS, ApiKeys.RENEW_DELEGATION_TOKEN, ApiKeys.EXPIRE_DELEGATION_TOKEN})
-
-# config resource types (Kafka's ConfigResource.Type): TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP
-_TOPIC_CONFIG, _BROKER, _BROKER_LOGGER, _CLIENT_METRICS, _GROUP_CONFIG = 2, 4, 8, 16, 32
 
 
 NOT_READY_MESSAGE = "The authorizer is not ready: the controller has not loaded the ACLs yet."
@@ -184,14 +182,15 @@ def _create_partitions(caller: Caller, command: Command, request: Any, image: Me
 def _config_denial(caller: Caller, resource_type: int, name: str, operation: int) -> tuple[Any, str] | None:
     """What Kafka answers for a config resource the caller may not touch; None when allowed or
     a type not checked here (the command refuses those)."""
-    if resource_type in (_BROKER, _CLIENT_METRICS) or (resource_type == _BROKER_LOGGER and operation == DESCRIBE_CONFIGS):
+    if resource_type in (ConfigResourceType.BROKER, ConfigResourceType.CLIENT_METRICS) or (
+            resource_type == ConfigResourceType.BROKER_LOGGER and operation == DESCRIBE_CONFIGS):
         return None if caller.allows(operation, CLUSTER) else (ErrorCode.cluster_authorization_failed, CLUSTER_DENIED)
-    if resource_type == _BROKER_LOGGER:  # altering log levels is CLUSTER_ACTION (RuntimeLoggerManager)
+    if resource_type == ConfigResourceType.BROKER_LOGGER:  # altering log levels: CLUSTER_ACTION (RuntimeLoggerManager)
         return None if caller.allows(CLUSTER_ACTION, CLUSTER) else (ErrorCode.cluster_authorization_failed,
                                                                    CLUSTER_DENIED)
-    if resource_type == _TOPIC_CONFIG:
+    if resource_type == ConfigResourceType.TOPIC:
         return None if caller.allows(operation, TOPIC, name) else (ErrorCode.topic_authorization_failed, TOPIC_DENIED)
-    if resource_type == _GROUP_CONFIG:
+    if resource_type == ConfigResourceType.GROUP:
         return None if caller.allows(operation, GROUP, name) else (ErrorCode.group_authorization_failed, GROUP_DENIED)
     return None
 
@@ -201,7 +200,7 @@ def _alter_configs(caller: Caller, command: Command, request: Any, image: Metada
     unique = _unique([(r.resource_type, r.resource_name) for r in request.resources])
     denied: dict[tuple[int, str], tuple[Any, str]] = {}
     for resource_type, name in unique:
-        if command.api_key == ApiKeys.ALTER_CONFIGS and resource_type == _BROKER_LOGGER:
+        if command.api_key == ApiKeys.ALTER_CONFIGS and resource_type == ConfigResourceType.BROKER_LOGGER:
             continue  # the legacy API has no BROKER_LOGGER: the command refuses it
         denial = _config_denial(caller, resource_type, name, ALTER_CONFIGS)
         if denial is not None:

@@ -23,6 +23,8 @@ from datetime import timedelta
 from typing import Any, Callable, Iterable
 
 from engine.common.api_keys import ApiKeys
+from engine.common.config_resource import (BROKER_DEFAULT, ConfigResource, ConfigResourceType, broker_resource,
+                                           topic_resource)
 from engine.controller import config_defs as defs
 from engine.controller.config_defs import ConfigKey, ConfigValueError
 from engine.controller.controller_config import ControllerConfig
@@ -32,7 +34,7 @@ from engine.image.metadata_version import record_versions
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i8, protocol_module
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
 MIN_ISR = "min.insync.replicas"
 ELR_FEATURE = "eligible.leader.replicas.version"
 MAX_VALUE_LENGTH = 32767  # a ConfigRecord value is a Java string of at most Short.MAX_VALUE chars
@@ -54,7 +56,7 @@ def elr_enabled(image: MetadataImage) -> bool:
 
 
 def config_record(resource_type: int, name: str, key: str, value: str | None) -> Any:
-    return m.ConfigRecordV0(resource_type=i8(resource_type), resource_name=name, name=key, value=value)
+    return m.ConfigRecordV0(resource_type=i8(int(resource_type)), resource_name=name, name=key, value=value)
 
 
 # -- validation ----------------------------------------------------------------------------
@@ -90,12 +92,7 @@ def resource_name_error(resource_type: int, name: str) -> Error | None:
     if resource_type == BROKER:
         node = _broker_id(name) if name else 0
         return node if isinstance(node, tuple) else None
-    return ErrorCode.invalid_request, f"Unknown resource type {_type_name(resource_type)}"
-
-
-def _type_name(resource_type: int) -> str:
-    return {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
-            16: "CLIENT_METRICS", 32: "GROUP"}.get(resource_type, "UNKNOWN")
+    return ErrorCode.invalid_request, f"Unknown resource type {ConfigResourceType.for_id(resource_type).name}"
 
 
 def _values_error(resource_type: int, configs: dict[str, str]) -> Error | None:
@@ -155,7 +152,7 @@ def _check(ctx: ControllerContext, resource_type: int, name: str, explicit: list
            implicit: list[Any], newly_created: bool) -> Error | None:
     """Kafka's validateAlterConfig over the records one resource would write."""
     elr = elr_enabled(ctx.image)
-    configs = dict(ctx.image.configs.get((resource_type, name), {}))
+    configs = dict(ctx.image.configs.config_map(ConfigResource(resource_type, name)))
     for record in explicit:
         error = _elr_error(elr, record)
         if error:
@@ -226,7 +223,7 @@ def alter_resource(ctx: ControllerContext, resource_type: int, name: str,
                    changes: dict[str, tuple[int, str | None]], newly_created: bool = False) -> tuple[list[Any], Error | None]:
     """The ConfigRecords one resource's incremental changes ({key: (op, value)}) write, or why not.
     CreateTopics uses it for a new topic's configs (``newly_created``: no existence check)."""
-    current = ctx.image.configs.get((resource_type, name), {})
+    current = ctx.image.configs.config_map(ConfigResource(resource_type, name))
     records = []
     for key, (op, value) in changes.items():
         new = _incremental_value(resource_type, key, op, value, current.get(key))
@@ -241,7 +238,7 @@ def alter_resource(ctx: ControllerContext, resource_type: int, name: str,
 def _replace_resource(ctx: ControllerContext, resource_type: int, name: str,
                       configs: dict[str, str | None]) -> tuple[list[Any], Error | None]:
     """AlterConfigs: the given keys set, every other key of the resource deleted."""
-    current = ctx.image.configs.get((resource_type, name), {})
+    current = ctx.image.configs.config_map(ConfigResource(resource_type, name))
     explicit = [config_record(resource_type, name, key, value) for key, value in configs.items()
                 if value != current.get(key) or resource_type == BROKER]
     implicit = [config_record(resource_type, name, key, None) for key in current if key not in configs]
@@ -258,7 +255,7 @@ def _alter(ctx: ControllerContext, request: Any, module: Any, changes_of: Callab
     duplicates: set[tuple[int, str]] = set()
     for resource in request.resources:
         ident = (int(resource.resource_type), resource.resource_name)
-        if resource.resource_type not in (TOPIC, BROKER, BROKER_LOGGER, 16, 32):
+        if ConfigResourceType.for_id(resource.resource_type) is ConfigResourceType.UNKNOWN:
             answers.append((ident, (ErrorCode.unsupported_version, f"Unknown resource type {resource.resource_type}.")))
         elif ident in duplicates:
             continue
@@ -272,7 +269,8 @@ def _alter(ctx: ControllerContext, request: Any, module: Any, changes_of: Callab
     for ident, resource in seen.items():
         if ident[0] not in (TOPIC, BROKER):
             # loggers are not metadata; client-metrics and group configs are not served here
-            answers.append((ident, (ErrorCode.invalid_request, f"Unknown resource type {_type_name(ident[0])}")))
+            answers.append((ident, (ErrorCode.invalid_request,
+                                    f"Unknown resource type {ConfigResourceType.for_id(ident[0]).name}")))
             continue
         resource_records, error = apply(ctx, ident[0], ident[1], changes_of(resource))
         records.extend(resource_records)
@@ -315,7 +313,7 @@ def elr_safety_records(image: MetadataImage, config: ControllerConfig) -> list[A
     """Kafka's maybeGenerateElrSafetyRecords: a cluster-level min.insync.replicas (the controller's
     static value) when there is none, and every broker-level one deleted."""
     records = []
-    if MIN_ISR not in image.configs.get((BROKER, ""), {}):
+    if MIN_ISR not in image.configs.config_map(BROKER_DEFAULT):
         records.append(config_record(BROKER, "", MIN_ISR, str(config.min_insync_replicas)))
     brokers = sorted((int(name), name) for (rtype, name), values in image.configs.items()
                      if rtype == BROKER and name and MIN_ISR in values and name.lstrip("-").isdigit())
@@ -340,14 +338,14 @@ def _broker_layers(ctx: ControllerContext, node: str | None) -> list[tuple[int, 
     """The broker-side layers a value comes from, first wins: the node's dynamic configs, the
     cluster default, the static ones, Kafka's defaults."""
     configs = ctx.image.configs
-    layers = [] if node is None else [(defs.DYNAMIC_BROKER_CONFIG, dict(configs.get((BROKER, node), {})))]
-    return layers + [(defs.DYNAMIC_DEFAULT_BROKER_CONFIG, dict(configs.get((BROKER, ""), {}))),
+    layers = [] if node is None else [(defs.DYNAMIC_BROKER_CONFIG, dict(configs.config_map(broker_resource(node))))]
+    return layers + [(defs.DYNAMIC_DEFAULT_BROKER_CONFIG, dict(configs.config_map(BROKER_DEFAULT))),
                      (defs.STATIC_BROKER_CONFIG, _static_configs(ctx.config)),
                      (defs.DEFAULT_CONFIG, defs.SERVER_DEFAULTS)]
 
 
 def _topic_entry(ctx: ControllerContext, topic: str, key: ConfigKey, describe: Any) -> Any:
-    override = ctx.image.configs.get((TOPIC, topic), {}).get(key.name)
+    override = ctx.image.configs.config_map(topic_resource(topic)).get(key.name)
     names = defs.TOPIC_SYNONYMS.get(key.name, ())
     synonyms = [] if override is None else [(key.name, defs.canonical(key, override), defs.TOPIC_CONFIG)]
     layers = _broker_layers(ctx, str(ctx.config.node_id))
@@ -412,12 +410,12 @@ def _describe_resource(ctx: ControllerContext, resource: Any, describe: Any) -> 
         if isinstance(node, tuple):
             return node, []
         node_name = None if node is None else name
-        names = set(ctx.image.configs.get((BROKER, ""), {}))
+        names = set(ctx.image.configs.config_map(BROKER_DEFAULT))
         if node_name is not None:
-            names |= set(ctx.image.configs.get((BROKER, node_name), {}))
+            names |= set(ctx.image.configs.config_map(broker_resource(node_name)))
         return (ErrorCode.none, None), [broker_entry(ctx, node_name, key, describe) for key in sorted(names)
                                         if wanted is None or key in wanted]
-    return (ErrorCode.invalid_request, f"Unsupported resource type: {_type_name(rtype)}"), []
+    return (ErrorCode.invalid_request, f"Unsupported resource type: {ConfigResourceType.for_id(rtype).name}"), []
 
 
 def describe_configs(ctx: ControllerContext, request: Any) -> ControllerResult:

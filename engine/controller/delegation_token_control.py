@@ -2,7 +2,8 @@
 ExpireDelegationToken (40), and the periodic sweep of expired tokens, as Kafka 4.1's
 DelegationTokenControlManager and ControllerApis do them.
 
-A token is a ``DelegationTokenRecord`` in the log (``image.delegation_tokens``, by token id).
+A token is a ``DelegationTokenRecord`` in the log, a DelegationTokenData in the image
+(``image.delegation_tokens``, by token id).
 Its password is the HMAC-SHA512 of the token id keyed by ``delegation.token.secret.key`` (both
 UTF-8), never written to the log: every node with the same secret derives it, and a client
 names its token by that HMAC when it renews or expires it.
@@ -47,6 +48,7 @@ from typing import Any, Iterable
 from engine.common.api_keys import ApiKeys
 from engine.common.kafka_uuid import RESERVED_UUIDS, uuid_to_kafka
 from engine.controller.controller_result import ApiError, Command, ControllerContext, ControllerResult
+from engine.image.delegation_token_image import DelegationTokenData
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, i64, protocol_module
@@ -93,8 +95,8 @@ def new_token_id(rng: random.Random, taken: Iterable[str] = ()) -> str:
             return text
 
 
-def find_token(image: MetadataImage, secret: str, password: bytes) -> Any | None:
-    """The DelegationTokenRecord whose HMAC is ``password`` (Kafka's token cache by HMAC)."""
+def find_token(image: MetadataImage, secret: str, password: bytes) -> DelegationTokenData | None:
+    """The token whose HMAC is ``password`` (Kafka's token cache by HMAC)."""
     for token in image.delegation_tokens.values():
         if hmac.compare_digest(token_hmac(secret, token.token_id), bytes(password)):
             return token
@@ -137,12 +139,9 @@ def _refusal(ctx: ControllerContext) -> tuple[Any, str] | None:
     return None
 
 
-def _token_record(token: Any, expiration_timestamp: int) -> Any:
+def _token_record(token: DelegationTokenData, expiration_timestamp: int) -> m.DelegationTokenRecordV0:
     """The token rewritten with a new expiry (renew, expire): everything else kept."""
-    return m.DelegationTokenRecordV0(
-        owner=token.owner, requester=token.requester, renewers=tuple(token.renewers),
-        issue_timestamp=i64(token.issue_timestamp), max_timestamp=i64(token.max_timestamp),
-        expiration_timestamp=i64(expiration_timestamp), token_id=token.token_id)
+    return token._replace(expiration_timestamp=i64(expiration_timestamp)).to_record()
 
 
 # -- CreateDelegationToken (38) -----------------------------------------------------------------

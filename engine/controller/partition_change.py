@@ -29,6 +29,7 @@ import enum
 import uuid
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from engine.common.config_resource import BROKER_DEFAULT, broker_resource, topic_resource
 from engine.common.directory_id import LOST, MIGRATING, UNASSIGNED
 from engine.controller.controller_result import ControllerContext
 from engine.image.metadata_image import MetadataImage, TopicImage
@@ -40,7 +41,6 @@ from engine.records.kio_codec import i8, i32
 
 IsAcceptable = Callable[[int], bool]
 ELR_FEATURE = "eligible.leader.replicas.version"
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4  # ConfigRecord resource types
 
 
 class Election(enum.Enum):
@@ -308,8 +308,8 @@ def topic_config(ctx: ControllerContext, topic_name: str, key: str) -> str | Non
     """A topic's effective dynamic setting, as Kafka's controller resolves it: the topic's own,
     then this controller node's broker config, then the cluster default (broker "")."""
     configs = ctx.image.configs
-    for resource in ((TOPIC_RESOURCE, topic_name), (BROKER_RESOURCE, str(ctx.config.node_id)), (BROKER_RESOURCE, "")):
-        value = configs.get(resource, {}).get(key)
+    for resource in (topic_resource(topic_name), broker_resource(ctx.config.node_id), BROKER_DEFAULT):
+        value = configs.config_map(resource).get(key)
         if value is not None:
             return value
     return None

@@ -36,7 +36,7 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 def allocate_producer_ids(ctx: ControllerContext, request: Any) -> ControllerResult:
     check_broker_epoch(ctx.image, request.broker_id, request.broker_epoch)
     # an image with no ProducerIdsRecord yet starts at 0 (Kafka's empty block)
-    start = max(ctx.image.next_producer_id, 0)
+    start = max(ctx.image.producer_ids.next_producer_id, 0)
     if start > _MAX_ID - PRODUCER_ID_BLOCK_SIZE:
         raise ApiError(ErrorCode.unknown_server_error,
                        "Exhausted all producerIds as the next block's end producerId has exceeded the int64 type limit")

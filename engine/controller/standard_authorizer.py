@@ -118,7 +118,7 @@ def _operation_matches(acl: Any, operation: int) -> bool:
 def authorize(acls: Iterable[Any], config: AuthorizerConfig, principal: str, host: str, operation: int,
               resource_type: int, resource_name: str) -> bool:
     """Whether ``principal`` ("User:alice") from ``host`` (an IP address) may do ``operation`` on
-    the resource; ``acls`` are AccessControlEntryRecords (a MetadataImage's ``acls.values()``).
+    the resource; ``acls`` are StandardAcl bindings (a MetadataImage's ``acls.values()``).
     Without an authorizer configured, everything is allowed."""
     if not config.enabled or principal in config.super_users:
         return True

@@ -16,6 +16,7 @@ import uuid
 from typing import Any, Iterable
 
 from engine.common.api_keys import ApiKeys
+from engine.common.config_resource import BROKER_DEFAULT, ConfigResourceType
 from engine.common.kafka_uuid import RESERVED_UUIDS, uuid_to_kafka
 from engine.controller.controller_result import (
     MAX_RECORDS_PER_USER_OP, ApiError, Command, ControllerContext, ControllerResult,
@@ -207,8 +208,8 @@ def _create_topic(ctx: ControllerContext, topic: Any, used_ids: set[uuid.UUID]) 
     image = ctx.image
     configs = {c.name: c.value for c in topic.configs}
     # the configs as an incremental alter of a newly created topic, as Kafka checks them
-    config_records, error = alter_resource(ctx, 2, topic.name, {k: (SET, v) for k, v in configs.items()},
-                                           newly_created=True)
+    config_records, error = alter_resource(ctx, ConfigResourceType.TOPIC, topic.name,
+                                           {k: (SET, v) for k, v in configs.items()}, newly_created=True)
     if error:
         raise _Refused(*error)
     assignments: dict[int, tuple[list[int], list[int]]] = {}
@@ -273,7 +274,7 @@ def _effective_configs(ctx: ControllerContext, configs: dict[str, str]) -> tuple
     """Every (not internal) topic config, by name, as a CreateTopics v5+ answer lists them: the
     topic's own, else a cluster-wide broker config it falls back to, else the controller's own
     setting (of those it has, where not Kafka's default), else Kafka's default."""
-    cluster = ctx.image.configs.get((4, ""), {})
+    cluster = ctx.image.configs.config_map(BROKER_DEFAULT)
     static = {"min.insync.replicas": str(ctx.config.min_insync_replicas),
               "unclean.leader.election.enable": str(ctx.config.unclean_leader_election_enable).lower()}
     static = {k: v for k, v in static.items() if v != TOPIC_CONFIGS[k].default}

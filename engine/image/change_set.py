@@ -1,8 +1,9 @@
 """What one applied delta changed: the change set every consumer of the metadata log reads.
 
 Kafka's publishers learn what a batch changed from its deltas (``TopicsDelta.changedTopics()``,
-``ClusterDelta.changedBrokers()``, ...). Ours read one ``ChangeSet``, produced by the delta that
-replayed the records (engine/image/metadata_delta.py), so no consumer interprets a record again:
+``ClusterDelta.changedBrokers()``, ...). Ours read one ``ChangeSet``, assembled by the MetadataDelta
+that replayed the records (engine/image/metadata_delta.py) from what each of its domain deltas
+says it changed (engine/image/domain_delta.py), so no consumer interprets a record again:
 the dashboard's events, the history tables, ``watch``, the live shell's refresh, ``log`` and
 ``diff`` all read the same answer to "what changed here".
 
@@ -18,10 +19,10 @@ The API, stable for those consumers:
   topics         topic id (uuid.UUID)                  the topic's name: created, deleted
   partitions     (topic id, partition id)              PartitionRegistration
   configs        (ConfigResource, config key)          the value (str)
-  client_quotas  (entity, quota key)                   the value (float)
-  acls           ACL id (uuid.UUID)                    the ACL binding
-  scram          (mechanism, user name)                the credential
-  tokens         token id                              the delegation token
+  client_quotas  (ClientQuotaEntity, quota key)        the value (float)
+  acls           ACL id (uuid.UUID)                    the ACL binding (StandardAcl)
+  scram          (mechanism, user name)                the credential (ScramCredentialData)
+  tokens         token id                              the token (DelegationTokenData)
   features       feature name                          its finalized level (int)
   ============== ===================================== ==========================================
 

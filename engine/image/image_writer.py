@@ -31,26 +31,28 @@ def image_records(image: MetadataImage) -> Iterator[Any]:
         yield m.TopicRecordV0(name=topic.name, topic_id=topic.id)
         for partition_id, partition in topic.partitions.items():
             yield _partition_record(topic.id, partition_id, partition, level, elr)
-    for (resource_type, name), values in image.configs.items():
+    for resource, values in image.configs.items():
         for key, value in values.items():
-            yield m.ConfigRecordV0(resource_type=i8(resource_type), resource_name=name, name=key, value=value)
+            yield m.ConfigRecordV0(resource_type=i8(int(resource.type)), resource_name=resource.name, name=key,
+                                   value=value)
     for entity, values in image.client_quotas.items():
         entity_data = tuple(m.ClientQuotaRecordV0EntityData(entity_type=t, entity_name=n) for t, n in entity)
         for key, value in values.items():
             yield m.ClientQuotaRecordV0(entity=entity_data, key=key, value=f64(value), remove=False)
-    if image.next_producer_id >= 0:
-        yield m.ProducerIdsRecordV0(broker_id=i32(-1), broker_epoch=i64(-1), next_producer_id=i64(image.next_producer_id))
-    yield from image.acls.values()
-    yield from image.scram.values()
-    yield from image.delegation_tokens.values()
+    if not image.producer_ids.is_empty:
+        yield m.ProducerIdsRecordV0(broker_id=i32(-1), broker_epoch=i64(-1),
+                                    next_producer_id=i64(image.producer_ids.next_producer_id))
+    yield from (acl.to_record(acl_id) for acl_id, acl in image.acls.items())
+    yield from (credential.to_record(mechanism, user) for (mechanism, user), credential in image.scram.items())
+    yield from (token.to_record() for token in image.delegation_tokens.values())
 
 
 def _feature_records(image: MetadataImage) -> Iterator[Any]:
     names = sorted(image.features, key=lambda name: (name != "metadata.version", name))
     for name in names:
         yield m.FeatureLevelRecordV0(name=name, feature_level=i16(image.features[name]))
-    if image.zk_migration_state is not None:
-        yield m.ZkMigrationStateRecordV0(zk_migration_state=i8(image.zk_migration_state))
+    if image.features.zk_migration_state is not None:
+        yield m.ZkMigrationStateRecordV0(zk_migration_state=i8(image.features.zk_migration_state))
 
 
 def _broker_record(broker: Any, level: int) -> Any:

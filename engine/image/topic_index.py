@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
-from engine.image.metadata_image import MetadataImage, TopicImage
+from engine.image.metadata_image import MetadataImage
+from engine.image.topics_image import TopicImage
 from engine.image.partition_registration import NO_LEADER
 
 

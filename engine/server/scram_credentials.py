@@ -1,5 +1,5 @@
 """SASL/SCRAM's credential lookup over a controller's own metadata (KIP-554): the listener asks
-``(mechanism, user)`` at each handshake and is answered from the UserScramCredentialRecords of
+``(mechanism, user)`` at each handshake and is answered from the SCRAM credentials of
 the image current at that moment, so a credential altered or deleted since start counts at the
 next handshake. Here, not in engine.controller: the answer is engine.net's ScramCredential."""
 
@@ -16,11 +16,11 @@ def scram_lookup(image: Callable[[], MetadataImage]) -> ScramCredentialLookup:
     """A lookup reading ``image()`` at every call; None for an unknown user or mechanism."""
     def lookup(mechanism: str, user: str) -> ScramCredential | None:
         code = MECHANISM_CODES.get(mechanism)
-        record = image().scram.get((code, user)) if code is not None else None
-        if record is None:
+        credential = image().scram.get((code, user)) if code is not None else None
+        if credential is None:
             return None
-        return ScramCredential(salt=bytes(record.salt), stored_key=bytes(record.stored_key),
-                               server_key=bytes(record.server_key), iterations=int(record.iterations))
+        return ScramCredential(salt=bytes(credential.salt), stored_key=bytes(credential.stored_key),
+                               server_key=bytes(credential.server_key), iterations=int(credential.iterations))
     return lookup
 
 

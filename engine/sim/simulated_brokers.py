@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from engine.common.api_keys import ApiKeys
+from engine.common.config_resource import ConfigResourceType
 from engine.image.metadata_image import MetadataImage
 from engine.records.kio_codec import ErrorCode, i8, i16, i32, i64, protocol_module, u16
 
@@ -293,7 +294,7 @@ class SimClient(Peer):
             return _EL.ElectLeadersRequest(election_type=i8(0), topic_partitions=partitions)
         operation, value = (1, None) if self.rng.random() < 0.2 else (0, str(self.rng.choice((1, 2))))
         return _IAC.IncrementalAlterConfigsRequest(resources=(_IAC.AlterConfigsResource(
-            resource_type=i8(2), resource_name=name, configs=(_IAC.AlterableConfig(
+            resource_type=i8(ConfigResourceType.TOPIC.value), resource_name=name, configs=(_IAC.AlterableConfig(
                 name="min.insync.replicas", config_operation=i8(operation), value=value),)),), validate_only=False)
 
     def _create(self) -> Any:

@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from engine.common.config_resource import ConfigResourceType
 from engine.records import metadata_records as m
 from engine.records.metadata_record_serde import ControlRecord
 from engine.raft.raft_log import LogBatch
@@ -26,7 +27,7 @@ class InvariantViolation(AssertionError):
 
 
 def data_record(value: str) -> m.ConfigRecordV0:
-    return m.ConfigRecordV0(resource_type=2, resource_name="sim", name="v", value=value)
+    return m.ConfigRecordV0(resource_type=ConfigResourceType.TOPIC.value, resource_name="sim", name="v", value=value)
 
 
 def log_item(batch: LogBatch, record: object) -> str:
@@ -99,4 +100,5 @@ class SimStateMachine:
         self.leader = leader
 
     def snapshot_records(self) -> list:
-        return [m.ConfigRecordV0(resource_type=2, resource_name="sim", name=SNAPSHOT_STATE, value=str(self.chain))]
+        return [m.ConfigRecordV0(resource_type=ConfigResourceType.TOPIC.value, resource_name="sim", name=SNAPSHOT_STATE,
+                                 value=str(self.chain))]

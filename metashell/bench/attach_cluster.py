@@ -27,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from engine.common.file_io import write_bytes_atomically
+from engine.image.features_image import FeaturesImage
 from engine.image.image_writer import image_records
 from engine.image.metadata_loader import load_snapshot
 from engine.records.kio_codec import SnapshotHeaderRecord, i16, i64
@@ -58,7 +59,7 @@ class SnapshotSeed:
         key = tuple(sorted(features.items()))
         if key not in self._encoded:
             started = time.perf_counter()
-            image = replace(self._image, features=MappingProxyType(dict(features)))
+            image = replace(self._image, features=FeaturesImage(MappingProxyType(dict(features))))
             # encoded behind a header batch of the same entry count, which each voter's replaces
             builder = SnapshotBuilder(epoch=SNAPSHOT_EPOCH, last_contained_log_timestamp_ms=now_ms, now_ms=now_ms,
                                       kraft_control=kraft_control)

@@ -29,6 +29,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from engine.common.config_resource import ConfigResourceType
 from engine.records.kio_codec import ErrorCode, i8, protocol_module
 from engine.bench.controller_load import ControllerLoad, LoadError
 
@@ -37,7 +38,6 @@ TOPIC_PREFIX = "bench-attach-"
 CONFIG_NAME = "retention.ms"
 VALUE_BASE = 1_000_000_000  # retention.ms of request 0: a valid value far from any default
 BROKER_ID = 1000
-TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 HEARTBEAT_INTERVAL_MS = 2000
 REQUEST_DEADLINE_S = 30.0  # a request retried after NOT_CONTROLLER is given up after this long
 
@@ -64,7 +64,7 @@ def request_of_value(value: str) -> int | None:
 def alter_request(number: int, topics: list[str]) -> Any:
     value = str(VALUE_BASE + number)
     return _IAC.IncrementalAlterConfigsRequest(resources=tuple(_IAC.AlterConfigsResource(
-        resource_type=i8(TOPIC_RESOURCE), resource_name=name, configs=(_IAC.AlterableConfig(
+        resource_type=i8(ConfigResourceType.TOPIC.value), resource_name=name, configs=(_IAC.AlterableConfig(
             name=CONFIG_NAME, config_operation=i8(0), value=value),)) for name in topics), validate_only=False)
 
 

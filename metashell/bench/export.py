@@ -21,7 +21,9 @@ from types import MappingProxyType
 from typing import Callable
 
 from engine.common.directory_id import migrating_array
-from engine.image.metadata_image import MetadataImage, Provenance, TopicImage, TopicsImage
+from engine.common.config_resource import topic_resource
+from engine.image.metadata_image import (ConfigurationImage, ConfigurationsImage, FeaturesImage, MetadataImage,
+                                         Provenance, TopicImage, TopicsImage)
 from engine.image.partition_registration import PartitionRegistration
 
 
@@ -49,9 +51,11 @@ def bench_image(partitions: int, brokers: int = 6, seed: int = 7) -> MetadataIma
         by_id[topic_id] = TopicImage(name, topic_id, MappingProxyType(parts))
         by_name[name] = topic_id
     topics = TopicsImage(MappingProxyType(by_id), MappingProxyType(by_name))
+    first = topic_resource("topic-00000")
     return MetadataImage(provenance=Provenance(partitions, 1, 1_700_000_000_000),
-                         features=MappingProxyType({"metadata.version": 27}),
-                         configs=MappingProxyType({(2, "topic-00000"): MappingProxyType({"min.insync.replicas": "3"})}),
+                         features=FeaturesImage(MappingProxyType({"metadata.version": 27})),
+                         configs=ConfigurationsImage(MappingProxyType({first: ConfigurationImage(
+                             first, MappingProxyType({"min.insync.replicas": "3"}))})),
                          topics=topics)
 
 

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from engine.common.config_resource import ConfigResourceType
 from engine.storage.log_reader import LogEntry
 from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.records.metadata_record_serde import ControlRecord
@@ -59,9 +60,9 @@ def touched(entries: Sequence[LogEntry]) -> Touched:
         elif name == "ClearElrRecord":
             t.clear_elr.append((record.topic_name or None, entry))
         elif name == "ConfigRecord" and record.name == "min.insync.replicas":
-            if record.resource_type == 2:
+            if record.resource_type == ConfigResourceType.TOPIC:
                 t.min_isr_topics.add(record.resource_name)
-            elif record.resource_type == 4 and not record.resource_name:
+            elif record.resource_type == ConfigResourceType.BROKER and not record.resource_name:
                 t.min_isr_default = True
     return t
 

@@ -16,7 +16,8 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 from engine.common.kafka_uuid import uuid_to_kafka
-from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
+from engine.common.config_resource import ConfigResourceType, config_resource_type_name
+from engine.image.metadata_image import MetadataImage
 from metashell.export.schemas import column_names
 from metashell.tree.kafka_names import ACL_OPERATIONS, ACL_PATTERN_TYPES, ACL_PERMISSIONS, ACL_RESOURCE_TYPES
 from metashell.tree.nodes import NodeError, decode_name, locate, normalize, split_path, walk
@@ -125,9 +126,9 @@ def voters_table(image: MetadataImage, info: Any = None) -> Table:
 
 def config_resource_type(resource_type: int, name: str) -> str:
     """topic, broker, cluster (the broker default, name ""), broker_logger, client_metrics, group."""
-    if resource_type == 4 and not name:
+    if resource_type == ConfigResourceType.BROKER and not name:
         return "cluster"
-    return CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type)).lower()
+    return config_resource_type_name(resource_type).lower()
 
 
 def configs_table(image: MetadataImage, *, show_secrets: bool = False) -> Table:
@@ -172,7 +173,7 @@ def delegation_tokens_table(image: MetadataImage) -> Table:
 
 
 def producer_ids_table(image: MetadataImage) -> Table:
-    return Table("producer_ids", column_names("producer_ids"), [(image.next_producer_id,)])
+    return Table("producer_ids", column_names("producer_ids"), [(image.producer_ids.next_producer_id,)])
 
 
 def generic_table(image: MetadataImage, path: str, *, show_secrets: bool = False, info: Any = None) -> Table:

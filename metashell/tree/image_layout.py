@@ -18,7 +18,7 @@ read (Kafka 4.x has none); SCRAM keys are redacted unless --show-secrets.
 
 from __future__ import annotations
 
-from engine.image.metadata_image import CONFIG_RESOURCE_TYPES
+from engine.common.config_resource import config_resource_type_name
 from engine.image.metadata_version import version_name
 from metashell.tree.kafka_names import SCRAM_MECHANISMS, ZK_MIGRATION_STATES, human_registration
 from metashell.tree.nodes import DEFAULT_NAME, DirNode, FileNode, Node, encode_name, keyed_dir, name_to_int, static_dir
@@ -38,7 +38,7 @@ def image_dir(tree: TreeBuilder) -> DirNode:
         "configs": lambda: _configs(tree),
         "clientQuotas": lambda: _client_quotas(tree),
         "producerIds": lambda: static_dir("producerIds", {
-            "nextProducerId": lambda: FileNode("nextProducerId", lambda: image.next_producer_id)}),
+            "nextProducerId": lambda: FileNode("nextProducerId", lambda: image.producer_ids.next_producer_id)}),
         "acls": lambda: static_dir("acls", {"byId": _renamed(tree.acls, "byId")}),
         "scram": lambda: _scram(tree),
         "delegationToken": _renamed(tree.delegation_tokens, "delegationToken"),
@@ -144,10 +144,11 @@ def _renamed(make, name: str):
 def _features(tree: TreeBuilder) -> DirNode:
     image = tree.image
     files = {"metadataVersion": lambda: version_name(image.metadata_version) if image.metadata_version else None}
-    if image.zk_migration_state is not None:
+    zk_migration_state = image.features.zk_migration_state
+    if zk_migration_state is not None:
         # Kafka 3.x shows it; 4.0-4.2 list it without a node behind it, 4.3 not at all (no ZK any more):
         # shown where a ZkMigrationStateRecord says something
-        files["zkMigrationState"] = lambda: ZK_MIGRATION_STATES.get(image.zk_migration_state, "NONE")
+        files["zkMigrationState"] = lambda: ZK_MIGRATION_STATES.get(zk_migration_state, "NONE")
     files.update({encode_name(f"finalized_{name}"): (lambda level=level: level)
                   for name, level in image.features.items() if name != "metadata.version"})
     return DirNode("features", lambda: files.keys(), lambda n: FileNode(n, files[n]) if n in files else None)
@@ -155,8 +156,8 @@ def _features(tree: TreeBuilder) -> DirNode:
 
 def _configs(tree: TreeBuilder) -> DirNode:
     names = {}
-    for resource_type, name in tree.image.configs:
-        type_name = CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type))
-        names[type_name if name == "" else encode_name(f"{type_name}:{name}")] = (resource_type, name)
+    for resource in tree.image.configs:
+        type_name = config_resource_type_name(resource.type)
+        names[type_name if resource.name == "" else encode_name(f"{type_name}:{resource.name}")] = resource
     return DirNode("configs", lambda: names.keys(),
                    lambda n: tree.config_dir(n, names[n]) if n in names else None)

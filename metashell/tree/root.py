@@ -21,7 +21,7 @@ def build_tree(image: MetadataImage, info: LoadInfo | None = None, show_secrets:
         "topic-ids": tree.topic_ids, "quorum": tree.quorum, "features": tree.features,
         "configs": tree.configs, "client-quotas": tree.client_quotas, "acls": tree.acls,
         "scram": tree.scram, "delegation-tokens": tree.delegation_tokens,
-        "producer-ids": lambda: FileNode("producer-ids", lambda: tree.image.next_producer_id),
+        "producer-ids": lambda: FileNode("producer-ids", lambda: tree.image.producer_ids.next_producer_id),
         "local": tree.local, "metrics": tree.metrics,
         "image": lambda: image_dir(tree),
     })

@@ -27,7 +27,8 @@ from typing import Any, Callable
 
 from engine.common.kafka_uuid import kafka_to_uuid, uuid_to_kafka
 from engine.controller.controller_metrics import EXTRA_METRIC_NAMES, KAFKA_METRIC_NAMES, controller_metrics
-from engine.image.metadata_image import CONFIG_RESOURCE_TYPES, MetadataImage
+from engine.common.config_resource import ConfigResource, config_resource_type_name, topic_resource
+from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from engine.image.partition_registration import PartitionRegistration
 from engine.records.record_json import message_to_jsonable
@@ -143,7 +144,7 @@ class TreeBuilder:
         topic = self.image.topics.by_id[topic_id]
         fixed = {"id": lambda: FileNode("id", lambda: uuid_to_kafka(topic_id)),
                  "name": lambda: FileNode("name", lambda: topic.name),
-                 "configs": lambda: self.config_dir("configs", (2, topic.name))}
+                 "configs": lambda: self.config_dir("configs", topic_resource(topic.name))}
 
         def make(n: str) -> Node | None:
             if n in fixed:
@@ -156,18 +157,18 @@ class TreeBuilder:
 
     # -- configs, features, security ---------------------------------------------------------
 
-    def config_dir(self, name: str, resource: tuple[int, str]) -> DirNode:
-        values = self.image.configs.get(resource, {})
+    def config_dir(self, name: str, resource: ConfigResource) -> DirNode:
+        values = self.image.configs.config_map(resource)
         return keyed_dir(name, values, lambda shown, key: FileNode(shown, lambda: self._config_value(key, values[key])))
 
     def _config_value(self, key: str, value: str) -> str:
         return REDACTED if is_secret_config(key) and not self.show_secrets else value
 
     def configs(self) -> DirNode:
-        by_type: dict[str, dict[str, tuple[int, str]]] = {}
-        for resource_type, name in self.image.configs:
-            type_name = CONFIG_RESOURCE_TYPES.get(resource_type, str(resource_type))
-            by_type.setdefault(type_name, {})[encode_name(name) if name else DEFAULT_NAME] = (resource_type, name)
+        by_type: dict[str, dict[str, ConfigResource]] = {}
+        for resource in self.image.configs:
+            by_type.setdefault(config_resource_type_name(resource.type), {})[
+                encode_name(resource.name) if resource.name else DEFAULT_NAME] = resource
         return DirNode("configs", lambda: by_type.keys(), lambda t: DirNode(
             t, lambda: by_type[t].keys(), lambda n: self.config_dir(n, by_type[t][n]) if n in by_type[t] else None)
             if t in by_type else None)
@@ -183,14 +184,15 @@ class TreeBuilder:
             n, self.image.client_quotas[entities[n]]) if n in entities else None)
 
     def acls(self) -> DirNode:
-        acls = {uuid_to_kafka(k): v for k, v in self.image.acls.items()}
+        acls = {uuid_to_kafka(k): (k, v) for k, v in self.image.acls.items()}
         return keyed_dir("acls", acls, lambda shown, key: FileNode(
-            shown, lambda: message_to_jsonable(acls[key]), human_acl))
+            shown, lambda: message_to_jsonable(acls[key][1].to_record(acls[key][0])), human_acl))
 
     def scram(self) -> DirNode:
         by_mechanism: dict[str, dict[str, Any]] = {}
-        for (mechanism, user), record in self.image.scram.items():
-            by_mechanism.setdefault(SCRAM_MECHANISMS.get(mechanism, str(mechanism)), {})[user] = record
+        for (mechanism, user), credential in self.image.scram.items():
+            by_mechanism.setdefault(SCRAM_MECHANISMS.get(mechanism, str(mechanism)), {})[user] = \
+                credential.to_record(mechanism, user)
         return keyed_dir("scram", by_mechanism, lambda shown, m: keyed_dir(
             shown, by_mechanism[m],
             lambda user_shown, user: FileNode(user_shown, lambda: self._scram_json(by_mechanism[m][user]),
@@ -204,8 +206,8 @@ class TreeBuilder:
 
     def delegation_tokens(self) -> DirNode:
         tokens = self.image.delegation_tokens
-        return keyed_dir("delegation-tokens", tokens,
-                         lambda shown, token_id: FileNode(shown, lambda: message_to_jsonable(tokens[token_id])))
+        return keyed_dir("delegation-tokens", tokens, lambda shown, token_id: FileNode(
+            shown, lambda: message_to_jsonable(tokens[token_id].to_record())))
 
     # -- quorum and local -----------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from engine.controller.delegation_token_control import (
     COMMANDS, MAX_RECORDS_PER_SWEEP, PERIODIC, create_delegation_token, create_error_response,
     expire_delegation_token, expire_error_response, new_soft_state, new_token_id, on_activation,
     renew_delegation_token, renew_error_response, sweep_expired_tokens, token_hmac)
+from engine.image.delegation_token_image import DelegationTokenData
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import ErrorCode, encode_entity, i64, protocol_module
@@ -78,8 +79,9 @@ def with_token(release: str = "4.1-IV1", **kw):
 
 
 def token_of(image: MetadataImage):
+    """The image's one token, as its DelegationTokenRecord."""
     (token,) = image.delegation_tokens.values()
-    return token
+    return token.to_record()
 
 
 # -- facts ------------------------------------------------------------------------------------------
@@ -125,7 +127,7 @@ def test_create_replay_then_state():
     encode_entity(r)  # kio writes it
 
     image = replayed(image, result)
-    assert image.delegation_tokens == {r.token_id: result.records[0]}
+    assert image.delegation_tokens == {r.token_id: DelegationTokenData.from_record(result.records[0])}
     # a second token on the new state gets another id
     second = create(image)
     assert second.response.token_id != r.token_id

@@ -34,7 +34,7 @@ def allocate(image: MetadataImage, broker_id: int = 1, epoch: int = 100):
 
 def test_the_first_block_starts_at_zero_and_the_next_follows():
     image = with_broker(bootstrapped())
-    assert image.next_producer_id == -1
+    assert image.producer_ids.next_producer_id == -1
     result = allocate(image)
     assert (result.response.error_code, result.response.producer_id_start, result.response.producer_id_len) == \
         (ErrorCode.none, 0, PRODUCER_ID_BLOCK_SIZE)
@@ -42,10 +42,10 @@ def test_the_first_block_starts_at_zero_and_the_next_follows():
                                                     next_producer_id=i64(1000))]
     assert decode_metadata_value(encode_metadata_value(result.records[0])) == result.records[0]
     image = replayed(image, result)
-    assert image.next_producer_id == 1000
+    assert image.producer_ids.next_producer_id == 1000
     second = allocate(image)
     assert second.response.producer_id_start == 1000
-    assert replayed(image, second).next_producer_id == 2000
+    assert replayed(image, second).producer_ids.next_producer_id == 2000
 
 
 def test_any_registered_broker_gets_the_next_block():

@@ -147,7 +147,7 @@ def test_ten_thousand_messages_with_acks_all_come_back(cluster: KafkaCluster) ->
         consumer.close()
     assert seen == {f"m{i}".encode() for i in range(10_000)}
     # the idempotent producer got its id from us (AllocateProducerIds), in a block of 1000
-    assert our_image(cluster).next_producer_id >= 1000
+    assert our_image(cluster).producer_ids.next_producer_id >= 1000
 
 
 def _consume(consumer, seen: set[bytes]) -> int:

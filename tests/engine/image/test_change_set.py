@@ -36,8 +36,9 @@ def _flat(image: MetadataImage) -> dict[tuple[str, object], object]:
     flat.update((("acls", k), v) for k, v in image.acls.items())
     flat.update((("scram", k), v) for k, v in image.scram.items())
     flat.update((("tokens", k), v) for k, v in image.delegation_tokens.items())
-    for domain, value in (("producer_ids", image.next_producer_id if image.next_producer_id >= 0 else None),
-                          ("zk_migration_state", image.zk_migration_state),
+    producer_ids = image.producer_ids
+    for domain, value in (("producer_ids", None if producer_ids.is_empty else producer_ids.next_producer_id),
+                          ("zk_migration_state", image.features.zk_migration_state),
                           ("kraft_version", image.quorum.kraft_version), ("voters", image.quorum.voters)):
         if value is not None:
             flat[(domain, None)] = value

@@ -58,7 +58,7 @@ def check_replay(kafka_newest_history):
         assert {user for _, user in image.scram} == {"alice", "bob"}
         assert len(image.acls) == 5
         assert image.configs[(2, "orders")]["retention.ms"] == "172800000"
-        assert image.next_producer_id > 0
+        assert image.producer_ids.next_producer_id > 0
         # The newest snapshot holds the image the log held at its offset.
         newest = node.snapshots[-1]
         snapshot_image, _ = load_snapshot(newest)

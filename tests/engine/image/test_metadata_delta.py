@@ -128,7 +128,7 @@ def test_untouched_parts_are_reused() -> None:
     image = replay(broker(), *topic_with_partition())
     after = replay(m.ProducerIdsRecordV0(broker_id=i32(1), broker_epoch=i64(10), next_producer_id=i64(5000)),
                    image=image)
-    assert after.next_producer_id == 5000
+    assert after.producer_ids.next_producer_id == 5000
     assert after.topics is image.topics and after.cluster is image.cluster
 
 

@@ -124,7 +124,7 @@ def test_kafka_metadata_shell_paths_work_unchanged(corpus: Path) -> None:
     assert resolve(root, "/image/topics/byName/telemetry/0").value()["leader"] == 1
     assert "BROKER" in resolve(root, "/image/configs").child_names()
     assert resolve(root, "/image/configs/TOPIC:__consumer_offsets/cleanup.policy").value() == "compact"
-    assert resolve(root, "/image/producerIds/nextProducerId").value() == image.next_producer_id
+    assert resolve(root, "/image/producerIds/nextProducerId").value() == image.producer_ids.next_producer_id
     assert resolve(root, "/image/provenance").value()["last_offset"] == image.provenance.last_offset
 
 
