@@ -408,9 +408,12 @@ class MetadataDelta:
         topic_id = self.image.topics.by_name.get(name)
         return topic_id if topic_id is not None and self._topic_name(topic_id) == name else None
 
-    def _topic_ids(self):
-        seen = set(self.image.topics.by_id) | set(self._topics)
-        return [tid for tid in seen if self._topic_name(tid) is not None]
+    def _topic_ids(self) -> list:
+        # the image's order, then the topics the delta made: a ClearElrRecord for every topic
+        # changes them in an order its readers can rely on (not a set's)
+        ids = list(self.image.topics.by_id)
+        ids.extend(tid for tid in self._topics if tid not in self.image.topics.by_id)
+        return [tid for tid in ids if self._topic_name(tid) is not None]
 
     def _topics_image(self) -> TopicsImage:
         if not self._topics:
