@@ -104,9 +104,10 @@ class _Rows:
         if isinstance(fields, TopicName):
             self.names[fields.topic_id] = fields.name
         outcome = self.delta.replay(record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-        if outcome is PENDING:
-            changes = self._would_change(entry) if _rows_per_change(fields) and self.want_changes else EMPTY_CHANGE_SET
-        else:
+        changes = EMPTY_CHANGE_SET  # asked only of the records whose rows read it (most have none)
+        if self.want_changes and _rows_per_change(fields):
+            changes = self._would_change(entry) if outcome is PENDING else self.delta.record_changes()
+        elif self.want_leaders and entry.control:  # a LeaderChangeMessage: never held in a transaction
             changes = self.delta.record_changes()
         if outcome is APPLIED and not self.waiting:
             self._emit(entry, fields, changes, False)
