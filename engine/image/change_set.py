@@ -116,7 +116,12 @@ class ChangeSet:
                 + len(self.leader_changes))
 
     def __bool__(self) -> bool:
-        return len(self) > 0
+        # asked of every batch: the shared empty one, and the first change found, answer at once
+        if self is EMPTY_CHANGE_SET:
+            return False
+        return bool(self.leader_changes) or any(getattr(self, domain) for domain in DOMAINS) or any(
+            change is not None for change in (self.producer_ids, self.zk_migration_state, self.kraft_version,
+                                              self.voters))
 
     def subjects(self) -> Iterator[tuple[str, Any, Change]]:
         """Every keyed change as ``(domain, key, change)``: domains in ``DOMAINS`` order, each in

@@ -25,7 +25,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
-from engine.image.change_set import Change, ChangeSet
+from engine.image.change_set import EMPTY_CHANGE_SET, Change, ChangeSet
 from engine.image.metadata_image import (
     BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, FeatureRange, LeaderChange,
     MetadataImage, Provenance, QuorumImage, TopicImage, TopicsImage, Voter,
@@ -149,6 +149,8 @@ class MetadataDelta:
     def changes(self) -> ChangeSet:
         """What ``apply()`` changes against ``image``: every subject whose value differs, with the
         place of the last record that changed it (engine/image/change_set.py)."""
+        if not self._touched and self._quorum is self.image.quorum:
+            return EMPTY_CHANGE_SET  # the many batches of NoOpRecords: asked of every one
         return self._change_set(((domain, key, self._value_in_image(domain, key), stamp)
                                  for (domain, key), stamp in self._touched.items()),
                                 self.image.quorum)

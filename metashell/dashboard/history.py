@@ -198,12 +198,12 @@ class History:
             if fenced != self._fenced[-1][1]:
                 self._fenced.append((offset, fenced))
         if after.topics is not before.topics or after.configs is not before.configs:
-            self._track_under_min_isr(before, after, changes)
+            self._track_under_min_isr(after, changes)
             under = float(sum(self._under_by_topic.values()))
             if under != self._under[-1][1]:
                 self._under.append((offset, under))
 
-    def _track_under_min_isr(self, before: MetadataImage, after: MetadataImage, changes: ChangeSet) -> None:
+    def _track_under_min_isr(self, after: MetadataImage, changes: ChangeSet) -> None:
         """Per-topic counts, recounted for the topics created, deleted, renamed or reconfigured, and
         adjusted partition by partition for the rest: a batch costs what it changed."""
         by_id, counts = after.topics.by_id, self._under_by_topic
@@ -219,13 +219,11 @@ class History:
             if topic is not None and (n := _under_count(after, topic)):
                 counts[topic_id] = n
         needed: dict = {}
-        for topic_id, pid in changes.partitions:
-            new_topic, old_topic = by_id.get(topic_id), before.topics.by_id.get(topic_id)
-            if topic_id in recount or new_topic is None or old_topic is None or new_topic is old_topic:
+        for (topic_id, _), change in changes.partitions.items():
+            new_topic = by_id.get(topic_id)
+            if topic_id in recount or new_topic is None:  # (a topic created or deleted is recounted)
                 continue
-            old, new = old_topic.partitions.get(pid), new_topic.partitions.get(pid)
-            if old is new:
-                continue
+            old, new = change.before, change.after
             if topic_id not in needed:
                 needed[topic_id] = min_isr(after, new_topic.name)
             n = needed[topic_id]
