@@ -38,6 +38,19 @@ The API, stable for those consumers:
   of a batch is what a reader of the log observes, and it happened where its subject was last named.
 - ``len(change_set)`` counts every change, ``bool(change_set)`` says whether there is any, and
   ``change_set.subjects()`` yields ``(domain, key, change)`` in a stable order.
+
+Where a consumer gets one:
+
+- ``MetadataDelta.changes()``: what the delta's records changed together (a batch, as the
+  dashboard's events read it); the observers of ``MetadataHistory`` receive it with each batch
+  (``ReplayedBatch.changes``).
+- ``MetadataDelta.record_changes()``: what the last replayed record changed; for an
+  EndTransactionRecord, everything its transaction changed, all at the marker's place. What a
+  record held in an open transaction would change is asked of a delta over ``apply()``'s image
+  (the state without the transaction), as the history tables do for their rows.
+
+Subjects a record changes together come in the order it changed them; a ClearElrRecord for
+every topic goes through them in the image's order (then the topics the delta made).
 """
 
 from __future__ import annotations
@@ -104,7 +117,12 @@ class ChangeSet:
                 + len(self.leader_changes))
 
     def __bool__(self) -> bool:
-        return len(self) > 0
+        # asked of every batch: the shared empty one, and the first change found, answer at once
+        if self is EMPTY_CHANGE_SET:
+            return False
+        return bool(self.leader_changes) or any(getattr(self, domain) for domain in DOMAINS) or any(
+            change is not None for change in (self.producer_ids, self.zk_migration_state, self.kraft_version,
+                                              self.voters))
 
     def subjects(self) -> Iterator[tuple[str, Any, Change]]:
         """Every keyed change as ``(domain, key, change)``: domains in ``DOMAINS`` order, each in

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from engine.image.acls_image import AclsDelta
 from engine.image.broker_registration import BrokerRegistration
-from engine.image.change_set import Change, ChangeSet
+from engine.image.change_set import EMPTY_CHANGE_SET, Change, ChangeSet
 from engine.image.client_quotas_image import ClientQuotasDelta
 from engine.image.cluster_image import ClusterDelta
 from engine.image.configurations_image import ConfigurationsDelta
@@ -145,6 +145,8 @@ class MetadataDelta:
     def changes(self) -> ChangeSet:
         """What ``apply()`` changes against ``image``: every subject whose value differs, with the
         place of the last record that changed it (engine/image/change_set.py)."""
+        if not self._deltas:
+            return EMPTY_CHANGE_SET  # the many batches of NoOpRecords: asked of every one
         found: dict[str, dict] = {}
         for delta in self._deltas.values():
             for domain, key, change in delta.changed_subjects():

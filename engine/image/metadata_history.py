@@ -45,6 +45,7 @@ from typing import Iterable, NamedTuple, Protocol, Sequence
 from engine.image.history_checkpoints import HistoryCheckpoints, ReplayState
 from engine.image.history_reader import LogDirReader
 from engine.image.history_window import HistoryWindow, OutsideWindowError
+from engine.image.change_set import ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import (
@@ -62,10 +63,12 @@ class ReplayedBatch(NamedTuple):
     entries: list[LogEntry]
     last_index: int  # of the batch's last entry in ``MetadataHistory.entries``
     in_transaction: bool  # a metadata transaction is open after it
+    changes: ChangeSet  # what the batch changed (engine/image/change_set.py): what observers read
 
 
 class ReplayObserver(Protocol):
-    """Sees the single pass: the starting image, then every batch's images before and after."""
+    """Sees the single pass: the starting image, then every batch's images before and after and
+    the change set between them."""
 
     def replay_started(self, image: MetadataImage, start_offset: int) -> None:
         ...
@@ -220,7 +223,8 @@ class MetadataHistory:
             state = ReplayState(after, delta.open_transaction, self._skipped)
             cost = _image_cost(before, after, delta)
             if observer is not None:
-                observer.batch_replayed(ReplayedBatch(before, after, batch, last, state.open_transaction is not None))
+                observer.batch_replayed(ReplayedBatch(before, after, batch, last, state.open_transaction is not None,
+                                                      delta.changes()))
             if checkpoints.batch_end(last, state, cost, since_checkpoint, observer is not None):
                 since_checkpoint = 0
             delta = MetadataDelta(after, state.open_transaction)

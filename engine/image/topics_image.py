@@ -132,8 +132,11 @@ class TopicsDelta(DomainDelta):
         return topic_id if topic_id is not None and self.topic_name(topic_id) == name else None
 
     def topic_ids(self) -> list[uuid.UUID]:
-        seen = set(self.image.by_id) | set(self._topics)
-        return [topic_id for topic_id in seen if self.topic_name(topic_id) is not None]
+        # the image's order, then the topics the delta made: a ClearElrRecord for every topic
+        # changes them in an order its readers can rely on (not a set's)
+        ids = list(self.image.by_id)
+        ids += [topic_id for topic_id in self._topics if topic_id not in self.image.by_id]
+        return [topic_id for topic_id in ids if self.topic_name(topic_id) is not None]
 
     def partitions(self, topic_id: Any) -> Mapping[int, PartitionRegistration]:
         """A topic's partitions (empty when there is no such topic); read only, and only until the

@@ -4,7 +4,8 @@ The log is read and replayed once, batch by batch, by engine.image.metadata_hist
 MetadataHistory (the shell's ``seek`` and the export ask the same kind of object): it keeps
 checkpoint images and answers the image after any record by replaying at most ~1000 records
 from the nearest checkpoint or recently shown frame. This module watches that single pass
-(as its ReplayObserver) to find the events and track the series for the charts.
+(as its ReplayObserver) to find the events and track the series for the charts, both read
+from each batch's change set (what the batch changed, engine/image/change_set.py).
 
 ``History`` is the dashboard's FrameSource (metashell.dashboard.model): a file's history is
 one that never grows (a file Source's, metashell.source). A growing one is grown through its
@@ -22,13 +23,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
 
+from engine.common.config_resource import ConfigResourceType
+from engine.image.change_set import ChangeSet
 from engine.image.metadata_history import MetadataHistory, ReplayedBatch
-from engine.image.metadata_image import MetadataImage, TopicImage
+from engine.image.metadata_image import MetadataImage, TopicImage, min_isr
 from engine.image.metadata_loader import LoadInfo
 from engine.storage.log_reader import LogEntry
-from metashell.dashboard.events import Touched, events_of_batch, touched
+from metashell.dashboard.events import events_of_changes
 from metashell.dashboard.model import Event, Frame
-from engine.image.metadata_image import min_isr
 
 CHANGED_CAP = 1000  # a frame's ``changed`` holds at most this many entries (the last ones)
 _X = itemgetter(0)
@@ -182,19 +184,13 @@ class History:
         self._fenced: list[tuple[int, float]] = [(start_offset, float(_fenced_count(image)))]
         self._under_by_topic: dict = {t.id: n for t in image.topics.by_id.values() if (n := _under_count(image, t))}
         self._under: list[tuple[int, float]] = [(start_offset, float(sum(self._under_by_topic.values())))]
-        self._open_scope: list[LogEntry] = []  # entries since a transaction opened: applied at its end
 
     def batch_replayed(self, batch: ReplayedBatch) -> None:
         self._count_rate(batch.entries)
-        before, after = batch.before, batch.after
-        scope = self._open_scope + batch.entries if self._open_scope else batch.entries
-        self._open_scope = scope if batch.in_transaction else []
-        if after.cluster is not before.cluster or after.topics is not before.topics \
-                or after.configs is not before.configs or after.quorum is not before.quorum:
-            # skipped for the many batches that change nothing shown (NoOpRecords, features)
-            t = touched(scope)
-            self._add_events(events_of_batch(before, scope, after, t))
-            self._track(before, after, t, batch.entries[-1].offset)
+        changes = batch.changes  # a transaction's: at the batch of its end, where its records apply
+        if changes:  # none for the many batches of NoOpRecords (and those inside a transaction)
+            self._add_events(events_of_changes(changes, batch.after))
+            self._track(batch.before, batch.after, changes, batch.entries[-1].offset)
 
     def _count_rate(self, entries: list[LogEntry]) -> None:
         rate = self._rate
@@ -227,42 +223,41 @@ class History:
             offsets.insert(at, event.offset)
         self.reshaped += 1
 
-    def _track(self, before: MetadataImage, after: MetadataImage, t: Touched, offset: int) -> None:
+    def _track(self, before: MetadataImage, after: MetadataImage, changes: ChangeSet, offset: int) -> None:
         if after.cluster is not before.cluster:
             for broker_id in after.cluster.brokers.keys() - self._broker_seen.keys():
-                entry = t.brokers.get(broker_id)  # the record that registered it, near enough
-                self._broker_seen[broker_id] = offset if entry is None else entry.offset
+                change = changes.brokers.get(broker_id)  # the record that registered it, near enough
+                self._broker_seen[broker_id] = offset if change is None else change.offset
             fenced = float(_fenced_count(after))
             if fenced != self._fenced[-1][1]:
                 self._fenced.append((offset, fenced))
         if after.topics is not before.topics or after.configs is not before.configs:
-            self._track_under_min_isr(before, after, t)
+            self._track_under_min_isr(after, changes)
             under = float(sum(self._under_by_topic.values()))
             if under != self._under[-1][1]:
                 self._under.append((offset, under))
 
-    def _track_under_min_isr(self, before: MetadataImage, after: MetadataImage, t: Touched) -> None:
-        """Per-topic counts, recounted for the topics created, deleted or reconfigured, and
-        adjusted partition by partition for the rest: a batch costs what it touched."""
+    def _track_under_min_isr(self, after: MetadataImage, changes: ChangeSet) -> None:
+        """Per-topic counts, recounted for the topics created, deleted, renamed or reconfigured, and
+        adjusted partition by partition for the rest: a batch costs what it changed."""
         by_id, counts = after.topics.by_id, self._under_by_topic
-        if t.min_isr_default:
+        min_isr_topics, min_isr_default = _min_isr_changes(changes)
+        if min_isr_default:
             recount = set(by_id) | set(counts)
         else:
-            recount = set(t.topics)
-            recount.update(tid for name in t.min_isr_topics if (tid := after.topics.by_name.get(name)) is not None)
+            recount = set(changes.topics)
+            recount.update(tid for name in min_isr_topics if (tid := after.topics.by_name.get(name)) is not None)
         for topic_id in recount:
             counts.pop(topic_id, None)
             topic = by_id.get(topic_id)
             if topic is not None and (n := _under_count(after, topic)):
                 counts[topic_id] = n
         needed: dict = {}
-        for topic_id, pid in t.partitions:
-            new_topic, old_topic = by_id.get(topic_id), before.topics.by_id.get(topic_id)
-            if topic_id in recount or new_topic is None or old_topic is None or new_topic is old_topic:
+        for (topic_id, _), change in changes.partitions.items():
+            new_topic = by_id.get(topic_id)
+            if topic_id in recount or new_topic is None:  # (a topic created or deleted is recounted)
                 continue
-            old, new = old_topic.partitions.get(pid), new_topic.partitions.get(pid)
-            if old is new:
-                continue
+            old, new = change.before, change.after
             if topic_id not in needed:
                 needed[topic_id] = min_isr(after, new_topic.name)
             n = needed[topic_id]
@@ -363,6 +358,19 @@ class History:
             return ()
         low, high = sorted((self._index(previous.offset), index))
         return tuple(self.entries[max(low + 1, high + 1 - CHANGED_CAP):high + 1])
+
+
+def _min_isr_changes(changes: ChangeSet) -> tuple[set[str], bool]:
+    """The topics whose min.insync.replicas changed, and whether the cluster default did (the
+    broker resource named "")."""
+    topics, default = set(), False
+    for (resource_type, resource_name), key in changes.configs:
+        if key == "min.insync.replicas":
+            if resource_type == ConfigResourceType.TOPIC:
+                topics.add(resource_name)
+            elif resource_type == ConfigResourceType.BROKER and not resource_name:
+                default = True
+    return topics, default
 
 
 def _fenced_count(image: MetadataImage) -> int:

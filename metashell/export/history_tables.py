@@ -9,7 +9,9 @@ cleared, with the partition's state after each), ``broker_fencing`` (registratio
 controlled shutdown) and ``leader_changes`` (the quorum's LeaderChangeMessages). ``start``/
 ``end`` keep rows with start <= offset <= end; the state is replayed from the start regardless.
 
-Every state column is read from the delta after the record, so it is the image's own:
+What a record did (the partitions a ClearElrRecord cleared, a new quorum leader) is read from
+its change set (engine/image/change_set.py), what it says from record_columns.py, and every
+state column from the delta after the record, so it is the image's own:
 - records of a metadata transaction (KIP-868) take effect together at its
   EndTransactionRecord: their rows show the state once it committed;
 - records of an aborted transaction (its markers included) have ``aborted`` true and change
@@ -25,24 +27,22 @@ Rows come in log order: those of a transaction are written when it ends.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from engine.common.kafka_uuid import uuid_to_kafka
+from engine.image.change_set import EMPTY_CHANGE_SET, ChangeSet
 from engine.image.metadata_delta import ABORTED, APPLIED, COMMITTED, PENDING, MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
+from metashell.export.record_columns import BrokerFields, Fields, PartitionFields, TopicName, record_fields
 from metashell.export.schemas import column_names
 from metashell.export.tables import Table, partitions_table
 from metashell.source import Source
 from metashell.tree.tree_layout import redact_record_json
 
 HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "leader_changes")
-
-_BROKER_EVENTS = ("REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD", "FENCE_BROKER_RECORD",
-                  "UNFENCE_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD")
-
 
 def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | None = None,
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
@@ -80,7 +80,13 @@ def _wanted(tables: Iterable[str]) -> set[str]:
 
 class _Rows:
     """The rows of one pass. Rows wait while a transaction is open: whether its records were
-    aborted, and the state they leave, are known at its end."""
+    aborted, and the state they leave, are known at its end.
+
+    What a record did comes from its change set (``MetadataDelta.record_changes()``): the quorum's
+    new leader, the partitions a ClearElrRecord cleared. A record held in an open transaction has
+    changed nothing yet; what it would change is asked then of a delta over the state without
+    the transaction (as Kafka's replay would see it, were it committed at once). What a record
+    itself says is printed by record_columns.py."""
 
     def __init__(self, delta: MetadataDelta, wanted: set[str], start: int | None):
         self.delta = delta
@@ -89,21 +95,26 @@ class _Rows:
         self.want_fencing, self.want_leaders = "broker_fencing" in wanted, "leader_changes" in wanted
         self.out: dict[str, list[tuple]] = {kind: [] for kind in HISTORY_TABLES}
         self.names: dict = {}  # topic id -> name, from TopicRecords (an aborted creation's too)
-        self.waiting: list[tuple[LogEntry, Any, bool]] = []  # (entry, what it cleared, in the transaction)
+        # (entry, its fields, what it changed, in the transaction)
+        self.waiting: list[tuple[LogEntry, Fields | None, ChangeSet, bool]] = []
 
     def replay(self, entry: LogEntry) -> None:
         record = entry.record
-        name = getattr(record, "type_name", None)
-        if name == "TOPIC_RECORD":
-            self.names[record.topic_id] = record.name
-        cleared = self._elr_holders(record) if name == "CLEAR_ELR_RECORD" else None
+        fields = record_fields(record)
+        if isinstance(fields, TopicName):
+            self.names[fields.topic_id] = fields.name
         outcome = self.delta.replay(record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        changes = EMPTY_CHANGE_SET  # asked only of the records whose rows read it (most have none)
+        if self.want_changes and _rows_per_change(fields):
+            changes = self._would_change(entry) if outcome is PENDING else self.delta.record_changes()
+        elif self.want_leaders and entry.control:  # a LeaderChangeMessage: never held in a transaction
+            changes = self.delta.record_changes()
         if outcome is APPLIED and not self.waiting:
-            self._emit(entry, cleared, False)
+            self._emit(entry, fields, changes, False)
         elif outcome is APPLIED or outcome is PENDING:
-            self.waiting.append((entry, cleared, outcome is PENDING))
+            self.waiting.append((entry, fields, changes, outcome is PENDING))
         elif outcome is COMMITTED or outcome is ABORTED:
-            self.waiting.append((entry, cleared, True))
+            self.waiting.append((entry, fields, changes, True))
             self._flush(outcome is ABORTED)
 
     def finish(self) -> None:
@@ -112,37 +123,40 @@ class _Rows:
 
     def _flush(self, aborted: bool | None) -> None:
         waiting, self.waiting = self.waiting, []
-        for entry, cleared, in_transaction in waiting:
-            self._emit(entry, cleared, aborted if in_transaction else False)
+        for entry, fields, changes, in_transaction in waiting:
+            self._emit(entry, fields, changes, aborted if in_transaction else False)
+
+    def _would_change(self, entry: LogEntry) -> ChangeSet:
+        """What a record held in the open transaction would change, applied now: the delta's
+        state is without the transaction's records (rare: a ClearElrRecord in a transaction)."""
+        scratch = MetadataDelta(self.delta.apply())
+        scratch.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        return scratch.record_changes()
 
     # -- one record's rows, with the state as the delta now stands ---------------------------
 
-    def _emit(self, entry: LogEntry, cleared: list | None, aborted: bool | None) -> None:
+    def _emit(self, entry: LogEntry, fields: Fields | None, changes: ChangeSet, aborted: bool | None) -> None:
         offset = entry.offset
         if self.start is not None and offset < self.start:
             return
-        record, out = entry.record, self.out
-        name = getattr(record, "type_name", None)
+        out = self.out
         if self.want_records:
-            data = redact_record_json(record_to_jsonable(record))
+            data = redact_record_json(record_to_jsonable(entry.record))
             out["records"].append((offset, entry.leader_epoch, entry.timestamp_ms, entry.control, data.get("type"),
                                    data.get("version") if not entry.control else None,
                                    dumps(data.get("data", data)), aborted))
-        if entry.control:
-            if name == "LEADER_CHANGE" and self.want_leaders:
-                m = record.message
-                out["leader_changes"].append((offset, entry.timestamp_ms, entry.leader_epoch, m.leader_id,
-                                              [v.voter_id for v in m.voters],
-                                              [v.voter_id for v in m.granting_voters]))
-        elif name in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
+        if self.want_leaders:
+            for leader in changes.leader_changes:
+                out["leader_changes"].append((leader.offset, leader.timestamp_ms, leader.epoch, leader.leader_id,
+                                              list(leader.voters), list(leader.granting_voters)))
+        if isinstance(fields, PartitionFields):
             if self.want_changes:
-                out["partition_changes"].append(self._change_row(entry, name, aborted))
-        elif name == "CLEAR_ELR_RECORD":
-            if self.want_changes:
-                for topic_id, partition_id in cleared or ():
-                    out["partition_changes"].append(self._clear_row(entry, topic_id, partition_id, aborted))
-        elif name in _BROKER_EVENTS and self.want_fencing:
-            out["broker_fencing"].append((offset, entry.timestamp_ms, *self._broker_row(name, record), aborted))
+                for topic_id, partition in _partitions_of(fields, changes):
+                    out["partition_changes"].append((offset, entry.timestamp_ms, fields.type, *self._topic(topic_id),
+                                                     partition, *fields[3:], *self._after(topic_id, partition),
+                                                     aborted))
+        elif isinstance(fields, BrokerFields) and self.want_fencing:
+            out["broker_fencing"].append((offset, entry.timestamp_ms, *fields, *self._broker_after(fields), aborted))
 
     def _topic(self, topic_id) -> tuple[str | None, str]:
         return self.delta.topic_name(topic_id) or self.names.get(topic_id), uuid_to_kafka(topic_id)
@@ -154,50 +168,29 @@ class _Rows:
         return (after.leader, after.leader_epoch, after.partition_epoch, list(after.isr), list(after.replicas),
                 list(after.elr))
 
-    def _change_row(self, entry: LogEntry, name: str, aborted: bool | None) -> tuple:
-        r = entry.record
-        v = getattr(r, "__version__", 0)
-        return (entry.offset, entry.timestamp_ms, name, *self._topic(r.topic_id), r.partition_id, r.leader,
-                _list(r.isr), _list(r.replicas), _list(r.adding_replicas), _list(r.removing_replicas),
-                _list(r.eligible_leader_replicas) if v >= 2 else None, _list(r.last_known_elr) if v >= 2 else None,
-                r.leader_recovery_state, *self._after(r.topic_id, r.partition_id), aborted)
-
-    def _clear_row(self, entry: LogEntry, topic_id, partition_id: int, aborted: bool | None) -> tuple:
-        """A ClearElrRecord as the change it is to one partition: ELR and last-known ELR emptied."""
-        return (entry.offset, entry.timestamp_ms, "CLEAR_ELR_RECORD", *self._topic(topic_id), partition_id, -2,
-                None, None, None, None, [], [], -1, *self._after(topic_id, partition_id), aborted)
-
-    def _elr_holders(self, record) -> list[tuple]:
-        """The partitions a ClearElrRecord names that hold an ELR or last-known ELR now."""
-        delta = self.delta
-        ids = [t for t in delta.topic_ids() if not record.topic_name or delta.topic_name(t) == record.topic_name]
-        return [(t, pid) for t in ids for pid, reg in sorted(delta.partitions(t).items())
-                if reg.elr or reg.last_known_elr]
-
-    def _broker_row(self, name: str, r) -> tuple:
-        """(broker_id, broker_epoch, event, fenced after, in controlled shutdown after); the state
-        is null unless the broker is registered at the record's epoch after it."""
-        if name in ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD"):
-            broker_id, epoch = r.id, r.epoch
-            event = "fence" if name == "FENCE_BROKER_RECORD" else "unfence"
-        else:
-            broker_id, epoch = r.broker_id, r.broker_epoch
-            if name == "REGISTER_BROKER_RECORD":
-                event = "register"
-            elif name == "UNREGISTER_BROKER_RECORD":
-                event = "unregister"
-            elif getattr(r, "in_controlled_shutdown", 0) == 1:
-                event = "controlled_shutdown"
-            else:
-                event = {1: "fence", -1: "unfence"}.get(r.fenced, "change")
-        after = self.delta.broker(broker_id)
-        if after is None or after.epoch != epoch:
-            return broker_id, epoch, event, None, None
-        return broker_id, epoch, event, after.fenced, after.in_controlled_shutdown
+    def _broker_after(self, fields: BrokerFields) -> tuple[bool | None, bool | None]:
+        """(fenced, in controlled shutdown) after the record; null unless the broker is registered
+        at the record's epoch after it."""
+        after = self.delta.broker(fields.broker_id)
+        if after is None or after.epoch != fields.broker_epoch:
+            return None, None
+        return after.fenced, after.in_controlled_shutdown
 
 
-def _list(values) -> list | None:
-    return None if values is None else list(values)
+def _rows_per_change(fields: Fields | None) -> bool:
+    """A partition record that names no partition of its own: a row per partition it changed."""
+    return isinstance(fields, PartitionFields) and fields.topic_id is None
+
+
+def _partitions_of(fields: PartitionFields, changes: ChangeSet) -> list[tuple]:
+    """The record's own partition, or every partition it changed: topics in the order it changed
+    them, each one's partitions by id."""
+    if fields.topic_id is not None:
+        return [(fields.topic_id, fields.partition)]
+    by_topic: dict = {}
+    for topic_id, partition in changes.partitions:
+        by_topic.setdefault(topic_id, []).append(partition)
+    return [(topic_id, partition) for topic_id, partitions in by_topic.items() for partition in sorted(partitions)]
 
 
 def images_at(log_dir: Path | str, offsets: Iterable[int]) -> Table:

@@ -1,17 +1,21 @@
 """The live shell's own commands: ``watch`` a node as commits change it, ``live`` to follow again.
 
-Both need a live quorum (``--bootstrap-controller``, metashell.source.LiveSource). ``watch`` is
-the one command that moves a frozen session (one-shot ``-c`` commands answer from the state at
-attach time): watching is following, and the commands after it answer from where it stopped.
+Both need a live quorum (``--bootstrap-controller``, source.LiveSource). ``watch`` is the one
+command that moves a frozen session (one-shot ``-c`` commands answer from the state at attach
+time): watching is following, and the commands after it answer from where it stopped. It asks
+what each wait brought as a change set, and renders the path again only when that reaches it
+(metashell.tree.tree_layout.reaches): commits of NoOpRecords or of other subjects cost nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from engine.image.change_set import EMPTY_CHANGE_SET, ChangeSet
 from metashell.shell.registry import ArgParser, ShellError, command
 from metashell.shell.session import Session
 from metashell.tree.nodes import NodeError, render, resolve
+from metashell.tree.tree_layout import reaches
 
 WAIT_SLICE_S = 1.0  # a watch without a deadline still wakes up this often (Ctrl-C lands between waits too)
 
@@ -71,9 +75,11 @@ def _watch(session: Session, args: argparse.Namespace) -> int:
     source.poll()  # even when frozen (one-shot): watching is following
     session.set_image(*source.load())  # the newest image, following
     shown, prints, connected = None, 0, source.status.connected
+    changes: ChangeSet | None = None  # since the last render; None: unknown (render)
+    mark = source.mark()
     try:
         while True:
-            lines = _lines(session, path)
+            lines = _lines(session, path) if reaches(changes, path) else shown
             if lines != shown:
                 session.out(f"==> {path} @{session.image.provenance.last_offset} <==")
                 for line in lines:
@@ -85,8 +91,12 @@ def _watch(session: Session, args: argparse.Namespace) -> int:
             remaining = None if deadline is None else deadline - clock()
             if remaining is not None and remaining <= 0:
                 return 0
+            changes = EMPTY_CHANGE_SET
             if source.wait(WAIT_SLICE_S if remaining is None else min(remaining, WAIT_SLICE_S)):
-                session.set_image(*source.load())
+                image, info = source.load()
+                changes = source.changes_since(mark)  # after load: it may have taken more
+                mark = source.mark()
+                session.set_image(image, info, changes)
             status = source.status
             if status.error:
                 raise ShellError(status.error)

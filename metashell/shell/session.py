@@ -4,10 +4,11 @@ Pure of any terminal: output goes to ``out`` (a function taking one line), so co
 are tested by their captured output. The prompt-toolkit front (repl.py) and the one-shot
 mode (cli) are thin layers over ``run_line``.
 
-Over a live quorum (metashell.source.LiveSource) the session follows commits: before each
-command it takes what was committed since (unless the source is frozen: one-shot commands
-answer from the state at attach time, or a seek looks at the past), and the interactive front
-refreshes while idle. ``prompt()`` says where it stands.
+Over a live quorum (source.LiveSource) the session follows commits: before each command it
+takes what was committed since (unless the source is frozen: one-shot commands answer from the
+state at attach time, or a seek looks at the past), and the interactive front refreshes while
+idle. ``prompt()`` says where it stands. A refresh asks the source what changed since the image
+it shows (a change set), and the new tree keeps what that left as it was.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import time
 from typing import Callable
 
 from engine.common.errors import MetadataError
+from engine.image.change_set import ChangeSet
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from metashell.tree.nodes import Node, NodeError, expand, normalize, resolve
 from metashell.shell.registry import COMMANDS, ShellError
 from metashell.source import LiveSource, Source
-from metashell.tree.root import build_tree
+from metashell.tree.root import tree_root
+from metashell.tree.tree_layout import TreeBuilder
 
 
 class Session:
@@ -37,7 +40,8 @@ class Session:
         self.history: list[str] = []
         self.image: MetadataImage = MetadataImage()
         self.info: LoadInfo | None = None
-        self.root: Node = build_tree(self.image)
+        self._tree = TreeBuilder(self.image, None, show_secrets)
+        self.root: Node = tree_root(self._tree)
         self.interactive = False  # a terminal front (repl): watch may run until Ctrl-C
         self.flush: Callable[[], None] = sys.stdout.flush  # what watch calls after each print
         self.clock: Callable[[], float] = time.monotonic  # seconds; watch --timeout-ms measures with it
@@ -51,11 +55,16 @@ class Session:
         source = self.source
         if not source.live or source.frozen or not source.following:
             return False
+        mark = source.mark()  # where the history stood: the image shown, unless a wait() grew it since
         grew = source.poll()
         history = source.history  # it may also have grown by a wait() the session did not see
         if not grew and (history is None or history.last_offset == self.image.provenance.last_offset):
             return False
-        self.set_image(*source.load())
+        image, info = source.load()
+        shown = mark is not None and mark.offset == self.image.provenance.last_offset
+        # asked only when the tree holds work worth keeping (a replay of what arrived)
+        changes = source.changes_since(mark) if shown and self._tree.holds_work else None
+        self.set_image(image, info, changes)
         return True
 
     def prompt(self) -> str:
@@ -67,11 +76,13 @@ class Session:
         image, info = self.source.load(offset=offset, time_ms=time_ms)
         self.set_image(image, info)
 
-    def set_image(self, image: MetadataImage, info: LoadInfo | None) -> None:
-        """Swap in another image (time travel now; the live feed later). The tree is rebuilt
-        lazily over it; the current directory stays if it still exists."""
+    def set_image(self, image: MetadataImage, info: LoadInfo | None, changes: ChangeSet | None = None) -> None:
+        """Swap in another image (time travel, or the live feed). The tree is rebuilt lazily over
+        it, keeping what ``changes`` (from the image shown to this one; None: unknown) left as it
+        was; the current directory stays if it still exists."""
         self.image, self.info = image, info
-        self.root = build_tree(image, info, self.show_secrets)
+        self._tree = self._tree.carried(image, info, changes)
+        self.root = tree_root(self._tree)
         try:
             if not resolve(self.root, self.cwd).is_directory:
                 self.cwd = "/"

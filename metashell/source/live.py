@@ -17,16 +17,20 @@ the oldest go first). It is the shell's ``seek`` range, the export's ``--history
 by an observer (``observe``: the dashboard's LiveHistory), the dashboard's frames. The source
 follows (the newest image) until ``seek`` moves it into what was fetched; ``frozen`` (one-shot
 commands) keeps it at the state at attach time. The cluster id, once the attachment knows it,
-is the history's /local/cluster-id.
+is the history's /local/cluster-id. What changed since a point it reached (``mark``) is a change
+set (``changes_since``): ``watch`` prints a path again only when one reaches it, and the shell's
+refresh keeps what it left as it was.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Protocol
 
 from engine.common.errors import ConfigError
+from engine.image.change_set import ChangeSet
+from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_history import MetadataHistory, ReplayObserver
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
@@ -40,6 +44,14 @@ if TYPE_CHECKING:
 # at about 530 bytes each, plus images (metashell.bench.window measures it)
 LIVE_WINDOW_RECORDS = 100_000
 ATTACH_TIMEOUT_S = 30.0  # connect, fetch the snapshot and catch up to the first high watermark
+CHANGES_MAX_RECORDS = 10_000  # changes_since replays at most this many records (more: unknown, show it all again)
+
+
+class Mark(NamedTuple):
+    """A point a live history reached: its last offset, and how often it had been reset by then."""
+
+    offset: int
+    resets: int
 
 
 class Feed(Protocol):
@@ -231,6 +243,29 @@ class LiveSource:
         return f"[live @{shown_offset} lag {lag}]" if lag else f"[live @{shown_offset}]"
 
     # -- what the session fetched, for records and export --history ------------------------------------
+
+    # -- what changed since a point --------------------------------------------------------------------
+
+    def mark(self) -> Mark | None:
+        """Where the history stands now (None before attaching): for ``changes_since`` later."""
+        history = self._history
+        return None if history is None else Mark(history.last_offset, history.resets)
+
+    def changes_since(self, mark: Mark | None) -> ChangeSet | None:
+        """What the records committed after ``mark`` changed, up to the newest: one change set,
+        as the delta that replays them says. None when it cannot be told cheaply: no mark, a
+        point the window dropped, a history fetched anew since, or more than CHANGES_MAX_RECORDS."""
+        history = self._history
+        if mark is None or history is None or mark.resets != history.resets or mark.offset < history.start_offset:
+            return None
+        low, high = history.index_of(mark.offset), len(history.entries) - 1
+        if high - low > CHANGES_MAX_RECORDS:
+            return None
+        state = history.state_at(low)  # the mark's: a checkpoint (each drain ends at one) or a recent image
+        delta = MetadataDelta(state.image, state.open_transaction)
+        for entry in history.entries[low + 1:high + 1]:
+            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        return delta.changes()
 
     def fetched(self) -> tuple[MetadataImage, list[list[LogEntry]]]:
         """The starting image of the history and its batches since, in order."""

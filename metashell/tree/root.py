@@ -15,7 +15,11 @@ from metashell.tree.tree_layout import TreeBuilder
 
 def build_tree(image: MetadataImage, info: LoadInfo | None = None, show_secrets: bool = False) -> DirNode:
     """The root directory over ``image``; every node is built only when it is visited."""
-    tree = TreeBuilder(image, info, show_secrets)
+    return tree_root(TreeBuilder(image, info, show_secrets))
+
+
+def tree_root(tree: TreeBuilder) -> DirNode:
+    """The root directory over a builder's image (one ``TreeBuilder.carried`` from the last tree)."""
     return static_dir("", {
         "brokers": tree.brokers, "controllers": tree.controllers, "topics": tree.topics,
         "topic-ids": tree.topic_ids, "quorum": tree.quorum, "features": tree.features,

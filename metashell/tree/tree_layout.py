@@ -18,6 +18,10 @@ numbers; their ``human`` functions name the enums (metashell.tree.kafka_names).
 
 Secrets are redacted unless ``show_secrets``: SCRAM salts and keys, and config values
 whose names say they are passwords, keys or JAAS configs.
+
+What a path shows, in change-set terms (``shown_domains``), is kept here beside the layout: the
+live shell's ``watch`` prints a path again only when a change set reaches it, and a refreshed
+tree keeps the leadership maps a change set left as they were (``TreeBuilder.carried``).
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from engine.common.kafka_uuid import kafka_to_uuid, uuid_to_kafka
 from engine.controller.controller_metrics import EXTRA_METRIC_NAMES, KAFKA_METRIC_NAMES, controller_metrics
 from engine.common.config_resource import ConfigResource, config_resource_type_name, topic_resource
 from engine.image.metadata_image import MetadataImage
+from engine.image.change_set import ChangeSet
 from engine.image.metadata_loader import LoadInfo
 from engine.image.partition_registration import PartitionRegistration
 from engine.records.record_json import message_to_jsonable
 from metashell.tree.kafka_names import (SCRAM_MECHANISMS, human_acl, human_directories, human_endpoints,
                                         human_feature, human_partition, human_scram)
 from metashell.tree.nodes import (DEFAULT_NAME, DirNode, FileNode, Node, encode_name, keyed_dir, name_to_int,
-                                  static_dir)
+                                  split_path, static_dir)
 
 REDACTED = "[redacted]"
 BROKER_STATES = "BrokerRegistrationState"
@@ -75,6 +80,20 @@ class TreeBuilder:
     def __init__(self, image: MetadataImage, info: LoadInfo | None = None, show_secrets: bool = False):
         self.image, self.info, self.show_secrets = image, info, show_secrets
         self._leadership: tuple[dict, dict] | None = None
+
+    @property
+    def holds_work(self) -> bool:
+        """Something was computed over the whole image that ``carried`` could keep."""
+        return self._leadership is not None
+
+    def carried(self, image: MetadataImage, info: LoadInfo | None, changes: ChangeSet | None) -> TreeBuilder:
+        """A builder over ``image``, the one ``changes`` led to from this builder's, keeping what
+        they left as it was: the leadership maps when no topic or partition changed (a live shell's
+        refresh on NoOpRecords or broker heartbeats). ``changes`` None (unknown): nothing is kept."""
+        tree = TreeBuilder(image, info, self.show_secrets)
+        if changes is not None and not changes.topics and not changes.partitions:
+            tree._leadership = self._leadership
+        return tree
 
     # -- brokers and controllers ---------------------------------------------------
 
@@ -267,6 +286,36 @@ class TreeBuilder:
             "last-offset": lambda: self.image.provenance.last_offset,
             "last-timestamp-ms": lambda: self.image.provenance.last_timestamp_ms,
         })
+
+
+# The change-set domains (engine/image/change_set.py) each top directory shows; missing: the
+# log's position or the whole image too (/quorum's read-end-offset, /local, /metrics, /image).
+_SHOWN_DOMAINS = {
+    "brokers": frozenset({"brokers"}), "controllers": frozenset({"controllers"}),
+    "topics": frozenset({"topics", "partitions", "configs"}), "topic-ids": frozenset({"topics", "partitions", "configs"}),
+    "features": frozenset({"features"}), "configs": frozenset({"configs"}),
+    "client-quotas": frozenset({"client_quotas"}), "acls": frozenset({"acls"}), "scram": frozenset({"scram"}),
+    "delegation-tokens": frozenset({"tokens"}), "producer-ids": frozenset({"producer_ids"}),
+}
+_BROKER_LEADERSHIP = frozenset({"brokers", "topics", "partitions"})  # leader-of, replica-of: partitions' names
+
+
+def shown_domains(path: str) -> frozenset[str] | None:
+    """The change-set domains (and single values: ``producer_ids``, ...) whose changes can alter
+    what absolute ``path`` shows; None when it shows more than a change set says (the log's
+    position, the whole image). ``/`` lists fixed names: nothing changes it."""
+    parts = split_path(path)
+    if not parts:
+        return frozenset()
+    if parts[0] == "brokers" and len(parts) >= 3 and parts[2] in ("leader-of", "replica-of"):
+        return _BROKER_LEADERSHIP
+    return _SHOWN_DOMAINS.get(parts[0])
+
+
+def reaches(changes: ChangeSet | None, path: str) -> bool:
+    """Whether ``changes`` may alter what ``path`` shows (``changes`` None, unknown: it may)."""
+    domains = shown_domains(path)
+    return changes is None or domains is None or any(getattr(changes, domain) for domain in domains)
 
 
 def quorum_voters(image: MetadataImage, info: LoadInfo | None) -> dict[int, dict]:

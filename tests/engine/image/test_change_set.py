@@ -12,7 +12,7 @@ import uuid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.image.change_set import DOMAINS, Change, ChangeSet
+from engine.image.change_set import DOMAINS, EMPTY_CHANGE_SET, Change, ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
@@ -148,3 +148,15 @@ def test_an_aborted_transaction_changes_nothing() -> None:
 def test_domains_are_the_change_set_s_fields() -> None:
     assert set(DOMAINS) <= set(ChangeSet.__dataclass_fields__)
     assert uuid.UUID(int=101) == TOPICS[0]
+
+
+def test_a_batch_that_touches_nothing_has_the_shared_empty_change_set() -> None:
+    delta = MetadataDelta(_replayed([_registration()]))
+    delta.replay(m.NoOpRecordV0(), 7, 1, 7)
+    assert delta.changes() is EMPTY_CHANGE_SET and not EMPTY_CHANGE_SET and len(EMPTY_CHANGE_SET) == 0
+    voters = tuple(LeaderChangeVoter(voter_id=i32(v)) for v in (1, 2))
+    delta.replay(control_record(LeaderChangeMessage(version=i16(0), leader_id=i32(1), voters=voters,
+                                                    granting_voters=voters)), 8, 2, 8)
+    changes = delta.changes()  # nothing keyed, but the quorum moved: not empty
+    assert changes is not EMPTY_CHANGE_SET and changes and len(changes) == 1
+    assert ChangeSet() == EMPTY_CHANGE_SET and not ChangeSet()  # an empty one made anew is as empty

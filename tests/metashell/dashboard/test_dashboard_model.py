@@ -29,7 +29,7 @@ from engine.records.metadata_record_serde import ControlRecord, control_record
 from engine.storage.snapshot_writer import SnapshotId, write_snapshot
 from metashell.dashboard import history as history_module
 from metashell.dashboard import model, panels
-from metashell.dashboard.events import events_of_batch
+from metashell.dashboard.events import events_of_changes
 from metashell.dashboard.history import History
 from metashell.dashboard.model import FLAG_LEADERLESS as LEADERLESS
 from metashell.dashboard.model import FLAG_UNDER_MIN_ISR as UNDER_MIN
@@ -77,6 +77,14 @@ def _apply(image: MetadataImage, entries: list[LogEntry]) -> MetadataImage:
     for entry in entries:
         delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
     return delta.apply()
+
+
+def _events_of_batch(image: MetadataImage, entries: list[LogEntry]) -> list:
+    """The events of ``entries`` replayed as one batch onto ``image``, from the delta's change set."""
+    delta = MetadataDelta(image)
+    for entry in entries:
+        delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+    return events_of_changes(delta.changes(), delta.apply())
 
 
 def _image(records) -> MetadataImage:
@@ -216,6 +224,28 @@ def test_transaction_across_batches() -> None:
     assert [(e.kind, e.subject) for e in h.events] == [("topic-create", "topic big")]
 
 
+def test_events_of_a_transaction_with_a_clear_elr_are_at_its_end() -> None:
+    voters = tuple(kio.LeaderChangeVoter(voter_id=i32(v)) for v in (1, 2, 3))
+    leader = control_record(kio.LeaderChangeMessage(version=i16(0), leader_id=i32(2), voters=voters,
+                                                    granting_voters=voters))
+    h = _history([
+        [m.TopicRecordV0(name="pay", topic_id=T1), _partition(T1, 0, isr=(1,), elr=(2,), last_known=(3,)),
+         _partition(T1, 1), m.TopicRecordV0(name="new", topic_id=T2), _partition(T2, 0, elr=(2,))],  # 0-4
+        [m.BeginTransactionRecordV0(name="t"), _change(T1, 1, leader=2)],  # 5-6: held ...
+        [leader, m.ClearElrRecordV0(topic_name=""), m.EndTransactionRecordV0()],  # 7 at once, 8-9: ... to the end
+    ])
+    assert [(e.offset, e.timestamp_ms, e.kind, e.text) for e in h.events] == [
+        (0, START_MS, "topic-create", "topic pay created (2 partitions)"),
+        (3, START_MS, "topic-create", "topic new created (1 partitions)"),
+        (7, START_MS + 2000, "leader-change", "quorum leader 2 (epoch 1)"),
+        # a transaction's records take effect at its end, and so do their events: where a frame shows them
+        (9, START_MS + 2000, "partition-leader", "pay-1 leader 1 → 2 (epoch 1)"),
+        (9, START_MS + 2000, "elr-change", "pay-0 ELR [2] → [], last-known ELR [3] → []"),
+        (9, START_MS + 2000, "elr-change", "new-0 ELR [2] → []")]
+    assert h.frame_at(8).image.topics.topic("pay").partitions[1].leader == 1
+    assert h.frame_at(9).image.topics.topic("pay").partitions[1].leader == 2
+
+
 def test_snapshot_source_is_one_frame(tmp_path: Path) -> None:
     records = [m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(27)),
                m.TopicRecordV0(name="orders", topic_id=T1), _partition(T1, 0)]
@@ -246,7 +276,7 @@ def test_events_of_crafted_batches() -> None:
         m.TopicRecordV0(name="new", topic_id=T2),
     ], first_offset=100)
     after = _apply(before, batch)
-    events = events_of_batch(before, batch, after)
+    events = _events_of_batch(before, batch)
     assert [(e.offset, e.kind, e.text) for e in events] == [
         (100, "controlled-shutdown", "broker 1 in controlled shutdown"),
         (101, "broker-unregister", "broker 2 unregistered"),
@@ -257,7 +287,7 @@ def test_events_of_crafted_batches() -> None:
         (104, "voter-change", "voters [1, 2]"),
         (105, "topic-create", "topic new created (0 partitions)")]
     gone = _entries([m.RemoveTopicRecordV0(topic_id=T1), m.ClearElrRecordV0(topic_name="")], first_offset=200)
-    assert [(e.kind, e.text) for e in events_of_batch(after, gone, _apply(after, gone))] == [
+    assert [(e.kind, e.text) for e in _events_of_batch(after, gone)] == [
         ("topic-delete", "topic pay deleted")]
 
 
