@@ -18,8 +18,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Mapping, Union
+from typing import Any, ClassVar, Iterator, Mapping, Union
 
+from engine.image.change_set import Change
 from engine.image.domain_delta import DomainDelta, ReplayJournal
 from engine.image.image_map import EMPTY_MAP
 from engine.image.partition_registration import InvalidReplicaDirectories, PartitionRegistration
@@ -88,12 +89,16 @@ class TopicsDelta(DomainDelta):
     and ``partitions`` (by (topic id, partition id))."""
 
     DOMAINS = ("topics", "partitions")
-    __slots__ = ("image", "_topics")
+    __slots__ = ("image", "_topics", "_unplaced")
 
     def __init__(self, image: TopicsImage, journal: ReplayJournal | None = None) -> None:
         super().__init__(journal)
         self.image = image
         self._topics: dict[uuid.UUID, TopicDelta | None] = {}  # topic id -> its delta; None: removed
+        # topics whose partitions records without a place (a snapshot's) changed: their partitions
+        # are compared whole when the change set is asked for, instead of a note per partition
+        # (a snapshot of a million partitions would hold a million notes nobody reads)
+        self._unplaced: set[uuid.UUID] = set()
 
     # -- what changed (Kafka's changedTopics(), createdTopicIds(), deletedTopicIds()) ----------
 
@@ -153,7 +158,7 @@ class TopicsDelta(DomainDelta):
         topic_id = record.topic_id
         self._note("topics", topic_id, self.topic_name(topic_id))
         for partition_id, registration in self.partitions(topic_id).items():  # a topic made anew has none
-            self._note("partitions", (topic_id, partition_id), registration)
+            self._note_partition(topic_id, partition_id, registration)
         self._topics[topic_id] = TopicDelta(TopicImage(record.name, topic_id))
 
     def replay_partition(self, record: PartitionRecord) -> None:
@@ -167,7 +172,7 @@ class TopicsDelta(DomainDelta):
             self._skip()
             return
         partitions, partition_id = topic.partitions, record.partition_id
-        self._note("partitions", (record.topic_id, partition_id), partitions.get(partition_id))
+        self._note_partition(record.topic_id, partition_id, partitions.get(partition_id))
         partitions[partition_id] = registration
 
     def replay_partition_change(self, record: PartitionChangeRecord) -> None:
@@ -180,7 +185,7 @@ class TopicsDelta(DomainDelta):
         except InvalidReplicaDirectories:
             self._skip()
             return
-        self._note("partitions", (record.topic_id, record.partition_id), current)
+        self._note_partition(record.topic_id, record.partition_id, current)
         self._open(record.topic_id).partitions[record.partition_id] = merged
 
     def replay_remove_topic(self, record: m.RemoveTopicRecordV0) -> str | None:
@@ -192,7 +197,7 @@ class TopicsDelta(DomainDelta):
             return None
         self._note("topics", topic_id, name)
         for partition_id, registration in self.partitions(topic_id).items():
-            self._note("partitions", (topic_id, partition_id), registration)
+            self._note_partition(topic_id, partition_id, registration)
         self._topics[topic_id] = None
         return name
 
@@ -211,7 +216,7 @@ class TopicsDelta(DomainDelta):
             partitions = self._open(topic_id).partitions
             for partition_id, registration in list(partitions.items()):
                 if registration.elr or registration.last_known_elr:
-                    self._note("partitions", (topic_id, partition_id), registration)
+                    self._note_partition(topic_id, partition_id, registration)
                     partitions[partition_id] = registration.without_elr()
 
     def _open(self, topic_id: Any) -> TopicDelta | None:
@@ -225,6 +230,30 @@ class TopicsDelta(DomainDelta):
         return topic
 
     # -- what changed, and the next image ----------------------------------------------------
+
+    def _note_partition(self, topic_id: Any, partition_id: int, before: Any) -> None:
+        """A partition is about to change from ``before``: noted with its place, or, for a record
+        without one, by its topic only (``changed_subjects`` compares that topic's partitions)."""
+        journal = self.journal
+        if journal.stamp[0] >= 0:
+            self._note("partitions", (topic_id, partition_id), before)
+        else:
+            self._unplaced.add(topic_id)
+            journal.named.append(("partitions", (topic_id, partition_id), before))
+
+    def changed_subjects(self) -> Iterator[tuple[str, Any, Change]]:
+        yield from super().changed_subjects()
+        named = self._named
+        for topic_id in self._unplaced:
+            base = self.image.by_id.get(topic_id)
+            old = EMPTY_MAP if base is None else base.partitions
+            new = self.partitions(topic_id)
+            for partition_id in [*new, *(p for p in old if p not in new)]:
+                if ("partitions", (topic_id, partition_id)) in named:
+                    continue  # a record with a place named it last: changed_subjects gave it above
+                before, after = old.get(partition_id), new.get(partition_id)
+                if after is not before and after != before:
+                    yield "partitions", (topic_id, partition_id), Change(before, after, -1, -1)
 
     def value_in_image(self, domain: str, key: Any) -> Any:
         if domain == "partitions":

@@ -160,3 +160,19 @@ def test_a_batch_that_touches_nothing_has_the_shared_empty_change_set() -> None:
     changes = delta.changes()  # nothing keyed, but the quorum moved: not empty
     assert changes is not EMPTY_CHANGE_SET and changes and len(changes) == 1
     assert ChangeSet() == EMPTY_CHANGE_SET and not ChangeSet()  # an empty one made anew is as empty
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(records, max_size=25), st.lists(records, max_size=25), st.lists(st.booleans(), max_size=25))
+def test_records_without_a_place_are_listed_too(first, second, placed) -> None:
+    """A snapshot's records have no offset: the partitions they change are compared whole (no note
+    per partition), mixed with records that have one; the change set is the same either way."""
+    before = _replayed(first)
+    delta = MetadataDelta(before)
+    for n, record in enumerate(second):
+        offset = 100 + n if n < len(placed) and placed[n] else -1
+        delta.replay(record, offset, 1, 1_000 + offset if offset >= 0 else -1)
+    changes = delta.changes()
+    assert _listed(changes) == _brute(before, delta.apply())
+    for _, _, change in changes.subjects():
+        assert change.offset == -1 or 100 <= change.offset < 100 + len(second)
