@@ -8,7 +8,7 @@ corpus, keeping the inputs that reach new lines of engine/ (traced with sys.sett
 per-input time budget (SIGALRM) stands in for -timeout and the process's peak RSS for
 -rss_limit_mb.
 
-Either way a finding is an input the target did not take quietly (see fuzz_targets); each
+Either way a finding is an input the target did not take quietly (see engine.fuzz.targets); each
 distinct one (by exception type and the engine line it came from) is saved under the
 findings directory for a regression test.
 """

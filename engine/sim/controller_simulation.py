@@ -6,7 +6,7 @@ listener and QuorumController wired as ``engine.server.controller_server`` wires
 listener registered first (the controller reads its committed image), the controller polled
 after every Raft poll and on a timer, its appends made under its active epoch, a refused
 append making it step down, its released answers sent back to whoever asked. Simulated brokers
-and clients (``controller_sim_brokers``) talk to them over the same network.
+and clients (``engine.sim.simulated_brokers``) talk to them over the same network.
 
 Checked after every committed batch of every node, and after every event on the active
 controller's speculative image (``InvariantViolation``, one line):

@@ -1,2 +1,2 @@
-"""The `kraftd` commands: dump-log, storage, quorum, sim, start, and the benchmarks with their
-load generators (kept here so that no production module carries benchmark hooks)."""
+"""The `kraftd` command line: its parser and subcommands (`cli`) and `kraftd quorum`'s flags and output
+(`quorum_tool`). The work is in the product packages and, for bench, sim, fuzz and cluster, the harness."""

@@ -22,7 +22,7 @@ from engine.common.kafka_uuid import random_kafka_uuid, uuid_to_kafka
 from engine.net.ports import pick_ports
 
 from .distribution import KafkaDistribution
-from .nodes import FAST, PORT_ATTEMPTS, KafkaNode, NodeFailed, metadata_brokers, quorum_leader, wait_until
+from .nodes import FAST, PORT_ATTEMPTS, REPO, KafkaNode, NodeFailed, metadata_brokers, quorum_leader, wait_until
 
 
 class KafkaCluster:
@@ -148,7 +148,7 @@ class KafkaCluster:
         running = []
         for node in nodes or self.nodes:
             node.write_config()
-            running.append((node, subprocess.Popen(self.format_command(node),
+            running.append((node, subprocess.Popen(self.format_command(node), cwd=REPO,  # where engine is
                                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         for node, process in running:
             out, _ = process.communicate(timeout=180)

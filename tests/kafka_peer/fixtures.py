@@ -165,6 +165,15 @@ def _history_root(tmp_path_factory: pytest.TempPathFactory, key: tuple[str, bool
     return tmp_path_factory.mktemp(f"kafka-history-{version}" + ("" if tools else "-server"))
 
 
+def _with_paths(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the repository, then tests/, first on PYTHONPATH: tests/engine and
+    tests/metashell mirror the packages' names and must never answer ``import engine``."""
+    import os
+
+    paths = [str(TESTS_DIR.parent), str(TESTS_DIR), *filter(None, [env.get("PYTHONPATH")])]
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def _history_in_a_process(key: tuple[str, bool], root: Path, env: dict[str, str]) -> Any:
     """The history written by ``python -m kafka_peer.history``; its output beside ``root`` (``.log``)."""
     import subprocess
@@ -177,7 +186,8 @@ def _history_in_a_process(key: tuple[str, bool], root: Path, env: dict[str, str]
     summary, log = root.with_name(f"{root.name}.json"), root.with_name(f"{root.name}.log")
     with open(log, "wb") as out:
         done = subprocess.run([sys.executable, "-m", "kafka_peer.history", version, str(root), "--json", str(summary),
-                               *([] if tools else ["--server-only"])], cwd=TESTS_DIR, env=env, stdin=subprocess.DEVNULL,
+                               *([] if tools else ["--server-only"])], cwd=TESTS_DIR.parent, env=_with_paths(env),
+                              stdin=subprocess.DEVNULL,
                               stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, timeout=HISTORY_TIMEOUT_S)
     if done.returncode != 0 or not summary.is_file():
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-60:])
