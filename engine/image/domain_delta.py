@@ -26,10 +26,13 @@ REMOVED: Any = object()  # a subject a delta removed, where a value would stand
 class ReplayJournal:
     """The replay's place and the record's footprint, shared by the deltas of one MetadataDelta."""
 
-    __slots__ = ("stamp", "named", "skipped")
+    __slots__ = ("stamp", "named", "skipped", "per_record")
 
-    def __init__(self) -> None:
+    def __init__(self, per_record: bool = False) -> None:
         self.stamp: tuple[int, int] = (-1, -1)  # (offset, timestamp_ms) of the record being replayed
+        # keep ``named`` (for record_changes) only when asked: a snapshot load would pay for
+        # a list of every subject it names, which nobody reads
+        self.per_record = per_record
         # (domain, key, value before) for each subject the record being replayed named
         self.named: list[tuple[str, Any, Any]] = []
         self.skipped = 0  # records that did not apply (an epoch mismatch, an unknown topic, ...)
@@ -51,7 +54,8 @@ class DomainDelta:
         """``key`` of ``domain`` is about to change from ``before`` (its value as the delta stands)."""
         journal = self.journal
         self._named[(domain, key)] = journal.stamp
-        journal.named.append((domain, key, before))
+        if journal.per_record:
+            journal.named.append((domain, key, before))
 
     def _skip(self) -> None:
         self.journal.skipped += 1

@@ -64,9 +64,12 @@ class MetadataDelta:
     ``open_transaction``: the records of a metadata transaction left open by the previous
     delta (its ``open_transaction``), so that a transaction can span batches and checkpoints."""
 
-    def __init__(self, image: MetadataImage, open_transaction: Sequence[Any] | None = None):
+    def __init__(self, image: MetadataImage, open_transaction: Sequence[Any] | None = None, *,
+                 per_record: bool = False):
+        """``per_record``: keep what each record changed, for ``record_changes()`` (a per-record
+        consumer, the history tables); a batch's ``changes()`` needs nothing of it."""
         self.image = image
-        self._journal = ReplayJournal()
+        self._journal = ReplayJournal(per_record)
         self._deltas: dict[str, Any] = {}  # MetadataImage field -> its domain's delta, made on first use
         self._handlers: dict[type, Callable[[Any], Any]] = {}  # record class -> its bound replay method
         self._provenance = image.provenance
@@ -81,7 +84,8 @@ class MetadataDelta:
             self._provenance = Provenance(offset, epoch, timestamp_ms)
         journal = self._journal
         journal.stamp = (offset, timestamp_ms)
-        journal.named = []
+        if journal.per_record:
+            journal.named = []
         handler = self._handlers.get(type(record)) or self._bind(type(record))
         if handler is not None and self._transaction is None:  # the common case, first
             handler(record)
@@ -156,8 +160,11 @@ class MetadataDelta:
         return _change_set(found, leaders)
 
     def record_changes(self) -> ChangeSet:
-        """What the last ``replay`` changed (all of a transaction's records at its End marker)."""
+        """What the last ``replay`` changed (all of a transaction's records at its End marker);
+        for a delta made with ``per_record=True``."""
         journal = self._journal
+        if not journal.per_record:
+            raise ValueError("record_changes() needs a MetadataDelta made with per_record=True")
         offset, timestamp_ms = journal.stamp
         first: dict[tuple[str, Any], Any] = {}
         for domain, key, before in journal.named:

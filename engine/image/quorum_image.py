@@ -134,7 +134,8 @@ class QuorumDelta(DomainDelta):
         message, quorum = record.message, self.quorum
         if record.type_name == "LEADER_CHANGE":
             # noted for record_changes (the leader changes this record appended), not as a subject
-            self.journal.named.append(("leader_changes", None, quorum.leader_changes))
+            if self.journal.per_record:
+                self.journal.named.append(("leader_changes", None, quorum.leader_changes))
             change = LeaderChange(offset, epoch, timestamp_ms, message.leader_id,
                                   tuple(v.voter_id for v in message.voters),
                                   tuple(v.voter_id for v in message.granting_voters))

@@ -89,7 +89,7 @@ class TopicsDelta(DomainDelta):
     and ``partitions`` (by (topic id, partition id))."""
 
     DOMAINS = ("topics", "partitions")
-    __slots__ = ("image", "_topics", "_unplaced")
+    __slots__ = ("image", "_topics", "_unplaced", "_last_unplaced")
 
     def __init__(self, image: TopicsImage, journal: ReplayJournal | None = None) -> None:
         super().__init__(journal)
@@ -99,6 +99,7 @@ class TopicsDelta(DomainDelta):
         # are compared whole when the change set is asked for, instead of a note per partition
         # (a snapshot of a million partitions would hold a million notes nobody reads)
         self._unplaced: set[uuid.UUID] = set()
+        self._last_unplaced: TopicDelta | None = None  # the topic of the last such record
 
     # -- what changed (Kafka's changedTopics(), createdTopicIds(), deletedTopicIds()) ----------
 
@@ -172,7 +173,12 @@ class TopicsDelta(DomainDelta):
             self._skip()
             return
         partitions, partition_id = topic.partitions, record.partition_id
-        self._note_partition(record.topic_id, partition_id, partitions.get(partition_id))
+        journal = self.journal
+        if journal.stamp[0] >= 0 or journal.per_record:
+            self._note_partition(record.topic_id, partition_id, partitions.get(partition_id))
+        elif topic is not self._last_unplaced:  # a snapshot's records come topic by topic: one note each
+            self._unplaced.add(record.topic_id)
+            self._last_unplaced = topic
         partitions[partition_id] = registration
 
     def replay_partition_change(self, record: PartitionChangeRecord) -> None:
@@ -239,7 +245,8 @@ class TopicsDelta(DomainDelta):
             self._note("partitions", (topic_id, partition_id), before)
         else:
             self._unplaced.add(topic_id)
-            journal.named.append(("partitions", (topic_id, partition_id), before))
+            if journal.per_record:
+                journal.named.append(("partitions", (topic_id, partition_id), before))
 
     def changed_subjects(self) -> Iterator[tuple[str, Any, Change]]:
         yield from super().changed_subjects()

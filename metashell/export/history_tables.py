@@ -58,7 +58,7 @@ def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]
     """The history tables of ``batches`` replayed from ``start_image`` (a live session's fetched
     history: the snapshot it attached from, then every batch committed since)."""
     wanted = _wanted(tables)
-    rows = _Rows(MetadataDelta(start_image), wanted, start)
+    rows = _Rows(MetadataDelta(start_image, per_record=True), wanted, start)
     for batch in batches:
         if end is not None and batch[0].offset > end:
             break
@@ -129,7 +129,7 @@ class _Rows:
     def _would_change(self, entry: LogEntry) -> ChangeSet:
         """What a record held in the open transaction would change, applied now: the delta's
         state is without the transaction's records (rare: a ClearElrRecord in a transaction)."""
-        scratch = MetadataDelta(self.delta.apply())
+        scratch = MetadataDelta(self.delta.apply(), per_record=True)
         scratch.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
         return scratch.record_changes()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,7 +86,7 @@ def test_a_delta_lists_exactly_what_differs_between_its_images(first, second) ->
 @given(st.lists(records, min_size=1, max_size=30))
 def test_each_record_s_changes_are_what_it_alone_did(history) -> None:
     # the images are replayed afresh: an applied delta's image shares what the delta goes on changing
-    delta = MetadataDelta(MetadataImage())
+    delta = MetadataDelta(MetadataImage(), per_record=True)
     for offset, record in enumerate(history):
         delta.replay(record, offset, 1, offset)
         assert _listed(delta.record_changes()) == _brute(_replayed(history[:offset]), _replayed(history[:offset + 1]))
@@ -126,7 +127,7 @@ def test_leader_changes_and_a_transaction_s_records_at_its_end() -> None:
     voters = tuple(LeaderChangeVoter(voter_id=i32(v)) for v in (1, 2, 3))
     leader = control_record(LeaderChangeMessage(version=i16(0), leader_id=i32(2), voters=voters,
                                                 granting_voters=voters))
-    delta = MetadataDelta(MetadataImage())
+    delta = MetadataDelta(MetadataImage(), per_record=True)
     delta.replay(leader, 0, 3, 50)
     assert [c.leader_id for c in delta.record_changes().leader_changes] == [2]
     delta.replay(m.BeginTransactionRecordV0(name="t"), 1, 3, 51)
@@ -139,7 +140,7 @@ def test_leader_changes_and_a_transaction_s_records_at_its_end() -> None:
 
 
 def test_an_aborted_transaction_changes_nothing() -> None:
-    delta = MetadataDelta(MetadataImage())
+    delta = MetadataDelta(MetadataImage(), per_record=True)
     for offset, record in enumerate([m.BeginTransactionRecordV0(name="t"), _topic(2), m.AbortTransactionRecordV0()]):
         delta.replay(record, offset, 1, offset)
     assert not delta.changes() and not delta.record_changes()
@@ -176,3 +177,12 @@ def test_records_without_a_place_are_listed_too(first, second, placed) -> None:
     assert _listed(changes) == _brute(before, delta.apply())
     for _, _, change in changes.subjects():
         assert change.offset == -1 or 100 <= change.offset < 100 + len(second)
+
+
+def test_per_record_changes_are_kept_only_when_asked_for() -> None:
+    """A snapshot load keeps nothing per record; asking such a delta is a programming error, said."""
+    delta = MetadataDelta(MetadataImage())
+    delta.replay(_topic(0), 0, 1, 0)
+    assert delta.changes().topics[TOPICS[0]].after == "topic-0"
+    with pytest.raises(ValueError, match="per_record=True"):
+        delta.record_changes()
