@@ -42,7 +42,6 @@ ALLOWED = {
     "engine/sim/controller_runner.py::_is_fencing": "a seeded bug picks the records of the controller it breaks",
     "engine/sim/controller_runner.py::_is_partition_change": "(the same)",
     "metashell/tree/tree_layout.py::redact_record_json": "prints a record's JSON with its secrets redacted",
-    "metashell/export/record_columns.py": "prints a record's own fields as history-table columns",
     "metashell/bench/dash.py::write_bench_history": "writes the synthetic history it measures",
     "metashell/bench/attach_tool.py::load_requests": "finds its own load's records in what it fetched",
 }
@@ -246,4 +245,4 @@ def test_allowed_entries_cover_what_they_name_and_nothing_beside() -> None:
     assert _allowed(listener, "_header_timestamp_ms") == f"{listener}::_header_timestamp_ms"
     assert _allowed(listener, "_header_timestamp_ms.inner") == f"{listener}::_header_timestamp_ms"
     assert _allowed(listener, "MetadataListener.handle_commit") is None
-    assert _allowed("metashell/export/record_columns.py", "") == "metashell/export/record_columns.py"
+    assert _allowed("engine/admin/log_dump.py", "") == "engine/admin/log_dump.py"

@@ -9,9 +9,12 @@ cleared, with the partition's state after each), ``broker_fencing`` (registratio
 controlled shutdown) and ``leader_changes`` (the quorum's LeaderChangeMessages). ``start``/
 ``end`` keep rows with start <= offset <= end; the state is replayed from the start regardless.
 
-What a record did (the partitions a ClearElrRecord cleared, a new quorum leader) is read from
-its change set (engine/image/change_set.py), what it says from record_columns.py, and every
-state column from the delta after the record, so it is the image's own:
+Every row beside the records table comes from a record's change set (engine/image/change_set.py,
+``MetadataDelta.record_changes()``): a ``partition_changes`` row for each partition it created
+or changed, a ``broker_fencing`` row for each broker registration it changed, a
+``leader_changes`` row for each leader change. Nothing here looks at a record's type: the
+``type`` column and the record's own columns are what its Kafka JSON (the records table's
+printer) says, and every state column is the delta's after the record, so it is the image's own:
 - records of a metadata transaction (KIP-868) take effect together at its
   EndTransactionRecord: their rows show the state once it committed;
 - records of an aborted transaction (its markers included) have ``aborted`` true and change
@@ -30,13 +33,12 @@ from pathlib import Path
 from typing import Iterable
 
 from engine.common.kafka_uuid import uuid_to_kafka
-from engine.image.change_set import EMPTY_CHANGE_SET, ChangeSet
-from engine.image.metadata_delta import ABORTED, APPLIED, COMMITTED, PENDING, MetadataDelta
+from engine.image.change_set import EMPTY_CHANGE_SET, Change, ChangeSet
+from engine.image.metadata_delta import ABORTED, APPLIED, PENDING, MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
-from metashell.export.record_columns import BrokerFields, Fields, PartitionFields, TopicName, record_fields
 from metashell.export.schemas import column_names
 from metashell.export.tables import Table, partitions_table
 from metashell.source import Source
@@ -82,11 +84,10 @@ class _Rows:
     """The rows of one pass. Rows wait while a transaction is open: whether its records were
     aborted, and the state they leave, are known at its end.
 
-    What a record did comes from its change set (``MetadataDelta.record_changes()``): the quorum's
-    new leader, the partitions a ClearElrRecord cleared. A record held in an open transaction has
-    changed nothing yet; what it would change is asked then of a delta over the state without
-    the transaction (as Kafka's replay would see it, were it committed at once). What a record
-    itself says is printed by record_columns.py."""
+    A record held in an open transaction has changed nothing yet; what it would change is asked
+    of a scratch delta over the state without the transaction, fed the transaction's records in
+    order (as Kafka's replay would see them, were it committed at once). A transaction's markers
+    change nothing of their own: its records' rows carry what they did."""
 
     def __init__(self, delta: MetadataDelta, wanted: set[str], start: int | None):
         self.delta = delta
@@ -94,27 +95,28 @@ class _Rows:
         self.want_records, self.want_changes = "records" in wanted, "partition_changes" in wanted
         self.want_fencing, self.want_leaders = "broker_fencing" in wanted, "leader_changes" in wanted
         self.out: dict[str, list[tuple]] = {kind: [] for kind in HISTORY_TABLES}
-        self.names: dict = {}  # topic id -> name, from TopicRecords (an aborted creation's too)
-        # (entry, its fields, what it changed, in the transaction)
-        self.waiting: list[tuple[LogEntry, Fields | None, ChangeSet, bool]] = []
+        self.names: dict = {}  # topic id -> name, from every topic change seen (an aborted creation's too)
+        self.scratch: MetadataDelta | None = None  # the open transaction's records, as if committed
+        self.waiting: list[tuple[LogEntry, ChangeSet, bool]] = []  # (entry, what it changed, in the transaction)
 
     def replay(self, entry: LogEntry) -> None:
-        record = entry.record
-        fields = record_fields(record)
-        if isinstance(fields, TopicName):
-            self.names[fields.topic_id] = fields.name
-        outcome = self.delta.replay(record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-        changes = EMPTY_CHANGE_SET  # asked only of the records whose rows read it (most have none)
-        if self.want_changes and _rows_per_change(fields):
-            changes = self._would_change(entry) if outcome is PENDING else self.delta.record_changes()
-        elif self.want_leaders and entry.control:  # a LeaderChangeMessage: never held in a transaction
-            changes = self.delta.record_changes()
+        delta = self.delta
+        held = len(delta.open_transaction or ())
+        outcome = delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        if outcome is PENDING:
+            changes = self._would_change(entry, held)
+        elif outcome is APPLIED:
+            changes = delta.record_changes()
+        else:  # a transaction's end: its records' rows already say what they did
+            changes, self.scratch = EMPTY_CHANGE_SET, None
+        for topic_id, change in changes.topics.items():
+            self.names[topic_id] = change.after or change.before
         if outcome is APPLIED and not self.waiting:
-            self._emit(entry, fields, changes, False)
+            self._emit(entry, changes, False)
         elif outcome is APPLIED or outcome is PENDING:
-            self.waiting.append((entry, fields, changes, outcome is PENDING))
-        elif outcome is COMMITTED or outcome is ABORTED:
-            self.waiting.append((entry, fields, changes, True))
+            self.waiting.append((entry, changes, outcome is PENDING))
+        else:
+            self.waiting.append((entry, changes, True))
             self._flush(outcome is ABORTED)
 
     def finish(self) -> None:
@@ -123,25 +125,29 @@ class _Rows:
 
     def _flush(self, aborted: bool | None) -> None:
         waiting, self.waiting = self.waiting, []
-        for entry, fields, changes, in_transaction in waiting:
-            self._emit(entry, fields, changes, aborted if in_transaction else False)
+        for entry, changes, in_transaction in waiting:
+            self._emit(entry, changes, aborted if in_transaction else False)
 
-    def _would_change(self, entry: LogEntry) -> ChangeSet:
-        """What a record held in the open transaction would change, applied now: the delta's
-        state is without the transaction's records (rare: a ClearElrRecord in a transaction)."""
-        scratch = MetadataDelta(self.delta.apply(), per_record=True)
-        scratch.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-        return scratch.record_changes()
+    def _would_change(self, entry: LogEntry, held: int) -> ChangeSet:
+        """What a record the open transaction holds would change, its earlier records applied: none
+        for the marker that opened it (the transaction holds no more records after it)."""
+        if len(self.delta.open_transaction or ()) == held:
+            return EMPTY_CHANGE_SET
+        if self.scratch is None:
+            self.scratch = MetadataDelta(self.delta.apply(), per_record=True)
+        self.scratch.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        return self.scratch.record_changes()
 
     # -- one record's rows, with the state as the delta now stands ---------------------------
 
-    def _emit(self, entry: LogEntry, fields: Fields | None, changes: ChangeSet, aborted: bool | None) -> None:
+    def _emit(self, entry: LogEntry, changes: ChangeSet, aborted: bool | None) -> None:
         offset = entry.offset
         if self.start is not None and offset < self.start:
             return
-        out = self.out
+        out, printed = self.out, None
         if self.want_records:
-            data = redact_record_json(record_to_jsonable(entry.record))
+            printed = record_to_jsonable(entry.record)
+            data = redact_record_json(printed)
             out["records"].append((offset, entry.leader_epoch, entry.timestamp_ms, entry.control, data.get("type"),
                                    data.get("version") if not entry.control else None,
                                    dumps(data.get("data", data)), aborted))
@@ -149,48 +155,84 @@ class _Rows:
             for leader in changes.leader_changes:
                 out["leader_changes"].append((leader.offset, leader.timestamp_ms, leader.epoch, leader.leader_id,
                                               list(leader.voters), list(leader.granting_voters)))
-        if isinstance(fields, PartitionFields):
-            if self.want_changes:
-                for topic_id, partition in _partitions_of(fields, changes):
-                    out["partition_changes"].append((offset, entry.timestamp_ms, fields.type, *self._topic(topic_id),
-                                                     partition, *fields[3:], *self._after(topic_id, partition),
-                                                     aborted))
-        elif isinstance(fields, BrokerFields) and self.want_fencing:
-            out["broker_fencing"].append((offset, entry.timestamp_ms, *fields, *self._broker_after(fields), aborted))
+        if self.want_changes and changes.partitions:
+            printed = printed or record_to_jsonable(entry.record)
+            fields = printed.get("data", {})
+            for (topic_id, partition), change in _by_topic(changes.partitions):
+                out["partition_changes"].append((offset, entry.timestamp_ms, printed.get("type"),
+                                                 *self._topic(topic_id), partition, *_asked(fields, change),
+                                                 *self._after(topic_id, partition), aborted))
+        if self.want_fencing:
+            for broker_id, change in changes.brokers.items():
+                epoch = (change.after or change.before).epoch
+                out["broker_fencing"].append((offset, entry.timestamp_ms, broker_id, epoch, _broker_event(change),
+                                              *self._broker_after(broker_id, epoch), aborted))
 
     def _topic(self, topic_id) -> tuple[str | None, str]:
         return self.delta.topic_name(topic_id) or self.names.get(topic_id), uuid_to_kafka(topic_id)
 
     def _after(self, topic_id, partition_id) -> tuple:
         after = self.delta.partitions(topic_id).get(partition_id)
-        if after is None:  # not there: its creation is not in the log, was aborted or is pending
+        if after is None:  # not there: deleted, or its creation aborted or pending
             return (None,) * 6
         return (after.leader, after.leader_epoch, after.partition_epoch, list(after.isr), list(after.replicas),
                 list(after.elr))
 
-    def _broker_after(self, fields: BrokerFields) -> tuple[bool | None, bool | None]:
+    def _broker_after(self, broker_id: int, epoch: int) -> tuple[bool | None, bool | None]:
         """(fenced, in controlled shutdown) after the record; null unless the broker is registered
-        at the record's epoch after it."""
-        after = self.delta.broker(fields.broker_id)
-        if after is None or after.epoch != fields.broker_epoch:
+        at that epoch after it."""
+        after = self.delta.broker(broker_id)
+        if after is None or after.epoch != epoch:
             return None, None
         return after.fenced, after.in_controlled_shutdown
 
 
-def _rows_per_change(fields: Fields | None) -> bool:
-    """A partition record that names no partition of its own: a row per partition it changed."""
-    return isinstance(fields, PartitionFields) and fields.topic_id is None
+# The partition_changes columns a record states, by their names in Kafka's JSON of a partition
+# record, and what the column says where the record is silent: -2 / -1 "unchanged", null the same.
+_ASKED = (("leader", -2), ("isr", None), ("replicas", None), ("addingReplicas", None), ("removingReplicas", None),
+          ("eligibleLeaderReplicas", None), ("lastKnownElr", None), ("leaderRecoveryState", -1))
+_AFTER = {"isr": "isr", "replicas": "replicas", "addingReplicas": "adding_replicas",
+          "removingReplicas": "removing_replicas", "eligibleLeaderReplicas": "elr", "lastKnownElr": "last_known_elr"}
 
 
-def _partitions_of(fields: PartitionFields, changes: ChangeSet) -> list[tuple]:
-    """The record's own partition, or every partition it changed: topics in the order it changed
-    them, each one's partitions by id."""
-    if fields.topic_id is not None:
-        return [(fields.topic_id, fields.partition)]
+def _asked(fields: dict, change: Change) -> tuple:
+    """A row's own columns: what the record states; where it states nothing but its change moved
+    a list (a ClearElrRecord empties ELRs), the list after; else the column's "unchanged"."""
+    before, after = change.before, change.after
+    columns = []
+    for name, silent in _ASKED:
+        value = fields.get(name, silent)
+        attribute = _AFTER.get(name)
+        if name not in fields and attribute is not None and before is not None and after is not None \
+                and getattr(before, attribute) != getattr(after, attribute):
+            value = list(getattr(after, attribute))
+        columns.append(value)
+    return tuple(columns)
+
+
+def _broker_event(change: Change) -> str:
+    """How a broker registration changed, as an operator names it."""
+    before, after = change.before, change.after
+    if after is None:
+        return "unregister"
+    if before is None or before.epoch != after.epoch:
+        return "register"
+    if after.in_controlled_shutdown and not before.in_controlled_shutdown:
+        return "controlled_shutdown"
+    if after.fenced != before.fenced:
+        return "fence" if after.fenced else "unfence"
+    return "change"
+
+
+def _by_topic(partitions) -> list[tuple]:
+    """The partitions a record created or changed, grouped by topic in the order it changed the
+    topics, each topic's partitions by id."""
     by_topic: dict = {}
-    for topic_id, partition in changes.partitions:
-        by_topic.setdefault(topic_id, []).append(partition)
-    return [(topic_id, partition) for topic_id, partitions in by_topic.items() for partition in sorted(partitions)]
+    for (topic_id, partition), change in partitions.items():
+        if change.after is not None:  # a deleted topic's partitions: the topic's deletion is the one fact
+            by_topic.setdefault(topic_id, []).append((partition, change))
+    return [((topic_id, partition), change) for topic_id, changes in by_topic.items()
+            for partition, change in sorted(changes, key=lambda pc: pc[0])]
 
 
 def images_at(log_dir: Path | str, offsets: Iterable[int]) -> Table:

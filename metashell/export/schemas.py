@@ -154,8 +154,9 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("offset", "long", "log offset"),
         ("timestamp_ms", "long", "append time (epoch ms)"),
         ("broker_id", "int", "broker id"),
-        ("broker_epoch", "long", "broker epoch the record names"),
-        ("event", "string", "register, unregister, fence, unfence, controlled_shutdown or change"),
+        ("broker_epoch", "long", "the registration's broker epoch (before it, for an unregistration)"),
+        ("event", "string", "how the record changed the registration: register (new or new epoch), unregister, "
+                            "fence, unfence, controlled_shutdown or change; a record that changes none has no row"),
         ("fenced", "boolean", "fenced after the record (null when unknown)"),
         ("in_controlled_shutdown", "boolean", "in controlled shutdown after the record (null when unknown)"),
         ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted, its markers included: it "

@@ -90,3 +90,41 @@ def test_an_undecodable_partition_record_is_a_record_row_only() -> None:
     assert unknown.type_name == "PARTITION_RECORD"
     tables = history_rows_of(_start(), _batches([unknown]))
     assert tables["partition_changes"].rows == [] and len(tables["records"].rows) == 1
+
+
+def _registration(epoch: int) -> m.RegisterBrokerRecordV3:
+    return m.RegisterBrokerRecordV3(broker_id=i32(1), is_migrating_zk_broker=False, incarnation_id=uuid.UUID(int=epoch),
+                                    broker_epoch=epoch, end_points=(), features=(), rack=None, fenced=True,
+                                    in_controlled_shutdown=False, log_dirs=())
+
+
+def test_broker_rows_are_the_registrations_each_record_changed() -> None:
+    tables = history_rows_of(MetadataImage(), _batches(
+        [_registration(5)],  # 0: register
+        [m.UnfenceBrokerRecordV0(id=i32(1), epoch=5)],  # 1: unfence
+        [m.UnfenceBrokerRecordV0(id=i32(1), epoch=5)],  # 2: unfenced already: changes nothing, no row
+        [m.FenceBrokerRecordV0(id=i32(1), epoch=4)],  # 3: another epoch: skipped, no row
+        [m.BrokerRegistrationChangeRecordV1(broker_id=i32(1), broker_epoch=5, fenced=i8(0),
+                                            in_controlled_shutdown=i8(1))],  # 4: controlled shutdown
+        [m.FenceBrokerRecordV0(id=i32(1), epoch=5)],  # 5: fence
+        [_registration(9)],  # 6: registered again, a new epoch
+        [m.UnregisterBrokerRecordV0(broker_id=i32(1), broker_epoch=9)],  # 7: unregister
+    ))
+    rows = [dict(zip(tables["broker_fencing"].columns, row)) for row in tables["broker_fencing"].rows]
+    assert [(r["offset"], r["broker_epoch"], r["event"], r["fenced"], r["in_controlled_shutdown"]) for r in rows] == [
+        (0, 5, "register", True, False), (1, 5, "unfence", False, False), (4, 5, "controlled_shutdown", False, True),
+        (5, 5, "fence", True, True), (6, 9, "register", True, False), (7, 9, "unregister", None, None)]
+
+
+def test_a_partition_row_says_what_the_record_states_and_the_state_after() -> None:
+    change = m.PartitionChangeRecordV2(partition_id=i32(1), topic_id=PAY, isr=(i32(1), i32(2)), leader=i32(2))
+    tables = history_rows_of(_start(), _batches([change], [_partition(NEW, 1)]))
+    rows = [dict(zip(tables["partition_changes"].columns, row)) for row in tables["partition_changes"].rows]
+    first, second = rows
+    assert (first["type"], first["topic"], first["partition"], first["leader"], first["isr"], first["replicas"],
+            first["elr"], first["leader_recovery_state"]) == ("PARTITION_CHANGE_RECORD", "pay", 1, 2, [1, 2], None,
+                                                               None, -1)
+    assert (first["leader_after"], first["isr_after"], first["replicas_after"], first["partition_epoch_after"]) == (
+        2, [1, 2], [1, 2, 3], 1)
+    assert (second["type"], second["topic"], second["partition"], second["leader"], second["replicas"]) == (
+        "PARTITION_RECORD", "new", 1, 1, [1, 2, 3])
