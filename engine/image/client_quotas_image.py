@@ -38,10 +38,6 @@ class ClientQuotaImage(ImageMap[str, float]):
 
     __slots__ = ()
 
-    @property
-    def quota_map(self) -> Mapping[str, float]:
-        return self._entries
-
 
 class ClientQuotasImage(ImageMap[ClientQuotaEntity, ClientQuotaImage]):
     """Every entity with quotas."""

@@ -43,10 +43,6 @@ class ConfigurationsImage(ImageMap[ConfigResource, ConfigurationImage]):
     __slots__ = ()
     EMPTY: ClassVar["ConfigurationsImage"]
 
-    @property
-    def resource_data(self) -> Mapping[ConfigResource, ConfigurationImage]:
-        return self._entries
-
     def config_map(self, resource: ConfigResource) -> Mapping[str, str]:
         """``resource``'s configs, empty when it has none (Kafka's ``configMapForResource``)."""
         return self._entries.get(resource, EMPTY_MAP)

@@ -60,11 +60,6 @@ def demo_cluster() -> ControllerDriver:
     return c
 
 
-def demo_batches() -> list[tuple[int, list, bool]]:
-    """(leader epoch, records, control?) batches in log order."""
-    return demo_cluster().batches
-
-
 def write_demo_log_dir(directory: Path) -> Path:
     """Write the demo history under ``directory``; returns the node's log directory."""
     demo_cluster().write_log(Path(directory))
