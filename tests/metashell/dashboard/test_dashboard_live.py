@@ -7,7 +7,7 @@ The feed is a real object with the live attachment's surface (drain/status/quoru
 batches of a real log directory (metashell.demo.shell_demo's, read with the loader's segment reader), the
 status and DescribeQuorum answers (kio's own ReplicaState). The app is Textual's, driven by its
 pilot; the source is polled on a ManualTicker the test ticks, or woken from another thread.
-Last, the whole path on sockets: in-process kraftd controllers, the real Attachment
+Last, the whole path on sockets: kraftd controllers and a broker on a loop thread of their own, the real Attachment
 (``open_live``) and the app, following a topic creation.
 """
 
@@ -271,21 +271,63 @@ def test_the_window_bounds_memory_and_a_reset_starts_anew(batches, demo_log_dir:
     run(source, body)
 
 
+class LoopThread:
+    """An event loop on its own thread: the quorum and its broker there, as in processes of their
+    own, so the app's rendering on the test's loop never starves their Raft timers."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="quorum loop", daemon=True)
+        self.thread.start()
+
+    async def run(self, coro: Awaitable) -> object:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()
+
+
 def test_attached_to_kraftd_controllers_the_dashboard_follows_what_they_commit(tmp_path: Path) -> None:
     from engine.net.kafka_client import KafkaClient
+    from engine.server.broker_node import BrokerNode
+    from engine.server.broker_settings import load_broker_settings
     from tests.node_quorum import CLUSTER_ID, start_quorum, wait_until
-    from tests.engine.server.test_broker_node import create_topic_request
-    from tests.engine.broker.test_broker_apis import BROKER_ID, broker_heartbeats, broker_registration_request
+    from tests.engine.server.test_broker_node import BROKER_ID, FAST, create_topic_request, formatted_broker
     from tests.metashell.live.test_live_attach import DEADLINE_S, _active, _bootstrap
 
+    quorum = LoopThread()
+    nodes: list = []
+    broker = None
+
+    async def start() -> None:
+        nonlocal broker
+        _, started = await start_quorum(tmp_path / "quorum", 3, **FAST)
+        nodes.extend(started)
+        await wait_until(lambda: _active(nodes), DEADLINE_S, "an active controller")
+        # a broker (topics need one): it registers with whichever controller leads and forwards
+        # admin requests to it, so a change of leader under load does not stall the test
+        broker = BrokerNode(load_broker_settings(formatted_broker(tmp_path / "broker", _bootstrap(nodes))))
+        await broker.start()
+
+    async def stop() -> None:
+        if broker is not None:
+            await broker.stop()
+        for node in nodes:
+            await node.stop()
+
+    def unfenced() -> bool:
+        active = _active(nodes)
+        registration = active.image.cluster.brokers.get(BROKER_ID) if active is not None else None
+        return registration is not None and not registration.fenced
+
     async def main() -> None:
-        _, nodes = await start_quorum(tmp_path, 3)
-        client = KafkaClient(client_id="test-admin", request_timeout_ms=10_000)
-        source = beats = None
+        await quorum.run(start())
+        client = KafkaClient(client_id="test-admin", request_timeout_ms=30_000)
+        source = None
         try:
-            active = await wait_until(lambda: _active(nodes), DEADLINE_S, "an active controller")
-            await wait_until(lambda: active.image.metadata_version, DEADLINE_S, "metadata.version")
-            # attach and catch up off the loop the controllers run on (as the CLI does before the app)
+            # attach and catch up off the loop the app runs on (as the CLI does before the app)
             source = await asyncio.to_thread(open_live, _bootstrap(nodes), command_config={"cluster.id": CLUSTER_ID},
                                              window_records=10_000)
             app = DashboardApp(source)  # polled on Textual's timer and woken by the attachment
@@ -300,37 +342,47 @@ def test_attached_to_kraftd_controllers_the_dashboard_follows_what_they_commit(t
 
                 def topics() -> set[str]:
                     return {r.topic for r in screen.query_one(PartitionsPanel).all_rows}
-                # a broker (topics need one): registered at the leader, heartbeating until unfenced
-                registered = await client.send(active.driver.address,
-                                               broker_registration_request(BROKER_ID, 9092, active.image))
-                beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active,
-                                                              int(registered.broker_epoch)))
-                await until(lambda: not getattr(active.image.cluster.brokers.get(BROKER_ID), "fenced", True),
-                            "the broker unfenced")
-                await client.send(active.driver.address, create_topic_request("orders", 3, 1))
+
+                async def create(name: str, partitions: int) -> None:
+                    response = await client.send(broker.servers[0].address, create_topic_request(name, partitions, 1))
+                    assert [t.error_code for t in response.topics] == [0], f"creating {name}"
+
+                await until(unfenced, "the broker unfenced")
+                await create("orders", 3)
                 await until(lambda: "orders" in topics(), "orders on screen")
-                leader = active.settings.node_id
                 panel = screen.query_one(QuorumPanel)
-                await until(lambda: (panel.border_subtitle or "").startswith(f"live · leader {leader}"), "the live quorum")
+
+                def shows_the_leader() -> bool:
+                    active = _active(nodes)
+                    return active is not None and \
+                        (panel.border_subtitle or "").startswith(f"live · leader {active.settings.node_id}")
+                await until(shows_the_leader, "the live quorum")
+                leader = _active(nodes)
                 rows = {r.node_id: r for r in panel.table.rows}
-                assert len(rows) == 3 and rows[leader].role == "leader" and rows[leader].log_end_offset != "-"
-                assert f"following leader {leader}" in header(screen) and screen.following
-                assert screen.frame.image == load_log_dir(active.settings.metadata_log_dir,
+                # three voters, and the broker that follows the log as an observer
+                assert sorted((n, r.role) for n, r in rows.items() if r.role != "voter") == \
+                    [(leader.settings.node_id, "leader"), (BROKER_ID, "observer")] and len(rows) == 4
+                assert rows[leader.settings.node_id].log_end_offset != "-"
+                assert f"following leader {leader.settings.node_id}" in header(screen) and screen.following
+                assert screen.frame.image == load_log_dir(leader.settings.metadata_log_dir,
                                                           offset=screen.frame.offset)[0]
                 await pilot.press("left")  # look back while a second topic is committed
                 looking = screen.frame.offset
-                await client.send(active.driver.address, create_topic_request("payments", 1, 1))
+                await create("payments", 1)
                 await until(lambda: source.last_offset > looking + 1 and "+0 new" not in header(screen), "paused +K")
                 assert screen.frame.offset == looking and f"⏸ paused @{looking}" in header(screen)
                 await pilot.press("end")
                 await until(lambda: "payments" in topics(), "payments on screen once following")
                 assert "paused" not in header(screen)
         finally:
-            if beats is not None:
-                beats.cancel()
             if source is not None:
                 await asyncio.to_thread(source.close)
             await client.close()
-            for node in nodes:
-                await node.stop()
-    asyncio.run(asyncio.wait_for(main(), 120))
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 120))
+    finally:
+        try:
+            asyncio.run_coroutine_threadsafe(stop(), quorum.loop).result(60)
+        finally:
+            quorum.close()
