@@ -10,6 +10,9 @@
   each by a process of its own, begun with the session's first test (``_HISTORY_LANE``).
 * ``ahead_of_version``: a test module's expensive Kafka setup, begun on a thread of its own
   with the first test of its Kafka version, so it is ready when that module's tests come.
+* ``kafka_classes``: Kafka's own classes (tests/kafka_peer/harness.py), one JVM per version and
+  session, parametrised over 4.1.2 and the newest server served: the differential tests ask it
+  and ours the same inputs.
 * ``kafka_quorum``: a running quorum of three controller-only nodes (dynamic) and one broker,
   shared by a module's tests that only ask it questions, and stopped when the module ends.
 
@@ -65,6 +68,25 @@ def kafka_newest_server(request: pytest.FixtureRequest) -> KafkaDistribution:
     return _fetch_or_unavailable(request.param, tools=request.param in VERSIONS)
 
 
+# the versions whose classes the differential tests ask: 4.1.2 and the newest server on Maven Central
+HARNESS_VERSIONS = sorted({VERSIONS[0], *NEWEST_SERVERS}, key=lambda v: tuple(map(int, v.split("."))))
+
+
+@pytest.fixture(scope="session", params=HARNESS_VERSIONS, ids=lambda v: f"kafka-{v}")
+def kafka_classes(request: pytest.FixtureRequest):
+    """One JVM serving Kafka's classes of this version, for the whole session."""
+    from .harness import KafkaClasses
+
+    dist = _fetch_or_unavailable(request.param, tools=request.param in VERSIONS)
+    try:
+        classes = KafkaClasses(dist)
+    except KafkaUnavailable as exc:
+        unavailable(str(exc))
+        raise
+    yield classes
+    classes.close()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka: runs Apache Kafka itself (Java 17 and Maven)")
 
@@ -112,7 +134,7 @@ def _param(item: pytest.Item, name: str) -> Any:
 def _runs_kafka(item: pytest.Item) -> bool:
     """Marked ``kafka`` (a module's own Kafka fixtures too), or given a Kafka version."""
     return (item.get_closest_marker("kafka") is not None or _param(item, "kafka_dist") is not None
-            or _param(item, "kafka_newest_server") is not None)
+            or _param(item, "kafka_newest_server") is not None or _param(item, "kafka_classes") is not None)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own grouping by version and any deselection
