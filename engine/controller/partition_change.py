@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from engine.common.config_resource import BROKER_DEFAULT, broker_resource, topic_resource
 from engine.common.directory_id import LOST, MIGRATING, UNASSIGNED
+from engine.controller.config_control import effective_min_isr
 from engine.controller.controller_result import ControllerContext
 from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.image.metadata_version import RecordVersions
@@ -329,7 +330,7 @@ def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
 def topic_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
     """min(min.insync.replicas, the replication factor of partition 0), as Kafka takes it."""
     value = topic_config(ctx, topic.name, "min.insync.replicas")
-    configured = int(value) if value is not None and value.strip().lstrip("-").isdigit() else ctx.config.min_insync_replicas
+    configured = effective_min_isr(topic.name, value, ctx.config.min_insync_replicas)
     first = topic.partitions.get(0) or next(iter(topic.partitions.values()), None)
     return configured if first is None else min(configured, len(first.replicas))
 
