@@ -421,11 +421,9 @@ def handle_fetch_snapshot(client: ReplicaContext, now_ms: int, token: object, re
     if wrong_cluster(client, request) or part is None:
         answer(E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
         return
-    if not client.quorum.is_leader():
-        answer(E.not_leader_or_follower)
-        return
-    if part.current_leader_epoch != epoch:
-        answer(E.fenced_leader_epoch if part.current_leader_epoch < epoch else E.unknown_leader_epoch)
+    error = leader_only_error(client, part.current_leader_epoch)
+    if error is not None:
+        answer(error)
         return
     snapshot_id = SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch)
     try:

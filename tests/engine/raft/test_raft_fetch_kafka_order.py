@@ -85,6 +85,18 @@ def test_an_older_epoch_is_fenced_before_not_leader_is_said() -> None:
     assert _fetch(r, 10, epoch=4, offset=0, last_epoch=0).error_code == E.not_leader_or_follower
 
 
+def test_fetch_snapshot_takes_the_same_checks_in_the_same_order() -> None:
+    store = MemoryElectionStore()
+    store.write(ElectionState(4))
+    r = Replica(store=store)  # epoch 4, not leading
+
+    def error(epoch: int):
+        request = rm.fetch_snapshot_request(CID, ReplicaKey(2), epoch, (6, 1), 0, 1 << 20)
+        return part(r.answer(10, request)).error_code
+
+    assert [error(3), error(5), error(4)] == [E.fenced_leader_epoch, E.unknown_leader_epoch, E.not_leader_or_follower]
+
+
 # -- 3. what an error answer carries -------------------------------------------------------------
 
 def test_an_error_answer_tells_no_high_watermark_and_the_log_start() -> None:
