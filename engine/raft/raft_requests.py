@@ -277,7 +277,9 @@ def answer_fetch(client: ReplicaContext, now_ms: int, token: object, request: An
     if wrong_cluster(client, request) or part is None:
         _fetch_error(client, token, E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
         return
-    error = fetch_sanity_error(request, part) or leader_only_error(client, part.current_leader_epoch)
+    error = fetch_sanity_error(request, part)
+    if error is None:
+        error = leader_only_error(client, part.current_leader_epoch)
     if error is not None:
         _fetch_error(client, token, error)  # nothing recorded
         return
