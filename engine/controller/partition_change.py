@@ -1,9 +1,12 @@
 """One partition's next state: the PartitionChangeRecord that moves it there, or None.
 
-Kafka 4.1's PartitionChangeBuilder, as rules (the code is ours):
+Kafka's PartitionChangeBuilder (4.1 to 4.4), as rules (the code is ours):
 
-1. A reassignment completes when the target ISR holds every target replica (after dropping
-   the replicas being removed): replicas and ISR shrink to the target, adding/removing clear.
+1. A reassignment completes when the target ISR, less the replicas being removed, holds every
+   adding replica, and every target replica too when fewer are added than removed (so that
+   completing never shrinks the ISR): replicas and ISR become the target's, adding/removing
+   clear. (Kafka 4.3's rule, KAFKA-19975; 4.1 waited for every target replica, so one
+   unhealthy replica kept in place blocked the reassignment.)
 2. ELR (KIP-966), when on: an ISR of at least min ISR clears ELR and last-known ELR; a smaller
    one gathers into ELR every old ISR member (and old ELR member) that is not in the target
    ISR and did not shut down uncleanly.
@@ -135,7 +138,9 @@ class _Change:
             replicas = [r for r in self.replicas if r not in self.removing]
             if not isr or not replicas:
                 return
-        if not set(replicas) <= set(isr):
+        if not set(self.adding) <= set(isr):
+            return
+        if len(self.adding) < len(self.removing) and not set(replicas) <= set(isr):
             return
         self.isr, self.replicas, self.removing, self.adding = isr, replicas, [], []
 
