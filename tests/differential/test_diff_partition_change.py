@@ -242,6 +242,18 @@ NAMED = {
     "before 3.6-IV0 an ISR shrink names the same leader; v0 has no directories": Case(
         replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, metadata_version="3.3-IV3", elr_enabled=False,
         target_isr=(1, 2), target_replicas=(1, 2, 3, 4)),
+    "from 4.0-IV1 the record is v2, and an ISR shrink no longer names the leader": Case(
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, metadata_version="4.0-IV1",
+        target_isr=(1, 2), target_replicas=(1, 2, 3, 4)),
+    "a reassignment completes once its adding replicas are in sync (4.3, KAFKA-19975; found by the 4.4.0 peer)": Case(
+        replicas=(1, 2), isr=(1,), leader=1, metadata_version="4.0-IV1", elr_enabled=False, election="PREFERRED",
+        adding=(1,)),
+    "a reassignment waits for an adding replica out of sync": Case(
+        replicas=(1, 2, 3, 4), isr=(1, 2, 3), leader=1, adding=(4,)),
+    "[1, 2, 3] to [2, 3, 4] completes with 2 out of sync (4.3, KAFKA-19975)": Case(
+        replicas=(2, 3, 4, 1), isr=(1, 3, 4), leader=1, removing=(1,), adding=(4,)),
+    "[1, 2, 3] to [2, 4], a shrink, waits for 2 to be in sync": Case(
+        replicas=(2, 4, 1, 3), isr=(1, 3, 4), leader=1, removing=(1, 3), adding=(4,)),
     "from 3.7-IV2 a new replica gets its default directory": Case(
         replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, metadata_version="3.7-IV2", elr_enabled=False,
         target_isr=(1, 2), target_replicas=(1, 2, 3, 4), default_directories=((4, DIR_A),)),
