@@ -54,7 +54,9 @@ class PartitionChangeCase:
     partition_id: int = 0
 
     def dirs(self) -> tuple[uuid.UUID, ...]:
-        return (MIGRATING,) * len(self.replicas) if self.directories is None else self.directories
+        if self.directories is None:
+            return (MIGRATING,) * len(self.replicas)
+        return tuple(d or MIGRATING for d in self.directories)  # (kio reads MIGRATING, all zero, as None)
 
     def acceptable(self, broker_id: int) -> bool:
         return broker_id not in self.fenced and broker_id not in self.shutting_down
