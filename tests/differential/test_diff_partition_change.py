@@ -84,6 +84,8 @@ def cases(draw: st.DrawFn) -> Case:
     isr = picks(replicas, draw(POSITIONS))
     # mostly a leader from the ISR, else none; now and then a replica outside it (a state Kafka can be left in)
     leader = pick(replicas if draw(ONE_IN[10]) == 9 else isr + (-1,), draw(POSITION))
+    if draw(ONE_IN[4]) == 3:  # leaderless with an empty ISR, where ELR and the last known leader matter
+        isr, leader = (), -1
     out_of_isr = tuple(r for r in replicas if r not in isr)
     elr = picks(out_of_isr, draw(POSITIONS)) if elr_possible and draw(st.booleans()) else ()
     # none, the one last known leader, or (as useLastKnownLeaderInBalancedRecovery=false leaves it) several
