@@ -141,6 +141,8 @@ NAMED = {
         replicas=(1, 2, 3), isr=(1,), leader=-1, elr_enabled=False, fenced=frozenset({1})),
     "a lost leader is kept as the last known one while the ISR is not empty (4.1; 4.0 waited for an empty ISR)": Case(
         replicas=(1, 2, 3), isr=(1, 2), leader=1, fenced=frozenset({1, 2}), min_isr=1),
+    "a leaderless partition losing a replica names leader -1 and keeps -1 as its last known leader": Case(
+        replicas=(1,), isr=(), leader=-1, target_replicas=(5,)),
     "a reassignment completes and drops its removing replicas": Case(
         replicas=(2, 3, 1), isr=(1, 2), leader=1, removing=(1,), adding=(3,), target_isr=(1, 2, 3)),
     "a replica leaving names the same leader (epoch bump)": Case(
