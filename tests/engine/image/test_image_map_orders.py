@@ -1,11 +1,13 @@
-"""A broker's log directories in the order Kafka's BrokerRegistration keeps and writes them
-(sorted by Uuid.compareTo, halves compared signed); tests/differential/test_diff_image_replay.py
-checks the same against Kafka's own image."""
+"""What Kafka's image keeps as a sorted list or a map, ours keeps and writes back alike: a
+broker's log directories (BrokerRegistration sorts them by Uuid.compareTo, halves compared
+signed) and a client quota entity (a map of type to name, whatever order a record lists them
+in). tests/differential/test_diff_image_replay.py checks both against Kafka's own image."""
 
 from __future__ import annotations
 
 import uuid
 
+from engine.image.client_quotas_image import ClientQuotasDelta, ClientQuotasImage
 from engine.image.cluster_image import ClusterDelta, ClusterImage
 from engine.image.image_writer import image_records
 from engine.image.metadata_image import MetadataImage
@@ -35,3 +37,19 @@ def test_a_change_of_directories_is_sorted_too_and_written_back_so() -> None:
     image = MetadataImage(cluster=delta.apply())
     written = [r for r in image_records(image) if r.record_name == "RegisterBrokerRecord"]
     assert [r.log_dirs for r in written] == [(SIGNED, LOW, HIGH)]
+
+
+def _quota(entity: list[tuple[str, str | None]], value: float) -> m.ClientQuotaRecordV0:
+    return m.ClientQuotaRecordV0(entity=tuple(m.ClientQuotaRecordV0EntityData(entity_type=t, entity_name=n)
+                                              for t, n in entity), key="producer_byte_rate", value=value, remove=False)
+
+
+def test_a_quota_entity_is_the_same_whatever_order_a_record_lists_its_types_in() -> None:
+    delta = ClientQuotasDelta(ClientQuotasImage.EMPTY)
+    delta.replay_client_quota(_quota([("user", "alice"), ("client-id", "app")], 1.0))
+    delta.replay_client_quota(_quota([("client-id", "app"), ("user", "alice")], 2.0))
+    image = MetadataImage(client_quotas=delta.apply())
+    assert dict(image.client_quotas) == {(("client-id", "app"), ("user", "alice")): {"producer_byte_rate": 2.0}}
+    written = [r for r in image_records(image) if r.record_name == "ClientQuotaRecord"]
+    assert [[(e.entity_type, e.entity_name) for e in r.entity] for r in written] == [
+        [("client-id", "app"), ("user", "alice")]]
