@@ -366,6 +366,10 @@ def end_transaction(draw: Draw, log: LogModel) -> list:
 
 
 def no_op(draw: Draw, log: LogModel) -> list:
+    """A NoOpRecord, or at a 3.x level the ZooKeeper migration state such a log may hold (Kafka 4
+    replays and writes no such state)."""
+    if 8 <= log.level <= 21 and boolean(draw):
+        return [record("ZkMigrationStateRecord", zk_migration_state=pick(draw, (0, 1, 2, 3)))]
     return [record("NoOpRecord")]
 
 

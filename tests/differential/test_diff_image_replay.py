@@ -5,7 +5,8 @@ Kafka's loader path (MetadataBatchLoader: MetadataDelta.replay and apply, batch 
 flushed per commit; tests/kafka/harness/ImageReplayOp.java) and through ours (MetadataDelta per
 batch, carrying an open transaction over). Each final image is then written back as records:
 Kafka's by MetadataImage.write at the image's metadata.version, ours by image_records. The two
-lists must hold the same records, byte for byte.
+lists must hold the same records, byte for byte; and Kafka's list, loaded by us as a snapshot
+(records without a place in the log), must make an image that writes it again.
 
 What is compared in order and what as a multiset: the domains come in Kafka's order (features,
 with metadata.version first, cluster, topics, configs, quotas, producer ids, ACLs, SCRAM,
@@ -64,6 +65,15 @@ def our_snapshot(commits: list[list[list[Any]]]) -> tuple[list[bytes], int]:
                 offset += 1
             image, open_transaction, skipped = delta.apply(), delta.open_transaction, skipped + delta.skipped
     return [encode_metadata_value(rec) for rec in image_records(image)], skipped
+
+
+def our_snapshot_load(records: list[bytes]) -> list[bytes]:
+    """What our image of a snapshot's records writes again: the records replayed without a place
+    in the log, as a snapshot load does (engine.image.metadata_loader.image_of_snapshot)."""
+    delta = MetadataDelta(MetadataImage())
+    for value in records:
+        delta.replay(decode_metadata_value(value))
+    return [encode_metadata_value(rec) for rec in image_records(delta.apply())]
 
 
 def kafka_snapshot(kafka_classes: Any, commits: list[list[list[Any]]]) -> dict:
@@ -139,10 +149,16 @@ def assert_same_snapshot(kafka_classes: Any, commits: list[list[list[Any]]]) -> 
     assert not kafka["faults"], f"Kafka's loader refused the log: {kafka['faults']}\n{where}"
     assert not kafka["losses"], f"Kafka's writer dropped what ours writes: {kafka['losses']}\n{where}"
     assert skipped == 0, f"our replay skipped {skipped} records Kafka applied\n{where}"
-    theirs, mine = canonical(kafka["records"]), canonical(ours)
+    theirs = canonical(kafka["records"])
+    _assert_same(theirs, canonical(ours), "the images write different records", where)
+    _assert_same(theirs, canonical(our_snapshot_load(kafka["records"])),
+                 "our image of Kafka's snapshot writes it differently", where)
+
+
+def _assert_same(theirs: list, mine: list, what: str, where: str) -> None:
     if theirs != mine:
-        diff = "\n".join(difflib.unified_diff(_lines(theirs), _lines(mine), "Kafka's image", "ours", lineterm=""))
-        pytest.fail(f"the images write different records:\n{diff}\n{where}", pytrace=False)
+        diff = "\n".join(difflib.unified_diff(_lines(theirs), _lines(mine), "Kafka's", "ours", lineterm=""))
+        pytest.fail(f"{what}:\n{diff}\n{where}", pytrace=False)
 
 
 def _mv(level: int) -> Any:
