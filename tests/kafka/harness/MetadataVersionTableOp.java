@@ -5,13 +5,15 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.server.common.MetadataVersion;
 
+import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 
 /**
  * {"op": "MetadataVersionTable"}: every MetadataVersion this Kafka knows, with the answer of each
  * of its public no-argument methods giving a boolean or a number (isElrSupported,
- * partitionRecordVersion, ...), found by reflection since the set differs between versions.
+ * partitionRecordVersion, ...), found by reflection since the set differs between versions; a
+ * method that throws at a level answers "threw ..." there.
  */
 public final class MetadataVersionTableOp implements HarnessOp {
     @Override
@@ -26,10 +28,20 @@ public final class MetadataVersionTableOp implements HarnessOp {
                     continue;
                 }
                 Class<?> type = method.getReturnType();
-                if (type == boolean.class) {
-                    row.put(method.getName(), (Boolean) method.invoke(mv));
-                } else if (type == short.class || type == int.class) {
-                    row.put(method.getName(), ((Number) method.invoke(mv)).intValue());
+                if (type != boolean.class && type != short.class && type != int.class) {
+                    continue;
+                }
+                Object value;
+                try {
+                    value = method.invoke(mv);
+                } catch (InvocationTargetException e) {  // a level the method refuses: say so
+                    row.put(method.getName(), "threw " + e.getCause());
+                    continue;
+                }
+                if (value instanceof Boolean) {
+                    row.put(method.getName(), (Boolean) value);
+                } else {
+                    row.put(method.getName(), ((Number) value).intValue());
                 }
             }
         }
