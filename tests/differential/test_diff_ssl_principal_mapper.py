@@ -96,3 +96,27 @@ def test_principals_are_kafkas_for_rules_as_written(kafka_classes, rules, names)
        st.lists(st.text(st.sampled_from(list("CN=OU,abc$\\()0129 ")), max_size=30), min_size=1, max_size=3))
 def test_any_text_as_rules_is_read_or_refused_as_kafka_does(kafka_classes, rules, names):
     _compare(kafka_classes, rules, names)
+
+
+# rule lists and subjects written by hand to reach every outcome: mapped, defaulted, refused,
+# invalid; named groups, back references, lookbehind, (?i), $N past the last group
+HAND_SUBJECTS = [
+    "CN=Duke,OU=ServiceUsers,O=Org,C=US", "CN=Duke,OU=JavaSoft,O=Sun Microsystems,L=Santa Clara,ST=CA,C=US",
+    "OU=sales,cn=alpha.Beta,O=Acme", "CN=ops,O=Acme", "UID=17,DC=example,DC=com", "CN=a$b,O=x", "CN=acme,O=acme",
+    "CN=jos\u00e9,O=\u0661\u0662",
+]
+HAND_RULES = [
+    "DEFAULT", "",
+    "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, DEFAULT",
+    "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L",
+    "RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/U,RULE:^UID=(\\d+),.*$/user-$1/",
+    "RULE:^CN=([^,]*),O=(.*)$/$1$3-$2$0/, RULE:^CN=(.*)$/\\$1\\\\x/",
+    "  RULE:^CN=(.*?),O=Acme$/$1/  ,  RULE:^(.*)$/other:$1/U  ",
+    "RULE:^CN=(?<who>[^,]*),.*$/${who}!/",
+    "RULE:^CN=(?<w>[a-z]+),O=\\k<w>$/same:$1/, RULE:(?<=x)y/z/",
+]
+
+
+@pytest.mark.parametrize("rules", HAND_RULES)
+def test_hand_written_rules_name_as_kafkas(kafka_classes, rules):
+    _compare(kafka_classes, rules, HAND_SUBJECTS)
