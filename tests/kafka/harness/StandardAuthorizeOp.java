@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.resource.PatternType;
 import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourceType;
@@ -33,6 +35,9 @@ public final class StandardAuthorizeOp implements HarnessOp {
     @Override
     public JsonNode apply(JsonNode request, ObjectMapper mapper) throws Exception {
         StandardAuthorizer authorizer = new StandardAuthorizer();
+        // its authorize() records metrics: a registry of its own, closed with it
+        Metrics metrics = new Metrics();
+        authorizer.withPluginMetrics(new PluginMetricsImpl(metrics, new HashMap<>()));
         Map<String, Object> configs = new HashMap<>();
         configs.put("super.users", request.get("super_users").asText());
         configs.put("allow.everyone.if.no.acl.found", request.get("allow_everyone").asText());
@@ -62,6 +67,7 @@ public final class StandardAuthorizeOp implements HarnessOp {
             answer.add(address.getHostAddress());
         }
         authorizer.close();
+        metrics.close();
         return out;
     }
 
