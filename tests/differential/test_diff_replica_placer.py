@@ -101,3 +101,18 @@ def test_placements_are_kafkas_seed_for_seed(kafka_classes, cluster, seed, parti
     assert sorted(ours_usable) == sorted(offered)
     assert _ours(seed, offered, partitions, factor, cordoning) == \
         _kafkas(kafka_classes, seed, offered, partitions, factor)
+
+
+@settings(max_examples=DIFF_EXAMPLES, deadline=None)
+@given(st.integers(-(2**63), 2**63 - 1),
+       st.lists(st.one_of(st.integers(1, 16), st.integers(1, 2**31 - 1), st.sampled_from([2**30 + 1, 2**31 - 1])),
+                max_size=12),
+       st.integers(0, 40))
+def test_the_generator_draws_javas_numbers_at_any_bound(kafka_classes, seed, bounds, shuffled):
+    """The placer's bounds are small, where nextInt almost never rejects a draw; large bounds
+    (2**30 + 1 rejects about half) check that rejection is Java's."""
+    rng = JavaRandom(seed)
+    draws = [rng.next_int(bound) for bound in bounds]
+    items = list(range(shuffled))
+    rng.shuffle(items)
+    assert [draws, items] == kafka_classes.call("JavaRandomDraws", seed=seed, bounds=bounds, shuffle=shuffled)
