@@ -179,7 +179,7 @@ def cidr_pairs(draw) -> tuple[str, str]:
 
 
 @settings(max_examples=DIFF_EXAMPLES, deadline=None)
-@given(st.lists(cidr_pairs(), min_size=1, max_size=20))
+@given(st.lists(cidr_pairs(), min_size=1, max_size=10))
 def test_cidr_blocks_cover_the_addresses_kafkas_cover(kafka_classes, pairs):
     if tuple(int(p) for p in kafka_classes.version.split(".")[:2]) < (4, 4):
         pytest.skip(f"Kafka {kafka_classes.version} reads no CIDR block (4.4 does)")
