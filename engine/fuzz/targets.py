@@ -33,6 +33,8 @@ class FuzzTarget:
     name: str
     description: str
     run: Callable[[bytes], None]
+    # lines for the report once a run ends (the served targets: cases, memory, tasks)
+    summary: Callable[[], list[str]] | None = None
 
 
 def check_rejection(err: MetadataError, where: str) -> None:
@@ -266,6 +268,22 @@ def fuzz_response_frame(data: bytes) -> None:
              lambda: decode_response_frame(frame, key, version))
 
 
+def _served(listener: str) -> Callable[[bytes], None]:
+    def run(data: bytes) -> None:
+        from engine.fuzz.served_targets import serve_case
+
+        serve_case(listener, data)
+
+    run.__name__ = f"fuzz_served_{listener}"
+    return run
+
+
+def _served_summary() -> list[str]:
+    from engine.fuzz.served_targets import served_summary
+
+    return served_summary()
+
+
 TARGETS: dict[str, FuzzTarget] = {t.name: t for t in (
     FuzzTarget("record-batch", "a metadata log segment (.log): record batches read strictly, "
                "with torn-tail recovery, and scanned", fuzz_record_batch),
@@ -278,4 +296,9 @@ TARGETS: dict[str, FuzzTarget] = {t.name: t for t in (
     FuzzTarget("request-frame", "request frames of every API version the controller and simulated broker "
                "listeners serve (Envelope's inner frame too)", fuzz_request_frame),
     FuzzTarget("response-frame", "response frames of those APIs, as our clients read them", fuzz_response_frame),
+    FuzzTarget("served-controller", "one connection's bytes to a live controller listener in this process: it "
+               "answers or closes, and still serves ApiVersions and DescribeQuorum", _served("controller"),
+               _served_summary),
+    FuzzTarget("served-broker", "one connection's bytes to a live simulated broker's listener in this process: it "
+               "answers or closes, and still serves ApiVersions and Metadata", _served("broker"), _served_summary),
 )}
