@@ -109,6 +109,10 @@ class FindingLog:
         self.seen: dict[str, str] = {}
 
     def record(self, data: bytes, exc: BaseException) -> str | None:
+        """``exc.input``, when the exception names one, is kept instead of ``data``: a served node
+        found broken before a case was broken by the case before."""
+        own = getattr(exc, "input", None)
+        data = own if isinstance(own, bytes) else data
         signature = _signature(exc)
         if signature in self.seen:
             return None

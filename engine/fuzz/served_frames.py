@@ -134,7 +134,7 @@ def header(api_key: int, version: int, correlation_id: int = 7, client_id: bytes
     return head + (b"\x00" if flexible else b"")
 
 
-def _frame_of(request: Any, correlation_id: int = 7, client_id: str | None = "fuzz") -> bytes:
+def frame_of(request: Any, correlation_id: int = 7, client_id: str | None = "fuzz") -> bytes:
     from engine.net.kafka_protocol import encode_request
 
     return encode_request(request, correlation_id, client_id)
@@ -150,7 +150,7 @@ def _envelope(inner_frame: bytes, principal: bytes | None) -> Any:
 
 def _common_hostile() -> dict[str, bytes]:
     huge = _uvarint(0x7FFFFFFF)
-    api_versions = _frame_of(health_requests("broker")[0])
+    api_versions = frame_of(health_requests("broker")[0])
     return {
         "unknown-api-versions-v99": framed(header(ApiKeys.API_VERSIONS, 99)),
         "api-key-999": framed(header(999, 0)),
@@ -175,7 +175,7 @@ def _common_hostile() -> dict[str, bytes]:
         "header-huge-tagged-fields": framed(struct.pack(">hhi", ApiKeys.API_VERSIONS, 3, 7) + _string(b"x") + huge),
         "api-versions-flood-300": raw(api_versions * 300),
         "api-versions-then-garbage": raw(api_versions + _I32.pack(12) + b"\xff" * 12),
-        "envelope-unserved-or-unprivileged": framed(_frame_of(_envelope(api_versions, None))[4:]),
+        "envelope-unserved-or-unprivileged": framed(frame_of(_envelope(api_versions, None))[4:]),
     }
 
 
@@ -186,7 +186,7 @@ def hostile_inputs(listener: str) -> dict[str, bytes]:
     huge = _uvarint(0x7FFFFFFF)
     cases = _common_hostile()
     create = protocol_module("create_topics", 7, "request")
-    many_partitions = _frame_of(create.CreateTopicsRequest(topics=(create.CreatableTopic(
+    many_partitions = frame_of(create.CreateTopicsRequest(topics=(create.CreatableTopic(
         name="fuzz-huge", num_partitions=i32(0x7FFFFFFF), replication_factor=i16(1), assignments=(), configs=()),),
         timeout=datetime.timedelta(seconds=1), validate_only=True))
     cases.update({
@@ -196,17 +196,17 @@ def hostile_inputs(listener: str) -> dict[str, bytes]:
         "delete-topics-v5-null-names": framed(header(ApiKeys.DELETE_TOPICS, 5) + b"\x00" + _I32.pack(1000) + b"\x00"),
     })
     if listener == "controller":
-        api_versions = _frame_of(health_requests("controller")[0])
-        quorum = _frame_of(health_requests("controller")[1])
-        inner = _frame_of(_envelope(quorum, _principal()))
+        api_versions = frame_of(health_requests("controller")[0])
+        quorum = frame_of(health_requests("controller")[1])
+        inner = frame_of(_envelope(quorum, _principal()))
         cases.update({
-            "envelope-in-an-envelope": framed(_frame_of(_envelope(inner, _principal()))[4:]),
-            "envelope-without-principal": framed(_frame_of(_envelope(quorum, None))[4:]),
-            "envelope-empty-principal": framed(_frame_of(_envelope(quorum, b""))[4:]),
-            "envelope-principal-garbage": framed(_frame_of(_envelope(quorum, b"\x00\x00\xff\xff\xff\x7f"))[4:]),
-            "envelope-principal-version-9": framed(_frame_of(_envelope(quorum, b"\x00\x09" + _principal()[2:]))[4:]),
-            "envelope-carrying-api-versions": framed(_frame_of(_envelope(api_versions, _principal()))[4:]),
-            "envelope-carrying-garbage": framed(_frame_of(_envelope(b"\x00" * 4 + b"\xff" * 9, _principal()))[4:]),
+            "envelope-in-an-envelope": framed(frame_of(_envelope(inner, _principal()))[4:]),
+            "envelope-without-principal": framed(frame_of(_envelope(quorum, None))[4:]),
+            "envelope-empty-principal": framed(frame_of(_envelope(quorum, b""))[4:]),
+            "envelope-principal-garbage": framed(frame_of(_envelope(quorum, b"\x00\x00\xff\xff\xff\x7f"))[4:]),
+            "envelope-principal-version-9": framed(frame_of(_envelope(quorum, b"\x00\x09" + _principal()[2:]))[4:]),
+            "envelope-carrying-api-versions": framed(frame_of(_envelope(api_versions, _principal()))[4:]),
+            "envelope-carrying-garbage": framed(frame_of(_envelope(b"\x00" * 4 + b"\xff" * 9, _principal()))[4:]),
             "envelope-huge-request-data-length": framed(header(ApiKeys.ENVELOPE, 0) + huge),
             "produce-not-served-here": framed(header(ApiKeys.PRODUCE, 9)),
             "vote-huge-topic-count": framed(header(ApiKeys.VOTE, 2) + _compact(b"ZnV6ei1zZXJ2ZWQtbm9kZQ") + huge),
@@ -236,4 +236,4 @@ def _principal() -> bytes:
 
 
 __all__ = ["REPLY_WAIT_S", "complete_frames", "framed", "header", "health_requests", "hostile_inputs", "raw",
-           "send_case", "stream_of"]
+           "send_case", "stream_of", "frame_of"]

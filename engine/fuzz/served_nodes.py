@@ -7,7 +7,8 @@ the listeners' code. Between cases the nodes are paused, never racing the fuzzer
 
 What a case may not do to a node (``NodeBroken``, a finding):
 
-- crash it: the Raft core stopped (``driver.failure``), the broker shut itself down, or a line
+- crash it: the Raft core stopped (``driver.failure``), the broker shut itself down, the quorum
+  following a leader that is no voter (a one-voter quorum has one possible leader), or a line
   logged that only a bug logs (``CRASH_SIGNS``: a connection that failed outside our checks, a
   handler that raised, a response we could not encode, a caught bug answered as
   UNKNOWN_SERVER_ERROR, an exception asyncio saw no one retrieve);
@@ -60,9 +61,10 @@ class NodeBroken(Exception):
     tells findings apart (the fuzzer keeps one input per signature): the message without its
     numbers, addresses and names, so the same defect met twice is one finding."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, input: bytes | None = None):
         super().__init__(message)
         self.signature = "NodeBroken|" + _shape(message)
+        self.input = input  # the input to keep, when not the one that was running (see ``check_between``)
 
 
 def _shape(message: str) -> str:
@@ -123,6 +125,7 @@ class ServedNodes:
         self.controller: Any = None
         self.broker: Any = None
         self.stats = NodeStats(rss_start_kb=rss_kb())
+        self.last_input: bytes | None = None  # the case that ran last (a later failure is kept as its)
         self._generation = 0
 
     # -- the loop --------------------------------------------------------------------------
@@ -231,10 +234,24 @@ class ServedNodes:
         self.stats.rss_now_kb = rss_kb()
         self.stats.tasks_now = len(asyncio.all_tasks(self.loop))
 
+    def check_between(self, last_input: bytes | None) -> None:
+        """Before a case: whether the node broke since the last check (a timer that fired after
+        the last case, e.g. an election in an epoch a forged request set); the last input is kept."""
+        if self.controller is None:
+            return
+        try:
+            self._crashed()
+        except NodeBroken as broken:
+            raise NodeBroken(f"{broken} (after the case, before the next)", last_input) from None
+
     def _crashed(self) -> None:
         crashes, self.watch.crashes = self.watch.crashes, []
         if self.controller.driver.failure is not None:
             crashes.append(f"the controller's Raft core failed: {self.controller.driver.failure!r}")
+        for name, node in (("controller", self.controller), ("broker", self.broker)):
+            leader = node.driver.leader_id
+            if leader not in (-1, CONTROLLER_ID):
+                crashes.append(f"the {name} follows node {leader} as the quorum's leader, which is no voter")
         if self.broker.failure is not None or self.broker.stopped.is_set():
             crashes.append(f"the broker shut itself down: {self.broker.failure}")
         if crashes:

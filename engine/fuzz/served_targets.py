@@ -15,7 +15,7 @@ import atexit
 import tracemalloc
 
 from engine.fuzz.served_frames import REPLY_WAIT_S, send_case, stream_of
-from engine.fuzz.served_nodes import ServedNodes, rss_kb
+from engine.fuzz.served_nodes import NodeBroken, ServedNodes, rss_kb
 
 _nodes: ServedNodes | None = None
 
@@ -41,7 +41,13 @@ def serve_case(listener: str, data: bytes) -> list[int]:
     """One input on a new connection to ``listener``; the correlation ids answered. NodeBroken
     (or the send's own error) when the case broke the node."""
     nodes = served_nodes()
+    try:
+        nodes.check_between(nodes.last_input)
+    except NodeBroken:
+        nodes.restart()
+        raise
     nodes.ensure_started()
+    nodes.last_input = data
     before = nodes.connections(listener)
     try:
         answered = nodes.run(lambda: send_case(nodes.address(listener), stream_of(data)), REPLY_WAIT_S + 5)
