@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import shutil
 import tempfile
+import tracemalloc
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -98,15 +101,14 @@ class NodeStats:
     rss_now_kb: int = 0
     baseline_tasks: int = 0
     tasks_now: int = 0
-    notes: list[str] = field(default_factory=list)
+    traced_start_kb: int | None = None  # tracemalloc's count once started (PYTHONTRACEMALLOC=1)
+    traced_now_kb: int | None = None
 
 
 def rss_kb() -> int:
     """This process's resident set now (Linux), else its peak."""
     try:
         with open("/proc/self/statm") as statm:
-            import os
-
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
     except OSError:
         import resource
@@ -118,6 +120,7 @@ class ServedNodes:
     """One controller and one broker, started on first use; ``close()`` stops them."""
 
     def __init__(self, root: Path | None = None) -> None:
+        self._own_root = root is None  # a temporary directory of ours: removed by close()
         self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="kraftd-fuzz-served-"))
         self.loop = asyncio.new_event_loop()
         self.loop.set_exception_handler(self._loop_exception)
@@ -148,8 +151,14 @@ class ServedNodes:
     def ensure_started(self) -> None:
         if self.controller is None:
             logging.getLogger().addHandler(self.watch)
-            self.run(self._start, START_WAIT_S)
+            try:
+                self.run(self._start, START_WAIT_S)
+            except BaseException:
+                self.run(self._stop_nodes, START_WAIT_S)  # half started: the next case starts again
+                raise
             self.stats.baseline_tasks = len(asyncio.all_tasks(self.loop))
+            if self.stats.traced_start_kb is None and tracemalloc.is_tracing():
+                self.stats.traced_start_kb = tracemalloc.get_traced_memory()[0] // 1024
 
     async def _start(self) -> None:
         from engine.net.ports import is_address_in_use
@@ -202,6 +211,7 @@ class ServedNodes:
         if self.controller is not None:
             await self.controller.stop()
         self.broker = self.controller = None
+        self.watch.crashes.clear()  # what stopping logs (requests cut short) is no case's doing
 
     def close(self) -> None:
         try:
@@ -210,6 +220,8 @@ class ServedNodes:
                 self.loop.close()
         finally:
             logging.getLogger().removeHandler(self.watch)
+            if self._own_root:
+                shutil.rmtree(self.root, ignore_errors=True)
 
     # -- the invariants --------------------------------------------------------------------
 
@@ -233,6 +245,8 @@ class ServedNodes:
         self._crashed()
         self.stats.rss_now_kb = rss_kb()
         self.stats.tasks_now = len(asyncio.all_tasks(self.loop))
+        if tracemalloc.is_tracing():
+            self.stats.traced_now_kb = tracemalloc.get_traced_memory()[0] // 1024
 
     def check_between(self, last_input: bytes | None) -> None:
         """Before a case: whether the node broke since the last check (a timer that fired after

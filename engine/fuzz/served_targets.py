@@ -12,7 +12,6 @@ fresh ones, so one broken node is one finding, not a run of them.
 from __future__ import annotations
 
 import atexit
-import tracemalloc
 
 from engine.fuzz.served_frames import REPLY_WAIT_S, send_case, stream_of
 from engine.fuzz.served_nodes import NodeBroken, ServedNodes, rss_kb
@@ -67,9 +66,9 @@ def served_summary() -> list[str]:
     lines = [f"served cases: {s.cases}, node restarts after a finding: {s.restarts}",
              f"rss: {s.rss_start_kb // 1024} MB before the nodes started, {s.rss_now_kb // 1024} MB after the last case",
              f"asyncio tasks: {s.baseline_tasks} once started, {s.tasks_now} after the last case"]
-    if tracemalloc.is_tracing():
-        current, peak = tracemalloc.get_traced_memory()
-        lines.append(f"tracemalloc: {current // 1024} KB now, {peak // 1024} KB peak")
+    if s.traced_start_kb is not None and s.traced_now_kb is not None:  # PYTHONTRACEMALLOC=1
+        lines.append(f"tracemalloc: {s.traced_start_kb} KB once the nodes started, {s.traced_now_kb} KB after "
+                     f"the last case (the fuzzer's own pool and coverage included)")
     return lines
 
 

@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "hosting them all")
     start.set_defaults(run=cmd_start)
 
-    fuzz = sub.add_parser("fuzz", help="fuzz a decoder (atheris if installed, else Hypothesis); see docs/reliability.md")
+    fuzz = sub.add_parser("fuzz", help="fuzz a decoder or a served listener (atheris if installed, else Hypothesis); see docs/reliability.md")
     fuzz.add_argument("target", nargs="?", help="what to fuzz (see --list)")
     fuzz.add_argument("--list", action="store_true", help="list the targets")
     fuzz.add_argument("--seconds", type=float, default=60.0, help="how long to run (unless --runs)")
