@@ -234,12 +234,10 @@ def fuzz_request_frame(data: bytes) -> None:
 
 def _controller_reads(key: int, version: int, request: Any) -> None:
     from engine.controller.commands import all_commands
-    from engine.net.errors import ProtocolError
-    from engine.net.kafka_protocol import decode_request_frame, request_class
-    from engine.records.kio_codec import DECODE_ERRORS
+    from engine.net.kafka_protocol import request_class
     from engine.net.message_versions import convert_message
     from engine.common.api_keys import ApiKeys
-    from engine.server.controller_apis import forwardable_apis, read_principal_data
+    from engine.server.controller_apis import EnvelopeRefused, forwardable_apis, read_envelope
     from engine.server.request_upgrades import upgrade_fields
 
     command = all_commands().get(key)
@@ -248,10 +246,9 @@ def _controller_reads(key: int, version: int, request: Any) -> None:
     if key != ApiKeys.ENVELOPE:
         return
     forwardable = forwardable_apis(listener_tables()["controller"], all_commands())
-    try:  # what ControllerApis._envelope does; its ProtocolErrors become INVALID_REQUEST answers
-        inner_info, inner = decode_request_frame(bytes(request.request_data), forwardable)
-        read_principal_data(request.request_principal)
-    except (ProtocolError, *DECODE_ERRORS):
+    try:  # what ControllerApis._envelope does; a refusal is the Envelope's error code
+        _, _, inner_info, inner = read_envelope(request, forwardable)
+    except EnvelopeRefused:
         return
     _controller_reads(inner_info.api_key, inner_info.api_version, inner)
 
