@@ -38,6 +38,8 @@ CORPUS_ROOT = ENGINE_DIR.parent / "tests" / "fuzz_corpus"  # the checked-in seed
 RSS_LIMIT_MB = 2048
 INPUT_TIMEOUT_S = 10  # per input: a decoder that takes longer on a few KB hangs
 FINDING_PREFIX = "kraftd-fuzz finding: "
+SUMMARY_PREFIX = "kraftd-fuzz summary: "  # the atheris worker's target summary lines (the last set wins)
+SUMMARY_EVERY = 100  # inputs between two of them
 CHUNK_EXAMPLES = 100
 
 
@@ -49,12 +51,13 @@ class FuzzReport:
     executions: int = 0
     coverage: str = "n/a"
     findings: list[str] = field(default_factory=list)  # "PATH: what happened"
+    notes: list[str] = field(default_factory=list)  # the target's own summary (FuzzTarget.summary)
 
     def lines(self) -> list[str]:
         rate = f" ({self.executions / self.seconds:.0f}/s)" if self.seconds > 0 else ""
         return [f"target: {self.target}", f"engine: {self.engine}", f"seconds: {self.seconds:.1f}",
                 f"executions: {self.executions}{rate}", f"coverage: {self.coverage}",
-                f"findings: {len(self.findings)}", *(f"finding: {f}" for f in self.findings)]
+                *self.notes, f"findings: {len(self.findings)}", *(f"finding: {f}" for f in self.findings)]
 
 
 def target_names() -> list[str]:
@@ -106,6 +109,10 @@ class FindingLog:
         self.seen: dict[str, str] = {}
 
     def record(self, data: bytes, exc: BaseException) -> str | None:
+        """``exc.input``, when the exception names one, is kept instead of ``data``: a served node
+        found broken before a case was broken by the case before."""
+        own = getattr(exc, "input", None)
+        data = own if isinstance(own, bytes) else data
         signature = _signature(exc)
         if signature in self.seen:
             return None
@@ -119,7 +126,11 @@ class FindingLog:
 
 
 def _signature(exc: BaseException) -> str:
-    """Exception type and the innermost line of our code it passed through."""
+    """Exception type and the innermost line of our code it passed through (or the exception's
+    own ``signature``: a served node's broken invariant, raised by the fuzzer's checks)."""
+    own = getattr(exc, "signature", None)
+    if isinstance(own, str):
+        return own
     where = "?"
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         filename = frame.f_code.co_filename
@@ -223,8 +234,9 @@ def _mutate(draw, data: bytes, pool: list[bytes]) -> bytes:
 
 def fuzz_with_hypothesis(target: str, *, seconds: float, runs: int | None, corpus: Path | None,
                          findings_dir: Path, timeout_s: float = INPUT_TIMEOUT_S,
-                         rss_limit_mb: int = RSS_LIMIT_MB) -> FuzzReport:
+                         rss_limit_mb: int = RSS_LIMIT_MB, seed: int | None = None) -> FuzzReport:
     from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+    from hypothesis import seed as hypothesis_seed
 
     import hypothesis
 
@@ -268,9 +280,14 @@ def fuzz_with_hypothesis(target: str, *, seconds: float, runs: int | None, corpu
             break
         chunk = settings(max_examples=left, deadline=None, database=None, phases=[Phase.generate],
                          suppress_health_check=list(HealthCheck))(lambda draw_data: one(draw_data))
-        given(st.data())(chunk)()
+        test = given(st.data())(chunk)
+        if seed is not None:  # each chunk its own seed, derived from the run's: the same run again
+            test = hypothesis_seed(seed * 1_000_003 + report.executions)(test)
+        test()
     report.seconds = time.monotonic() - started
     report.coverage = f"{len(coverage.lines)} distinct lines of engine/ (sys.settrace), {len(pool)} inputs kept"
+    summary = get_target(target).summary
+    report.notes = summary() if summary is not None else []
     report.findings = list(findings.seen.values())
     return report
 
@@ -305,7 +322,7 @@ _DONE = re.compile(r"Done (\d+) runs in (\d+) second")
 
 def fuzz_with_atheris(target: str, *, seconds: float, runs: int | None, corpus: Path | None,
                       findings_dir: Path, timeout_s: float = INPUT_TIMEOUT_S,
-                      rss_limit_mb: int = RSS_LIMIT_MB) -> FuzzReport:
+                      rss_limit_mb: int = RSS_LIMIT_MB, seed: int | None = None) -> FuzzReport:
     get_target(target)
     findings_dir.mkdir(parents=True, exist_ok=True)
     report = FuzzReport(target, f"atheris {atheris_version()} (libFuzzer)")
@@ -315,6 +332,8 @@ def fuzz_with_atheris(target: str, *, seconds: float, runs: int | None, corpus: 
                 f"-artifact_prefix={findings_dir}{os.sep}", "-print_final_stats=1", work_corpus]
         if corpus is not None:
             args.append(str(corpus))
+        if seed is not None:
+            args.append(f"-seed={seed}")
         args.append(f"-runs={runs}" if runs is not None else f"-max_total_time={max(1, round(seconds))}")
         started = time.monotonic()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ENGINE_DIR.parent),
@@ -332,6 +351,7 @@ def fuzz_with_atheris(target: str, *, seconds: float, runs: int | None, corpus: 
     if done:
         report.executions = max(report.executions, int(done.group(1)))
     report.findings = [line[len(FINDING_PREFIX):] for line in output.splitlines() if line.startswith(FINDING_PREFIX)]
+    report.notes = _last_summary(output)
     for artifact in sorted(findings_dir.glob("*-*")):  # libFuzzer's own: crash-, timeout-, oom-, leak-
         if artifact.name.split("-")[0] in ("crash", "timeout", "oom", "leak", "slow"):
             report.findings.append(f"{artifact}: libFuzzer {artifact.name.split('-')[0]}")
@@ -339,6 +359,15 @@ def fuzz_with_atheris(target: str, *, seconds: float, runs: int | None, corpus: 
         tail = " | ".join(output.strip().splitlines()[-3:])
         report.findings.append(f"the atheris worker exited {proc.returncode}: {tail}")
     return report
+
+
+def _last_summary(output: str) -> list[str]:
+    """The worker's last set of summary lines (each "PREFIX COUNT LINE")."""
+    lines = [line[len(SUMMARY_PREFIX):].split(" ", 1) for line in output.splitlines() if line.startswith(SUMMARY_PREFIX)]
+    if not lines:
+        return []
+    last = lines[-1][0]
+    return [text for count, text in lines if count == last]
 
 
 def _atheris_worker(argv: list[str]) -> None:
@@ -352,11 +381,18 @@ def _atheris_worker(argv: list[str]) -> None:
         findings = FindingLog(findings_dir, target)
         run_one(run, b"", findings)  # imports what the target reads with, inside the instrumentation
 
+    summary = fuzz_targets.TARGETS[target].summary
+    count = 0
+
     def one_input(data: bytes) -> None:
+        nonlocal count
         line = run_one(run, data[:fuzz_targets.MAX_INPUT_BYTES], findings)
         if line is not None:
             sys.stdout.write(f"{FINDING_PREFIX}{line}\n")
-            sys.stdout.flush()
+        count += 1
+        if summary is not None and count % SUMMARY_EVERY == 0:  # libFuzzer exits without Python's atexit
+            sys.stdout.write("".join(f"{SUMMARY_PREFIX}{count} {note}\n" for note in summary()))
+        sys.stdout.flush()
 
     atheris.Setup([sys.argv[0], *libfuzzer_args], one_input)
     atheris.Fuzz()
@@ -365,7 +401,7 @@ def _atheris_worker(argv: list[str]) -> None:
 # ---------------------------------------------------------------- the command
 
 def run_fuzz(target: str, *, seconds: float, runs: int | None, corpus: Path | None, findings_dir: Path,
-             engine: str = "auto", out: Callable[[str], None]) -> int:
+             engine: str = "auto", out: Callable[[str], None], seed: int | None = None) -> int:
     get_target(target)
     if seconds <= 0:
         raise ConfigError(f"--seconds must be positive, got {seconds}")
@@ -377,7 +413,7 @@ def run_fuzz(target: str, *, seconds: float, runs: int | None, corpus: Path | No
     if engine == "atheris" and not atheris_version():
         raise ConfigError("--engine atheris: atheris is not installed (pip install 'metashell[fuzz]')")
     fuzz = fuzz_with_atheris if engine == "atheris" else fuzz_with_hypothesis
-    report = fuzz(target, seconds=seconds, runs=runs, corpus=corpus, findings_dir=findings_dir)
+    report = fuzz(target, seconds=seconds, runs=runs, corpus=corpus, findings_dir=findings_dir, seed=seed)
     for line in report.lines():
         out(line)
     return 1 if report.findings else 0

@@ -33,6 +33,8 @@ class FuzzTarget:
     name: str
     description: str
     run: Callable[[bytes], None]
+    # lines for the report once a run ends (the served targets: cases, memory, tasks)
+    summary: Callable[[], list[str]] | None = None
 
 
 def check_rejection(err: MetadataError, where: str) -> None:
@@ -232,12 +234,10 @@ def fuzz_request_frame(data: bytes) -> None:
 
 def _controller_reads(key: int, version: int, request: Any) -> None:
     from engine.controller.commands import all_commands
-    from engine.net.errors import ProtocolError
-    from engine.net.kafka_protocol import decode_request_frame, request_class
-    from engine.records.kio_codec import DECODE_ERRORS
+    from engine.net.kafka_protocol import request_class
     from engine.net.message_versions import convert_message
     from engine.common.api_keys import ApiKeys
-    from engine.server.controller_apis import forwardable_apis, read_principal_data
+    from engine.server.controller_apis import EnvelopeRefused, forwardable_apis, read_envelope
     from engine.server.request_upgrades import upgrade_fields
 
     command = all_commands().get(key)
@@ -246,10 +246,9 @@ def _controller_reads(key: int, version: int, request: Any) -> None:
     if key != ApiKeys.ENVELOPE:
         return
     forwardable = forwardable_apis(listener_tables()["controller"], all_commands())
-    try:  # what ControllerApis._envelope does; its ProtocolErrors become INVALID_REQUEST answers
-        inner_info, inner = decode_request_frame(bytes(request.request_data), forwardable)
-        read_principal_data(request.request_principal)
-    except (ProtocolError, *DECODE_ERRORS):
+    try:  # what ControllerApis._envelope does; a refusal is the Envelope's error code
+        _, _, inner_info, inner = read_envelope(request, forwardable)
+    except EnvelopeRefused:
         return
     _controller_reads(inner_info.api_key, inner_info.api_version, inner)
 
@@ -266,6 +265,22 @@ def fuzz_response_frame(data: bytes) -> None:
              lambda: decode_response_frame(frame, key, version))
 
 
+def _served(listener: str) -> Callable[[bytes], None]:
+    def run(data: bytes) -> None:
+        from engine.fuzz.served_targets import serve_case
+
+        serve_case(listener, data)
+
+    run.__name__ = f"fuzz_served_{listener}"
+    return run
+
+
+def _served_summary() -> list[str]:
+    from engine.fuzz.served_targets import served_summary
+
+    return served_summary()
+
+
 TARGETS: dict[str, FuzzTarget] = {t.name: t for t in (
     FuzzTarget("record-batch", "a metadata log segment (.log): record batches read strictly, "
                "with torn-tail recovery, and scanned", fuzz_record_batch),
@@ -278,4 +293,9 @@ TARGETS: dict[str, FuzzTarget] = {t.name: t for t in (
     FuzzTarget("request-frame", "request frames of every API version the controller and simulated broker "
                "listeners serve (Envelope's inner frame too)", fuzz_request_frame),
     FuzzTarget("response-frame", "response frames of those APIs, as our clients read them", fuzz_response_frame),
+    FuzzTarget("served-controller", "one connection's bytes to a live controller listener in this process: it "
+               "answers or closes, and still serves ApiVersions and DescribeQuorum", _served("controller"),
+               _served_summary),
+    FuzzTarget("served-broker", "one connection's bytes to a live simulated broker's listener in this process: it "
+               "answers or closes, and still serves ApiVersions and Metadata", _served("broker"), _served_summary),
 )}

@@ -23,6 +23,7 @@ from engine.records.kio_codec import (
 )
 from engine.records.bounds_check import decode_entity
 from engine.net.errors import ProtocolError, UnsupportedRequestError
+from engine.net.null_fields import first_null
 
 _SIZE = struct.Struct(">i")
 _REQUEST_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id: the same in header v1 and v2
@@ -179,6 +180,9 @@ def _decode_exactly(cls: type, payload: bytes, offset: int, what: str, *, traili
         raise ProtocolError(f"malformed {what}: {_one_line(err)}") from None
     if offset + size != len(payload) and not trailing_ok:
         raise ProtocolError(f"malformed {what}: {len(payload) - offset - size} trailing bytes")
+    null = first_null(message)
+    if null is not None:  # as Kafka's readers: "non-nullable field X was serialized as null"
+        raise ProtocolError(f"malformed {what}: non-nullable field {null} was sent as null")
     return message
 
 

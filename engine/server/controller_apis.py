@@ -37,13 +37,13 @@ from engine.controller import api_permissions
 from engine.controller.controller_result import Command
 from engine.controller.standard_authorizer import Caller
 from engine.net.channel_security import PLAINTEXT_LISTENER, KafkaPrincipal, ListenerSecurity
-from engine.net.errors import ProtocolError, UnsupportedRequestError
+from engine.net.errors import ProtocolError
 from engine.net.kafka_protocol import RAFT_APIS, ApiSpec, decode_request_frame, encode_response
 from engine.net.kafka_server import KafkaServer, RequestContext
 from engine.raft.raft_driver import SUPPORTED_FEATURES, RaftDriver, refused_response, served_apis
 from engine.raft.voter_set import Address
 from engine.records.bounds_check import decode_entity
-from engine.records.kio_codec import DECODE_ERRORS, ErrorCode, i8, i32, protocol_module
+from engine.records.kio_codec import API_NAMES, DECODE_ERRORS, ErrorCode, i8, i32, protocol_module
 from engine.server.controller_server import ANONYMOUS, ControllerServer
 
 log = logging.getLogger("engine.server.controller")
@@ -161,14 +161,11 @@ class ControllerApis:
                      denial[1])
             return module.EnvelopeResponse(response_data=None, error_code=denial[0])
         try:
-            info, inner = decode_request_frame(bytes(envelope.request_data), self._forwardable)
-            principal, token_authenticated = read_principal_data(envelope.request_principal)
-        except UnsupportedRequestError as err:
-            log.warning("an Envelope carried a request we do not serve: %s", err)
-            return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
-        except (ProtocolError, *DECODE_ERRORS) as err:
-            log.warning("an Envelope carried an unreadable request: %s", err)
-            return module.EnvelopeResponse(response_data=None, error_code=ErrorCode.invalid_request)
+            principal, token_authenticated, info, inner = read_envelope(envelope, self._forwardable)
+        except EnvelopeRefused as refused:
+            log.warning("node %d: an Envelope from %s refused with %s: %s", node_id, ctx.peer[0],
+                        ErrorCode(refused.code).name.upper(), refused)
+            return module.EnvelopeResponse(response_data=None, error_code=refused.code)
         # the inner request is authorized as the client the broker forwarded, from its address
         client = (client_host(envelope.client_host_address) or ctx.peer[0], 0)
         if info.api_key in self.controller.commands:
@@ -189,6 +186,46 @@ class ControllerApis:
         return module.EnvelopeResponse(response_data=frame[4:], error_code=ErrorCode.none)
 
 
+class EnvelopeRefused(Exception):
+    """An Envelope answered with ``code`` and nothing inside."""
+
+    def __init__(self, code: Any, problem: str):
+        super().__init__(" ".join(problem.split()))
+        self.code = code
+
+
+def read_envelope(envelope: Any, forwardable: Mapping[int, ApiSpec]) -> tuple[str, bool, Any, Any]:
+    """(principal, token authenticated, inner header, inner request) of an Envelope, or
+    EnvelopeRefused. Kafka's EnvelopeUtils, in its order: a principal that does not read (none
+    included) is PRINCIPAL_DESERIALIZATION_FAILURE; an inner request whose header does not read or
+    whose API is unknown, UNSUPPORTED_VERSION; an API that is not forwarded (an Envelope in an
+    Envelope, ApiVersions), INVALID_REQUEST; a version we do not serve or a body that does not
+    read, UNSUPPORTED_VERSION."""
+    try:
+        principal, token_authenticated = read_principal_data(envelope.request_principal)
+    except (ProtocolError, *DECODE_ERRORS) as err:
+        raise EnvelopeRefused(ErrorCode.principal_deserialization_failure, f"its principal does not read: {err}")
+    data = bytes(envelope.request_data)
+    if not _header_reads(data):
+        raise EnvelopeRefused(ErrorCode.unsupported_version, f"its request header does not read ({len(data)} bytes)")
+    api_key = int.from_bytes(data[:2], "big", signed=True)
+    if api_key in API_NAMES and api_key not in forwardable:
+        raise EnvelopeRefused(ErrorCode.invalid_request, f"{API_NAMES[api_key]} is not forwarded to a controller")
+    try:
+        info, inner = decode_request_frame(data, forwardable)
+    except (ProtocolError, *DECODE_ERRORS) as err:  # UnsupportedRequestError included
+        raise EnvelopeRefused(ErrorCode.unsupported_version, f"its request does not read: {err}") from None
+    return principal, token_authenticated, info, inner
+
+
+def _header_reads(data: bytes) -> bool:
+    """Whether a request header's api key, version, correlation id and client id are all there."""
+    if len(data) < 10:
+        return False
+    client_id_length = int.from_bytes(data[8:10], "big", signed=True)
+    return client_id_length == -1 or 0 <= client_id_length <= len(data) - 10
+
+
 def read_principal(data: bytes | None) -> str:
     """The client's principal of an Envelope: Kafka's DefaultPrincipalData, version-prefixed
     (ProtocolError for a version other than 0, the only one there is)."""
@@ -196,9 +233,10 @@ def read_principal(data: bytes | None) -> str:
 
 
 def read_principal_data(data: bytes | None) -> tuple[str, bool]:
-    """The Envelope's principal and whether it authenticated with a delegation token."""
+    """The Envelope's principal and whether it authenticated with a delegation token (ProtocolError
+    when there is none: Kafka's serde cannot read an absent principal either)."""
     if not data or len(data) < 2:
-        return ANONYMOUS, False
+        raise ProtocolError("no principal" if not data else f"a principal of {len(data)} byte")
     version = int.from_bytes(data[:2], "big")
     if version != 0:
         raise ProtocolError(f"a principal of version {version} (DefaultPrincipalData has version 0 only)")
@@ -227,5 +265,5 @@ def _has_error(message: Any, code: Any) -> bool:
     return False
 
 
-__all__ = ["ControllerApis", "ENVELOPE_SPEC", "client_host", "controller_listener_apis", "forwardable_apis",
-           "read_principal", "read_principal_data"]
+__all__ = ["ControllerApis", "ENVELOPE_SPEC", "EnvelopeRefused", "client_host", "controller_listener_apis", "forwardable_apis",
+           "read_envelope", "read_principal", "read_principal_data"]

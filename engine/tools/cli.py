@@ -120,7 +120,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         raise ConfigError(f"fuzz: name a target (one of: {', '.join(target_names())}) or --list")
     return run_fuzz(args.target, seconds=args.seconds, runs=args.runs,
                     corpus=Path(args.corpus) if args.corpus else None, findings_dir=Path(args.findings),
-                    engine=args.engine, out=_out)
+                    engine=args.engine, out=_out, seed=args.seed)
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "hosting them all")
     start.set_defaults(run=cmd_start)
 
-    fuzz = sub.add_parser("fuzz", help="fuzz a decoder (atheris if installed, else Hypothesis); see docs/reliability.md")
+    fuzz = sub.add_parser("fuzz", help="fuzz a decoder or a served listener (atheris if installed, else Hypothesis); see docs/reliability.md")
     fuzz.add_argument("target", nargs="?", help="what to fuzz (see --list)")
     fuzz.add_argument("--list", action="store_true", help="list the targets")
     fuzz.add_argument("--seconds", type=float, default=60.0, help="how long to run (unless --runs)")
@@ -187,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     fuzz.add_argument("--corpus", help="seed inputs (default: tests/fuzz_corpus/TARGET of a source checkout)")
     fuzz.add_argument("--findings", default="kraftd-fuzz-findings", help="where inputs that broke a target go")
     fuzz.add_argument("--engine", choices=("auto", "atheris", "hypothesis"), default="auto")
+    fuzz.add_argument("--seed", type=_positive, help="the random seed (the same seed, runs and corpus: the same "
+                                                     "inputs; default: a new one each run)")
     fuzz.set_defaults(run=cmd_fuzz)
 
     bench = sub.add_parser("bench", help="measure throughput")

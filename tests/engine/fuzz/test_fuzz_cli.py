@@ -32,7 +32,7 @@ def test_fuzz_list_names_every_target():
     assert code == 0
     assert [line.split(":")[0] for line in out] == [
         "record-batch", "records", "snapshot", "bootstrap-checkpoint", "quorum-state", "meta-properties",
-        "request-frame", "response-frame"]
+        "request-frame", "response-frame", "served-controller", "served-broker"]
 
 
 def test_unknown_target_is_one_line():

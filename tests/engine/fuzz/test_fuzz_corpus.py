@@ -13,6 +13,14 @@ from engine.fuzz.fuzzer import CORPUS_ROOT, rerun
 CORPUS_FILES = sorted(p for p in CORPUS_ROOT.glob("*/*") if p.is_file())
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _stop_served_nodes():
+    yield
+    from engine.fuzz.served_targets import shutdown
+
+    shutdown()  # the served targets' controller and broker, started by their first input
+
+
 def test_corpus_is_small_and_covers_every_target():
     assert {p.parent.name for p in CORPUS_FILES} == set(TARGETS)
     assert sum(p.stat().st_size for p in CORPUS_FILES) < 1_000_000

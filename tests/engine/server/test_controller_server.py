@@ -114,19 +114,22 @@ def _envelope(inner: object, principal: tuple[str, str] | None, token: bool = Fa
 def test_an_envelope_carries_a_forwarded_request_and_its_answer(tmp_path: Path) -> None:
     """A broker forwards a client's AlterUserScramCredentials in an Envelope: the active
     controller serves it and answers inside; a standby answers NOT_CONTROLLER inside; an
-    Envelope whose inner bytes are not a request gets INVALID_REQUEST, and the connection
-    goes on serving."""
+    Envelope whose inner bytes are not a request gets UNSUPPORTED_VERSION (Kafka's EnvelopeUtils),
+    and the connection goes on serving."""
     async def scenario():
         async with _bootstrapped(tmp_path, 3) as (nodes, active, client):
             standby = next(n for n in nodes if n is not active)
             answered = await client.send(active.driver.address, _envelope(_scram_request("alice"), ("User", "admin")))
-            refused = await client.send(standby.driver.address, _envelope(_scram_request("bob"), None))
+            anonymous = ("User", "ANONYMOUS")
+            refused = await client.send(standby.driver.address, _envelope(_scram_request("bob"), anonymous))
             garbage = protocol_module("envelope", 0, "request").EnvelopeRequest(
-                request_data=b"\x00\x01", request_principal=None, client_host_address=b"")
+                request_data=b"\x00\x01", request_principal=_envelope(_scram_request("x"), anonymous).request_principal,
+                client_host_address=b"")
             broken = await client.send(active.driver.address, garbage)
-            after = await client.send(active.driver.address, _envelope(_scram_request("carol"), None))
-            quorum = await client.send(active.driver.address, _envelope(describe_quorum_request(), None))
-            quorum_at_standby = await client.send(standby.driver.address, _envelope(describe_quorum_request(), None))
+            after = await client.send(active.driver.address, _envelope(_scram_request("carol"), anonymous))
+            quorum = await client.send(active.driver.address, _envelope(describe_quorum_request(), anonymous))
+            quorum_at_standby = await client.send(standby.driver.address,
+                                                  _envelope(describe_quorum_request(), anonymous))
             await wait_until(lambda: all(len(n.image.scram) == 2 for n in nodes), 30, "the credentials everywhere")
             return answered, refused, broken, after, (quorum, quorum_at_standby, active), [n.image for n in nodes]
 
@@ -139,7 +142,7 @@ def test_an_envelope_carries_a_forwarded_request_and_its_answer(tmp_path: Path) 
     # as Kafka's RequestChannel: NOT_CONTROLLER inside becomes the Envelope's own error, so the broker
     # reconnects to the active controller
     assert (refused.error_code, refused.response_data) == (ErrorCode.not_controller, None)
-    assert broken.error_code == ErrorCode.invalid_request
+    assert broken.error_code == ErrorCode.unsupported_version
     at_active, at_standby, active = quorum
     _, described = decode_response_frame(at_active.response_data, 55, type(describe_quorum_request()).__version__)
     assert int(described.topics[0].partitions[0].leader_id) == active.settings.node_id
