@@ -196,11 +196,12 @@ def _leader_request_error(client: ReplicaContext, request: Any, part: Any) -> Er
 
     Kafka 4.1.2's validateVoterOnlyRequest: an epoch from the past is FENCED_LEADER_EPOCH, a
     negative leader id INVALID_REQUEST. It does not ask whether the leader is a voter we know
-    (KIP-853: a leader elected by a voter set we have not replicated yet is legitimate, and its
-    request carries its endpoints). A leader we would newly follow that is neither in our voter
-    set nor sent any endpoint cannot be reached: Kafka's transitionToFollower throws there and
-    its Raft thread's fault handler halts the process. We refuse it with INCONSISTENT_VOTER_SET,
-    the code Kafka gave a leader outside its voter set before KIP-853.
+    (KAFKA-16526, for KIP-853: a leader elected by a voter set we have not replicated yet is
+    legitimate, and its request carries its endpoints). A leader we would newly follow that is
+    neither in our voter set nor sent any endpoint cannot be reached: Kafka's transitionToFollower
+    throws there ("Unknown leader endpoints") and its Raft thread's fault handler halts the
+    process. We refuse it with INCONSISTENT_VOTER_SET, what Kafka answered a leader outside its
+    voter set before KAFKA-16526.
     """
     if part.leader_epoch < client.epoch:
         return E.fenced_leader_epoch
