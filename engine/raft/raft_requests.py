@@ -184,6 +184,11 @@ def _vote_answer(client: ReplicaContext, error: ErrorCode, granted: bool) -> Any
 
 # -- BeginQuorumEpoch / EndQuorumEpoch ------------------------------------------------------
 
+def _leader_endpoints(request: Any) -> tuple:
+    """The endpoints a BeginQuorumEpoch or EndQuorumEpoch names for its leader (none before v1)."""
+    return getattr(request, "leader_endpoints", None) or ()
+
+
 def _listener_address(client: ReplicaContext, endpoints: Any) -> Any:
     for endpoint in endpoints or ():
         if endpoint.name == client.config.listener_name:
@@ -207,7 +212,7 @@ def _leader_request_error(client: ReplicaContext, request: Any, part: Any) -> Er
         return E.fenced_leader_epoch
     if part.leader_id < 0:
         return E.invalid_request
-    if part.leader_id == client.local.node_id or request.leader_endpoints:
+    if part.leader_id == client.local.node_id or _leader_endpoints(request):
         return None
     state = client.quorum.state
     if part.leader_epoch == client.epoch and isinstance(state, (FollowerState, LeaderState, ResignedState)):
@@ -227,7 +232,7 @@ def handle_begin_epoch(client: ReplicaContext, now_ms: int, token: object, reque
         leader_id, epoch, address = _leader_hint(client)
         client.respond(token, rm.begin_epoch_response(error, leader_id, epoch, address))
         return
-    address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
+    address = _listener_address(client, _leader_endpoints(request)) or client.leader_address(part.leader_id)
     accepted = client.become_follower(now_ms, part.leader_epoch, part.leader_id, address)
     leader_id, epoch, address = _leader_hint(client)
     # A second leader for an epoch that has one is impossible: refuse it, change nothing.
@@ -248,7 +253,7 @@ def handle_end_epoch(client: ReplicaContext, now_ms: int, token: object, request
         return
     if part.leader_epoch > client.epoch:
         # A leader we had not heard of is resigning: follow it first, as Kafka does.
-        address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
+        address = _listener_address(client, _leader_endpoints(request)) or client.leader_address(part.leader_id)
         client.become_follower(now_ms, part.leader_epoch, part.leader_id, address)
     state = client.quorum.state
     if isinstance(state, FollowerState) and state.leader_id == part.leader_id:

@@ -146,3 +146,16 @@ def test_the_quorum_state_itself_refuses_a_candidate_past_the_last_epoch() -> No
     with pytest.raises(IllegalTransition, match="past 2147483647"):
         r.client.quorum.to_candidate(10**6)
     assert r.store.state.epoch == MAX_EPOCH
+
+
+@pytest.mark.parametrize("leader_id, error", [(3, E.none), (STRANGER, E.inconsistent_voter_set)])
+def test_a_version_0_begin_epoch_has_no_endpoints_and_is_judged_by_the_voter_set(leader_id: int, error) -> None:
+    from engine.records.kio_codec import i32, protocol_module
+
+    m = protocol_module("begin_quorum_epoch", 0, "request")
+    request = m.BeginQuorumEpochRequest(cluster_id=CID, topics=(m.TopicData(
+        topic_name="__cluster_metadata", partitions=(m.PartitionData(
+            partition_index=i32(0), leader_id=i32(leader_id), leader_epoch=i32(4)),)),))
+    r = _in_role("unattached")
+    assert part(r.answer(100, request)).error_code == error
+    assert r.client.quorum.leader_id == (leader_id if error == E.none else -1)
