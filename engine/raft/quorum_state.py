@@ -20,6 +20,12 @@ class IllegalTransition(RuntimeError):
     pass
 
 
+# Epochs are int32 on the wire and in every batch header. Kafka 4.1.2 adds one without a check
+# (QuorumState.transitionToCandidate), so past this a Java node wraps to a negative epoch; we
+# never run for an epoch past it (raft_polls stops the election before the candidate).
+MAX_EPOCH = 2**31 - 1
+
+
 @dataclass
 class UnattachedState:
     epoch: int
@@ -206,6 +212,8 @@ class QuorumState:
         if not isinstance(self.state, ProspectiveState):
             raise IllegalTransition(f"{self.role} in epoch {self.epoch} cannot become candidate")
         epoch = self.epoch + 1
+        if epoch > MAX_EPOCH:
+            raise IllegalTransition(f"{self.role} in epoch {self.epoch} cannot run for an epoch past {MAX_EPOCH}")
         self._persist(ElectionState(epoch, -1, self.local))
         self.state = CandidateState(epoch, deadline_ms, {self.local.node_id})
 

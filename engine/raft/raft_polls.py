@@ -6,14 +6,18 @@ change the role through QuorumState, which persists first.
 
 from __future__ import annotations
 
+import logging
+
 from engine.raft import raft_messages as rm
 from engine.raft import voter_changes
 from engine.raft.leader_state import LeaderState
 from engine.raft.quorum_state import (
-    CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState,
+    MAX_EPOCH, CandidateState, FollowerState, ProspectiveState, ResignedState, UnattachedState,
 )
 from engine.raft.raft_io import BOOTSTRAP_NODE_ID, Destination
 from engine.raft.replica_context import ReplicaContext
+
+log = logging.getLogger("engine.raft.polls")
 
 
 def poll_state(client: ReplicaContext, now_ms: int) -> None:
@@ -120,6 +124,9 @@ def poll_prospective(client: ReplicaContext, now_ms: int) -> None:
     if not voters.is_voter(client.local):
         client.quorum.to_unattached(state.epoch, client.election_deadline_ms(now_ms))
         return
+    if state.epoch >= MAX_EPOCH:
+        no_epoch_left(client, now_ms)
+        return
     state.granted.add(client.local.node_id)
     if state.is_vote_granted(voters):
         client.quorum.to_candidate(client.election_deadline_ms(now_ms))
@@ -128,6 +135,18 @@ def poll_prospective(client: ReplicaContext, now_ms: int) -> None:
         prospective_failed(client, now_ms)
         return
     _ask_for_votes(client, state, voters, now_ms, pre_vote=True)
+
+
+def no_epoch_left(client: ReplicaContext, now_ms: int) -> None:
+    """A prospective in the last epoch an int32 holds (reached only by a peer's say-so, a forged
+    request's included) cannot run: it waits, unattached, for a leader of that epoch to speak up.
+    Kafka 4.1.2 would wrap to a negative epoch; refusing keeps every epoch we write valid."""
+    state: ProspectiveState = client.quorum.state
+    if client.exhausted_epoch_logged != state.epoch:
+        client.exhausted_epoch_logged = state.epoch
+        log.error("node %d: epoch %d is the last one: no election can follow it, waiting for its leader",
+                  client.local.node_id, state.epoch)
+    client.quorum.to_unattached(state.epoch, client.election_deadline_ms(now_ms))
 
 
 def prospective_failed(client: ReplicaContext, now_ms: int) -> None:

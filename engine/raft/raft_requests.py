@@ -17,7 +17,7 @@ from engine.raft import raft_messages as rm
 from engine.raft import voter_changes
 from engine.raft.describe_quorum import describe_quorum_error, describe_quorum_response
 from engine.raft.leader_state import LeaderState
-from engine.raft.quorum_state import FollowerState, ProspectiveState, UnattachedState
+from engine.raft.quorum_state import FollowerState, ProspectiveState, ResignedState, UnattachedState
 from engine.raft.raft_config import MAX_FETCH_SIZE_BYTES
 from engine.raft.raft_io import OutboundResponse
 from engine.raft.raft_log import UNDEFINED_EPOCH, OffsetAndEpoch
@@ -184,11 +184,41 @@ def _vote_answer(client: ReplicaContext, error: ErrorCode, granted: bool) -> Any
 
 # -- BeginQuorumEpoch / EndQuorumEpoch ------------------------------------------------------
 
+def _leader_endpoints(request: Any) -> tuple:
+    """The endpoints a BeginQuorumEpoch or EndQuorumEpoch names for its leader (none before v1)."""
+    return getattr(request, "leader_endpoints", None) or ()
+
+
 def _listener_address(client: ReplicaContext, endpoints: Any) -> Any:
     for endpoint in endpoints or ():
         if endpoint.name == client.config.listener_name:
             return endpoint.host, int(endpoint.port)
     return None
+
+
+def _leader_request_error(client: ReplicaContext, request: Any, part: Any) -> ErrorCode | None:
+    """Why a BeginQuorumEpoch or EndQuorumEpoch must change nothing, or None.
+
+    Kafka 4.1.2's validateVoterOnlyRequest: an epoch from the past is FENCED_LEADER_EPOCH, a
+    negative leader id INVALID_REQUEST. It does not ask whether the leader is a voter we know
+    (KAFKA-16526, for KIP-853: a leader elected by a voter set we have not replicated yet is
+    legitimate, and its request carries its endpoints). A leader we would newly follow that is
+    neither in our voter set nor sent any endpoint cannot be reached: Kafka's transitionToFollower
+    throws there ("Unknown leader endpoints") and its Raft thread's fault handler halts the
+    process. We refuse it with INCONSISTENT_VOTER_SET, what Kafka answered a leader outside its
+    voter set before KAFKA-16526.
+    """
+    if part.leader_epoch < client.epoch:
+        return E.fenced_leader_epoch
+    if part.leader_id < 0:
+        return E.invalid_request
+    if part.leader_id == client.local.node_id or _leader_endpoints(request):
+        return None
+    state = client.quorum.state
+    if part.leader_epoch == client.epoch and isinstance(state, (FollowerState, LeaderState, ResignedState)):
+        return None  # no new leader to follow: ours, or a contradiction answered as one
+    node = client.control.latest_voters().node(part.leader_id)
+    return None if node is not None and node.endpoints else E.inconsistent_voter_set
 
 
 def handle_begin_epoch(client: ReplicaContext, now_ms: int, token: object, request: Any) -> None:
@@ -197,11 +227,12 @@ def handle_begin_epoch(client: ReplicaContext, now_ms: int, token: object, reque
         error = E.inconsistent_cluster_id if part is not None else E.invalid_request
         client.respond(token, rm.begin_epoch_response(E.none, -1, client.epoch, top_error=error))
         return
-    if part.leader_epoch < client.epoch:
+    error = _leader_request_error(client, request, part)
+    if error is not None:
         leader_id, epoch, address = _leader_hint(client)
-        client.respond(token, rm.begin_epoch_response(E.fenced_leader_epoch, leader_id, epoch, address))
+        client.respond(token, rm.begin_epoch_response(error, leader_id, epoch, address))
         return
-    address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
+    address = _listener_address(client, _leader_endpoints(request)) or client.leader_address(part.leader_id)
     accepted = client.become_follower(now_ms, part.leader_epoch, part.leader_id, address)
     leader_id, epoch, address = _leader_hint(client)
     # A second leader for an epoch that has one is impossible: refuse it, change nothing.
@@ -215,13 +246,14 @@ def handle_end_epoch(client: ReplicaContext, now_ms: int, token: object, request
         error = E.inconsistent_cluster_id if part is not None else E.invalid_request
         client.respond(token, rm.end_epoch_response(E.none, -1, client.epoch, top_error=error))
         return
-    if part.leader_epoch < client.epoch:
+    error = _leader_request_error(client, request, part)
+    if error is not None:
         leader_id, epoch, address = _leader_hint(client)
-        client.respond(token, rm.end_epoch_response(E.fenced_leader_epoch, leader_id, epoch, address))
+        client.respond(token, rm.end_epoch_response(error, leader_id, epoch, address))
         return
     if part.leader_epoch > client.epoch:
         # A leader we had not heard of is resigning: follow it first, as Kafka does.
-        address = _listener_address(client, request.leader_endpoints) or client.leader_address(part.leader_id)
+        address = _listener_address(client, _leader_endpoints(request)) or client.leader_address(part.leader_id)
         client.become_follower(now_ms, part.leader_epoch, part.leader_id, address)
     state = client.quorum.state
     if isinstance(state, FollowerState) and state.leader_id == part.leader_id:

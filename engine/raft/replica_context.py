@@ -20,7 +20,7 @@ from engine.records.metadata_record_serde import AnyRecord, control_record
 from engine.raft.election_store import ElectionStore
 from engine.raft.kraft_control_state import KRaftControlState
 from engine.raft.leader_state import LeaderState
-from engine.raft.quorum_state import FollowerState, QuorumState, ResignedState
+from engine.raft.quorum_state import MAX_EPOCH, FollowerState, QuorumState, ResignedState
 from engine.raft.raft_config import MAX_BATCH_RECORDS, RaftConfig
 from engine.raft.raft_io import (
     BOOTSTRAP_NODE_ID, Destination, InFlight, LeaderAndEpoch, NotLeaderError, OutboundRequest, OutboundResponse,
@@ -58,6 +58,7 @@ class ReplicaContext(ABC):
         self._next_correlation_id = 1
         self._bootstrap_index = 0
         self.election_retries = 0  # elections lost in a row: the backoff grows with it
+        self.exhausted_epoch_logged: int | None = None  # the last epoch said once to allow no election
         self.updated_endpoints_epoch = -1  # the epoch in which our UpdateRaftVoter succeeded
         self._load_control_state()
         stored = self.quorum.initialize(now_ms, self._random_election_timeout_ms(),
@@ -286,8 +287,9 @@ class ReplicaContext(ABC):
         self.control.observe(self.log.batches(self.log.start_offset))
 
     def _maybe_become_only_voter_leader(self, now_ms: int) -> None:
-        # A quorum of one elects itself at once (Kafka does the same).
-        if self.control.latest_voters().is_only_voter(self.local):
+        # A quorum of one elects itself at once (Kafka does the same), unless no epoch is left to
+        # run for: then its poll says so and waits, as any prospective in that epoch does.
+        if self.control.latest_voters().is_only_voter(self.local) and self.epoch < MAX_EPOCH:
             self.quorum.to_prospective(now_ms)
             self.quorum.to_candidate(self.election_deadline_ms(now_ms))
             self.become_leader(now_ms)
