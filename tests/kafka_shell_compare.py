@@ -3,8 +3,8 @@ byte (no tests here; test_kafka_metadata_shell.py and test_kafka_shell_corpus.py
 
 Kafka's side (``kafka_transcript``): one interactive JVM per file (tests/kafka_shell_tree.py
 drives it through pipes), walked from what Kafka itself lists: ``cat /image/provenance``,
-``ls /image``, ``ls`` of each directory under it, and ``find`` and ``tree`` of each of their
-children. Every answer is kept as Kafka printed it. The walk needs nothing of ours, so it can run
+``ls /image``, ``ls`` of each directory under it, ``find`` and ``tree`` of each of their
+children, and an ``ls`` and a ``cat`` of several targets. Every answer is kept as Kafka printed it. The walk needs nothing of ours, so it can run
 in the background beside a history being written (kafka_peer.fixtures.after_history).
 
 Our side (``our_transcript``): the same command lines through metashell's shell on the same file.
@@ -20,7 +20,8 @@ The answers must be the same characters, but for what docs/shell.md lists as our
 And for a Kafka release older than 4.3 (``OLDER_SHELL``), what that release prints otherwise
 (``expected_of_older``), exactly: it lists ``/image/features/zkMigrationState`` (and opens
 nothing there), keeps every config (4.3 drops those its version does not define:
-metashell.tree.kafka_shell_configs), and its BrokerRegistration has no ``cordonedDirectories``.
+metashell.tree.kafka_shell_configs), its BrokerRegistration has no ``cordonedDirectories``, and
+its StandardAcl, a class then (a record since), prints ``StandardAcl(...)``, not ``StandardAcl[...]``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ OLDER_SHELL = (4, 3)  # releases before this one print what expected_of_older sa
 _KAFKA_NOT_FOUND = re.compile(r"(?:ls|cat|find|tree): (.*): [Nn]o such file or directory\.")
 _OUR_NOT_FOUND = re.compile(r"metashell: (?:ls|cat|find|tree): (.*): no such node")
 _CORDONED = re.compile(r"^(\s*BrokerRegistration\(.*), cordonedDirectories=null\)$", re.MULTILINE)
+_RECORD_ACL = re.compile(r"^(\s*)StandardAcl\[(.*)\]$", re.MULTILINE)
 
 Answers = dict[str, str]  # command line -> what it printed (every line with its end)
 
@@ -76,7 +78,14 @@ def walk_commands(ask) -> Answers:
                 continue  # the empty name opens nothing (nor would the parent's path it spells)
             for command in ("find", "tree"):
                 answers[f"{command} {word}"] = ask(f"{command} {word}")
+    for command in SEVERAL_TARGETS:
+        answers[command] = ask(command)
     return answers
+
+
+# a file and directories (an empty one among them, often), and several files: each command's own form
+SEVERAL_TARGETS = ("ls /image/producerIds/nextProducerId /image/cluster /image/delegationToken /image/acls",
+                   "cat /image/features/metadataVersion /image/producerIds/nextProducerId")
 
 
 def kafka_transcript(dist, path: Path, scratch: Path) -> Answers:
@@ -108,11 +117,12 @@ def every_config_shown() -> Iterator[None]:
         yield
 
 
-def our_transcript(source: Source, commands: list[str], older: bool = False) -> tuple[Answers, dict[str, str]]:
-    """Our answers to ``commands`` on ``source`` (secrets shown, as Kafka's shell shows them), and
-    our quota entity names with the names Kafka gives those entities."""
+def our_transcript(source: Source, commands: list[str], older: bool = False,
+                   offset: int | None = None) -> tuple[Answers, dict[str, str]]:
+    """Our answers to ``commands`` on ``source`` (at ``offset``, for a log directory; secrets shown,
+    as Kafka's shell shows them), and our quota entity names with the names Kafka gives them."""
     session = Session(source, show_secrets=True)
-    session.load()
+    session.load(offset=offset)
     quota_names = {quota_node_name(e): kafka_quota_entity_name(e) for e in session.image.client_quotas}
     answers: Answers = {}
     with every_config_shown() if older else _nothing():
@@ -152,7 +162,7 @@ def expected_of_older(command: str, answer: str) -> str:
     """What a Kafka release before 4.3 prints where ours prints ``answer`` (the newest's form)."""
     if command == "ls /image/features":
         return "".join(f"{n}\n" for n in sorted([*_lines(answer), "zkMigrationState"], key=java_order))
-    return _CORDONED.sub(r"\1)", answer)
+    return _RECORD_ACL.sub(r"\1StandardAcl(\2)", _CORDONED.sub(r"\1)", answer))
 
 
 def same_meaning(kafka: str, ours: str) -> bool:
@@ -170,8 +180,13 @@ class Comparison:
 
 
 LEAF_KINDS = {"broker": "BrokerRegistration(", "controller": "ControllerRegistration(",
-              "partition": "PartitionRegistration(", "acl": "StandardAcl[", "scram": "ScramCredentialData(",
+              "partition": "PartitionRegistration(", "acl": "StandardAcl", "scram": "ScramCredentialData(",
               "token": "DelegationTokenData", "metadata version": "Optional["}
+# the rarer states a leaf can show, counted so that a coverage check can ask for them
+NOTABLE = {"partition with ELR": re.compile(r"PartitionRegistration\(.*(elr|lastKnownElr)=\[\d"),
+           "partition being reassigned": re.compile(r"PartitionRegistration\(.*(adding|removing)Replicas=\[\d"),
+           "fenced broker": re.compile(r"BrokerRegistration\(.*, fenced=true"),
+           "broker shutting down": re.compile(r"BrokerRegistration\(.*inControlledShutdown=true")}
 
 
 def compare(label: str, kafka: Answers, ours: Answers, quota_names: dict[str, str], older: bool,
@@ -195,6 +210,8 @@ def compare(label: str, kafka: Answers, ours: Answers, quota_names: dict[str, st
                 comparison.compared["line"] += 1
                 for kind, mark in LEAF_KINDS.items():
                     comparison.compared[kind] += mark in line
+                for state, pattern in NOTABLE.items():
+                    comparison.compared[state] += bool(pattern.search(line))
                 comparison.compared["config"] += command.startswith("tree '/image/configs/") and not line.endswith(":")
                 comparison.compared["quota"] += command.startswith("tree '/image/clientQuotas/") \
                     and not line.endswith(":")
