@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from metashell.tree.nodes import has_glob, render, render_json, walk
-from metashell.shell import kafka_form
+from metashell.shell.kafka_form import cat_lines, ls_lines, tree_lines, under_image
 from metashell.shell.registry import COMMANDS, ArgParser, ExitShell, ShellError, command
 from metashell.shell.session import Session
 
@@ -54,8 +54,8 @@ ls [-l] [PATH...]
 """, lambda p: (p.add_argument("-l", dest="long", action="store_true"), p.add_argument("paths", nargs="*")))
 def _ls(session: Session, args: argparse.Namespace) -> int:
     targets = [path for pattern in (args.paths or ["."]) for path in session.paths(pattern)]
-    if not args.long and kafka_form.under_image(targets):
-        for line in kafka_form.ls_lines([(path, session.node(path)) for path in targets]):
+    if not args.long and under_image(targets):
+        for line in ls_lines([(path, session.node(path)) for path in targets]):
             session.out(line)
         return 0
     for index, path in enumerate(targets):
@@ -102,8 +102,8 @@ def _cat(session: Session, args: argparse.Namespace) -> int:
         one = len(args.paths) == 1 and not has_glob(args.paths[0])
         session.out(render_json(values[paths[0]] if one else values))
         return 0
-    if kafka_form.under_image(paths):
-        for text in kafka_form.cat_lines(_file(session, path) for path in paths):
+    if under_image(paths):
+        for text in cat_lines(_file(session, path) for path in paths):
             session.out(text)
         return 0
     for index, path in enumerate(paths):
@@ -155,9 +155,9 @@ tree [PATH] [-d DEPTH]
 """, lambda p: (p.add_argument("path", nargs="?", default="."), p.add_argument("-d", "--depth", type=int, default=2)))
 def _tree(session: Session, args: argparse.Namespace) -> int:
     bases = session.paths(args.path)
-    if kafka_form.under_image(bases):
+    if under_image(bases):
         for base in bases:
-            kafka_form.tree_lines(session.node(base), session.out)
+            tree_lines(session.node(base), session.out)
         return 0
     for base in bases:
         session.out(base)
