@@ -116,3 +116,16 @@ def write_edge_log(log_dir: Path) -> Path:
         log.append(records[:20], epoch=3, timestamp_ms=1739082759312)
         log.append(records[20:], epoch=4, timestamp_ms=1739082760000)
     return log_dir / "__cluster_metadata-0" / "00000000000000000000.log"
+
+
+def cordoned_records() -> list:
+    """Brokers that cordoned log directories (KIP-1066: RegisterBrokerRecord v4, which Kafka 4.3
+    reads and 4.1 does not): some out of Uuid order, and none (an empty list, not null)."""
+    def broker(broker_id: int, cordoned: tuple[uuid.UUID, ...]) -> m.RegisterBrokerRecordV4:
+        return m.RegisterBrokerRecordV4(
+            broker_id=i32(broker_id), is_migrating_zk_broker=False, incarnation_id=uuid.UUID(int=broker_id),
+            broker_epoch=i64(7), end_points=(m.RegisterBrokerRecordV4BrokerEndpoint(
+                name="PLAINTEXT", host="b", port=u16(9092), security_protocol=i16(0)),), features=(), rack=None,
+            fenced=False, in_controlled_shutdown=False, log_dirs=(LOW_DIR, HIGH_DIR), cordoned_log_dirs=cordoned)
+    return [m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(30)),  # 4.3-IV0
+            broker(1, (LOW_DIR, HIGH_DIR)), broker(2, ())]
