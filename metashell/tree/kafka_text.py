@@ -5,8 +5,10 @@ The forms are facts read off Kafka 4.3.1 (its classes' string templates and its 
 classes): ``BrokerRegistration(id=1, ...)`` with its listeners and features sorted by name and
 its directories by Kafka's Uuid order; the records' ``StandardAcl[...]``; ``VersionRange``'s
 ``1``, ``1+`` or ``1-20``; Java's ``Optional``, ``Arrays.toString`` and ``Double.toString``;
-the provenance's ISO zoned time. Kafka 4.1 prints the same but for a broker's
-``cordonedDirectories`` (KIP-1066, new in 4.3); docs/shell.md lists what differs between releases.
+the provenance's ISO zoned time. Kafka 4.4.0's classes print the same (its shell is not on
+Maven Central yet); Kafka 4.1 prints the same but for a broker's ``cordonedDirectories``
+(KIP-1066, new in 4.3) and ``StandardAcl(...)`` (a record since); docs/shell.md lists what
+differs between releases.
 
 Names sort as Java's ``String.compareTo`` sorts them (by UTF-16 code unit), which is how Kafka's
 shell orders ``ls``, ``find`` and ``tree``: ``10`` before ``2``, capitals before lower case.
