@@ -76,9 +76,8 @@ def load_file(path: Path) -> tuple[MetadataImage, LoadInfo]:
 
 
 def _starts_with_snapshot_header(path: Path) -> bool:
-    for entries in entries_by_batch(path, None, True):
-        return bool(entries) and entries[0].record.type_name == "SNAPSHOT_HEADER"
-    return False
+    first = next(iter(read_file(path, snapshot=False)), None)  # the first batch decoded, no more
+    return first is not None and first.record.type_name == "SNAPSHOT_HEADER"
 
 
 def image_of_snapshot(entries: Iterable[LogEntry], snapshot_id: SnapshotId | None) -> tuple[MetadataImage, int]:
