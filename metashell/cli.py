@@ -322,8 +322,18 @@ def _dashboard(source: Source, args, err: Callable[[str], None],
     from engine.common.heap import settle_heap
 
     settle_heap()
-    DashboardApp(history, offset=offset).run()
-    return 0
+    return _run_dashboard(DashboardApp(history, offset=offset), err)
+
+
+def _run_dashboard(app, err: Callable[[str], None]) -> int:
+    """Run the app; a crash ends with one line naming the log that holds its traceback, exit 1."""
+    from metashell.dashboard.failure import run_app
+
+    line = run_app(app)
+    if line is None:
+        return 0
+    err(f"metashell: {line}")
+    return 1
 
 
 def _live_dashboard(args, err: Callable[[str], None]) -> int:
@@ -352,10 +362,9 @@ def _live_dashboard(args, err: Callable[[str], None]) -> int:
         from engine.common.heap import settle_heap
 
         settle_heap()
-        DashboardApp(source).run()
+        return _run_dashboard(DashboardApp(source), err)
     finally:
         source.close()
-    return 0
 
 
 def _print_summary(source: Source, offset: int | None, time_ms: int | None, err: Callable[[str], None],

@@ -10,30 +10,58 @@ shared directories.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 # Apache Kafka as the test peer: its jars, nodes, scripted history and their fixtures.
 pytest_plugins = ["kafka_peer.fixtures"]
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-NO_CORPUS = f"real Kafka corpus not found at {CORPUS} (../shared/corpus beside the repo)"
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=NO_CORPUS)
+# The real Kafka metadata directories: ../shared/corpus beside the repository, or where
+# $METASHELL_CORPUS says (test_corpus_required.py points it at nothing).
+CORPUS = Path(os.environ.get("METASHELL_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
+NO_CORPUS = f"real Kafka corpus not found at {CORPUS} (../shared/corpus beside the repo, or $METASHELL_CORPUS)"
+
+
+def corpus_unavailable(why: str = NO_CORPUS) -> NoReturn:
+    """Skip (on a developer's machine) or fail (under CI=true) a test that needs the corpus, as
+    the Kafka tests do (kafka_peer.fixtures.unavailable): CI must prove what the README claims."""
+    from kafka_peer.fixtures import IN_CI  # the plugin's own reading of CI (imported once pytest loaded it)
+
+    if IN_CI:
+        pytest.fail(f"{why}. CI=true requires it.", pytrace=False)
+    pytest.skip(why)
+
+
+def corpus_file(*parts: str) -> Path:
+    """A file or directory of the corpus, or the test skipped (failed under CI) saying it is missing."""
+    path = CORPUS.joinpath(*parts)
+    if not path.exists():
+        corpus_unavailable(NO_CORPUS if not CORPUS.is_dir() else f"{path} is not in the Kafka corpus")
+    return path
 
 
 def corpus_params(paths: list) -> list:
-    """Parameters for a test over corpus files: a single skipped one, saying why, without a corpus."""
+    """Parameters for a test over corpus files, each marked ``corpus``; without a corpus, a single
+    one (None), which ``pytest_runtest_setup`` below skips (fails under CI) saying why."""
     if not CORPUS.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=NO_CORPUS))]
-    return paths
+        return [pytest.param(None, marks=pytest.mark.corpus)]
+    return [pytest.param(path, marks=pytest.mark.corpus) for path in paths]
 
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip(NO_CORPUS)
+        corpus_unavailable()
     return CORPUS
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Every test marked ``corpus`` needs it, whatever else it asks for."""
+    if item.get_closest_marker("corpus") is not None and not CORPUS.is_dir():
+        corpus_unavailable()
 
 
 def tree_digest(directory: Path) -> dict[str, str]:
@@ -101,7 +129,10 @@ def spark(_spark_session):
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the Spark session is slow (a JVM starts for it): out of the fast tier,
-    ``pytest -m "not slow and not kafka"``, whatever file it lives in."""
+    ``pytest -m "not slow and not kafka"``, whatever file it lives in. A test that asks for the
+    corpus is marked ``corpus``, so ``-m "not corpus"`` leaves it out."""
     for item in items:
         if "_spark_session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+        if "corpus" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.corpus)

@@ -148,6 +148,27 @@ def shell_copy(path: Path, into: Path) -> Path:
     return copy
 
 
+def log_until(metadata_dir: Path, end_offset: int, into: Path) -> Path:
+    """A node's segments from offset 0 as one file (Kafka's shell reads one file), cut before
+    ``end_offset`` (a high watermark: what every voter holds the same). The batches past it may
+    differ from node to node, or be torn in a node killed mid-write, and are never read."""
+    segments = sorted(metadata_dir.glob("*.log"))
+    assert segments and segments[0].name == f"{0:020d}.log", f"{metadata_dir}: the log does not start at 0"
+    whole = into / "whole.log"
+    into.mkdir(parents=True, exist_ok=True)
+    whole.write_bytes(b"".join(s.read_bytes() for s in segments))
+    end = 0
+    for pos, header in read_batch_headers(whole):
+        if header.base_offset >= end_offset:
+            break
+        assert header.last_offset < end_offset, f"{metadata_dir}: a batch across offset {end_offset}"
+        end = pos + header.size_bytes
+    cut = into / segments[0].name
+    cut.write_bytes(whole.read_bytes()[:end])
+    whole.unlink()
+    return cut
+
+
 def provenance_of(text: str) -> tuple[int, int, int]:
     match = re.fullmatch(r"offset (-?\d+), epoch (-?\d+), time (\S+?)(\[UTC\])?", text.strip())
     assert match, f"kafka-metadata-shell's provenance unreadable: {text!r}"

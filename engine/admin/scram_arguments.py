@@ -108,7 +108,10 @@ def _record(mechanism: str, config: str) -> m.UserScramCredentialRecordV0:
     if salted is not None:
         stored_key, server_key = scram_keys(code, salted)
     else:
-        credential = scram_credential(mechanism, password, salt=salt, iterations=iterations)
+        try:
+            credential = scram_credential(mechanism, password, salt=salt, iterations=iterations)
+        except ValueError as err:  # an empty password: Kafka's ScramFormatter cannot key an HMAC with it
+            raise ConfigError(f"{err} for add-scram using {mechanism.replace('-', '_')}") from None
         stored_key, server_key = credential.stored_key, credential.server_key
     return m.UserScramCredentialRecordV0(name=name, mechanism=i8(code), salt=salt, stored_key=stored_key,
                                          server_key=server_key, iterations=i32(iterations))

@@ -28,7 +28,8 @@ from engine.common.config_resource import (BROKER_DEFAULT, ConfigResource, Confi
 from engine.controller import config_defs as defs
 from engine.controller.config_defs import ConfigKey, ConfigValueError
 from engine.controller.controller_config import ControllerConfig
-from engine.controller.controller_result import MINIMUM_KRAFT_LEVEL, Command, ControllerContext, ControllerResult
+from engine.controller.controller_result import (MINIMUM_KRAFT_LEVEL, ApiError, Command, ControllerContext,
+                                                 ControllerResult)
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_version import record_versions
 from engine.records import metadata_records as m
@@ -129,6 +130,23 @@ def _existence_error(ctx: ControllerContext, resource_type: int, name: str) -> E
         if node not in ctx.image.cluster.brokers and node not in controller_ids(ctx):
             return ErrorCode.broker_id_not_registered, f"No node with id {node} found."
     return None
+
+
+def effective_min_isr(topic_name: str, value: str | None, default: int) -> int:
+    """The min.insync.replicas a partition change uses, read as Kafka's controller reads it
+    (ReplicationControlManager.getTopicEffectiveMinIsr: Integer.parseInt of the effective value;
+    ``default``, the node's static setting, when no level sets one). CreateTopics and
+    IncrementalAlterConfigs refuse a value that is not a number (INVALID_CONFIG), but the log
+    can still hold one Integer.parseInt refuses (" 2" passes ConfigDef, which trims; a record
+    from another writer): then the operation fails whole, UNKNOWN_SERVER_ERROR as Kafka's
+    (a NumberFormatException there), instead of taking some default silently."""
+    if value is None:
+        return default
+    parsed = defs.java_int(value)
+    if parsed is None:
+        raise ApiError(ErrorCode.unknown_server_error,
+                       f"min.insync.replicas for topic {topic_name} is not an integer: {value!r}")
+    return parsed
 
 
 def controller_ids(ctx: ControllerContext) -> set[int]:

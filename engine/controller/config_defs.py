@@ -218,6 +218,15 @@ _DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0
 _REPLICA = re.compile(r"[0-9]+:[0-9]+")
 
 
+def java_int(text: str) -> int | None:
+    """``text`` as Java's Integer.parseInt reads it: a sign and digits, nothing around them (no
+    trimming, unlike ConfigDef), within an int; None where it throws NumberFormatException."""
+    if not _INTEGER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -_INT_BOUNDS["INT"] <= value < _INT_BOUNDS["INT"] else None
+
+
 def _invalid(key: ConfigKey, value: Any, why: str) -> ConfigValueError:
     return ConfigValueError(f"Invalid value {value} for configuration {key.name}: {why}")
 

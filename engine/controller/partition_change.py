@@ -1,9 +1,12 @@
 """One partition's next state: the PartitionChangeRecord that moves it there, or None.
 
-Kafka 4.1's PartitionChangeBuilder, as rules (the code is ours):
+Kafka's PartitionChangeBuilder (4.1 to 4.4), as rules (the code is ours):
 
-1. A reassignment completes when the target ISR holds every target replica (after dropping
-   the replicas being removed): replicas and ISR shrink to the target, adding/removing clear.
+1. A reassignment completes when the target ISR, less the replicas being removed, holds every
+   adding replica, and every target replica too when fewer are added than removed (so that
+   completing never shrinks the ISR): replicas and ISR become the target's, adding/removing
+   clear. (Kafka 4.3's rule, KAFKA-19975; 4.1 waited for every target replica, so one
+   unhealthy replica kept in place blocked the reassignment.)
 2. ELR (KIP-966), when on: an ISR of at least min ISR clears ELR and last-known ELR; a smaller
    one gathers into ELR every old ISR member (and old ELR member) that is not in the target
    ISR and did not shut down uncleanly.
@@ -11,8 +14,9 @@ Kafka 4.1's PartitionChangeBuilder, as rules (the code is ours):
    is acceptable (the caller's test: unfenced, not in controlled shutdown, directory online).
    A leader from ELR gets ISR [leader]. Failing that, the last known leader (ISR and ELR empty,
    last-known ELR of one, and acceptable: 4.0 skipped that test, 4.1 has it) is elected
-   uncleanly. Failing that, an UNCLEAN election takes any acceptable replica. An unclean
-   election sets ISR [leader] and RECOVERING, and clears ELR and last-known ELR.
+   uncleanly. Failing that, an UNCLEAN election takes the first acceptable replica in assignment
+   order (not a random one, nor the one with the most data). An unclean election sets ISR
+   [leader] and RECOVERING, and clears ELR and last-known ELR.
 4. The leader epoch moves when the leader changes (the record names a leader), when the
    replicas lose a member, and (before 3.6-IV0) when the ISR loses a member.
 5. The ISR may be written empty only with ELR on. With ELR on, a partition that loses its
@@ -31,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from engine.common.config_resource import BROKER_DEFAULT, broker_resource, topic_resource
 from engine.common.directory_id import LOST, MIGRATING, UNASSIGNED
+from engine.controller.config_control import effective_min_isr
 from engine.controller.controller_result import ControllerContext
 from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.image.metadata_version import RecordVersions
@@ -46,7 +51,7 @@ ELR_FEATURE = "eligible.leader.replicas.version"
 class Election(enum.Enum):
     PREFERRED = "preferred"  # the first replica if it can lead, else keep the leader, else any valid one
     ONLINE = "online"  # keep the leader if valid, else any valid one (ISR, or ELR when the ISR is empty)
-    UNCLEAN = "unclean"  # ONLINE, else any acceptable replica (data may be lost)
+    UNCLEAN = "unclean"  # ONLINE, else the first acceptable replica in assignment order (data may be lost)
 
 
 def build_partition_change(
@@ -135,7 +140,9 @@ class _Change:
             replicas = [r for r in self.replicas if r not in self.removing]
             if not isr or not replicas:
                 return
-        if not set(replicas) <= set(isr):
+        if not set(self.adding) <= set(isr):
+            return
+        if len(self.adding) < len(self.removing) and not set(replicas) <= set(isr):
             return
         self.isr, self.replicas, self.removing, self.adding = isr, replicas, [], []
 
@@ -316,8 +323,9 @@ def topic_config(ctx: ControllerContext, topic_name: str, key: str) -> str | Non
 
 
 def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
-    """Kafka's random unclean election: off while the KIP-966 unclean recovery manager is on
-    (engine/controller/unclean_recovery.py elects the replica with the most data instead)."""
+    """Kafka's unclean election (the first acceptable replica of the assignment): off while the
+    KIP-966 unclean recovery manager is on (engine/controller/unclean_recovery.py elects the
+    replica with the most data instead)."""
     if ctx.config.unclean_recovery_manager_enabled:
         return False
     value = topic_config(ctx, topic_name, "unclean.leader.election.enable")
@@ -329,7 +337,7 @@ def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
 def topic_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
     """min(min.insync.replicas, the replication factor of partition 0), as Kafka takes it."""
     value = topic_config(ctx, topic.name, "min.insync.replicas")
-    configured = int(value) if value is not None and value.strip().lstrip("-").isdigit() else ctx.config.min_insync_replicas
+    configured = effective_min_isr(topic.name, value, ctx.config.min_insync_replicas)
     first = topic.partitions.get(0) or next(iter(topic.partitions.values()), None)
     return configured if first is None else min(configured, len(first.replicas))
 

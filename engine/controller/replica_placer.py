@@ -15,7 +15,14 @@ Random in jshell), written here in our own form:
 - After as many partitions as there are unfenced brokers, the rack order and each rack's
   brokers are shuffled, so the same sets are not repeated (not with a single unfenced broker).
 - Refusals, in this order: a replication factor ≤ 0; no unfenced broker; more replicas than
-  usable brokers. Exact equality with Java's random draws is not sought (different generators).
+  usable brokers.
+
+The draws are java.util.Random's (engine.common.java_random), made in Kafka's order: each rack's
+fenced then unfenced start offset, racks in the order Java's HashMap of rack names walks them,
+then the rack offset; a reshuffle shuffles the rack names, then each rack (HashMap order again),
+fenced then unfenced. So with a seed, the placements are Kafka's own, broker for broker
+(tests/differential/test_diff_replica_placer.py asks Kafka's StripedReplicaPlacer). Given a
+Python random.Random instead (a controller's), the placer seeds a Java generator from it.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
+from engine.common.java_random import JavaRandom, hash_map_order
 from engine.image.metadata_image import BrokerRegistration, MetadataImage
 
 
@@ -38,9 +46,18 @@ class UsableBroker(NamedTuple):
 
 
 def usable_brokers(image: MetadataImage) -> list[UsableBroker]:
-    """The brokers a replica may be placed on: registered and not in controlled shutdown."""
+    """The brokers a replica may be placed on: registered, not in controlled shutdown, and (Kafka
+    4.3+, KIP-1066) with a log directory not cordoned."""
     return [UsableBroker(b.id, b.rack, b.fenced) for _, b in sorted(image.cluster.brokers.items())
-            if not b.in_controlled_shutdown]
+            if not b.in_controlled_shutdown and has_uncordoned_dirs(b)]
+
+
+def has_uncordoned_dirs(broker: BrokerRegistration) -> bool:
+    """Kafka's BrokerRegistration.hasUncordonedDirs: no directories or no cordoned list count as
+    having room; else some directory must be left out of the cordoned ones."""
+    if not broker.directories or broker.cordoned_directories is None:
+        return True
+    return bool(set(broker.directories) - set(broker.cordoned_directories))
 
 
 def is_active(broker: BrokerRegistration | None) -> bool:
@@ -57,10 +74,10 @@ class _Brokers:
     offset: int = 0
     epoch: int = 0
 
-    def start(self, rng: random.Random) -> None:
+    def start(self, rng: JavaRandom) -> None:
         if self.ids:
             self.ids.sort()
-            self.offset = rng.randrange(len(self.ids))
+            self.offset = rng.next_int(len(self.ids))
 
     def next(self, epoch: int) -> int:
         """The next broker for the partition of ``epoch``, or -1 when all were given to it."""
@@ -86,10 +103,14 @@ class _Rack:
         return broker if broker >= 0 else self.fenced.next(epoch)
 
 
+def _java_order(name: str | None) -> tuple[bool, bytes]:
+    return name is not None, (name or "").encode("utf-16-be", "surrogatepass")
+
+
 class _Racks:
     """The state of one placement call: racks by name, a rack offset and the partition epoch."""
 
-    def __init__(self, rng: random.Random, brokers: Iterable[UsableBroker]):
+    def __init__(self, rng: JavaRandom, brokers: Iterable[UsableBroker]):
         self.rng = rng
         self.racks: dict[str | None, _Rack] = {}
         self.total = self.unfenced = 0
@@ -98,23 +119,29 @@ class _Racks:
             (rack.fenced if broker.fenced else rack.unfenced).ids.append(broker.id)
             self.total += 1
             self.unfenced += 0 if broker.fenced else 1
-        for rack in self.racks.values():
-            rack.fenced.start(rng)
-            rack.unfenced.start(rng)
-        # no rack sorts first, as Kafka's OptionalStringComparator orders an empty Optional
-        self.names: list[str | None] = sorted(self.racks, key=lambda name: (name is not None, name or ""))
-        self.offset = rng.randrange(len(self.names)) if self.names else 0
+        # Kafka walks its HashMap of racks to draw each rack's offsets: the draws land as there
+        self.hash_order = hash_map_order(self.racks)
+        for name in self.hash_order:
+            self.racks[name].fenced.start(rng)
+            self.racks[name].unfenced.start(rng)
+        # no rack sorts first, as Kafka's OptionalStringComparator orders an empty Optional; names
+        # by String.compareTo, UTF-16 unit by unit (a character past U+FFFF sorts below U+E000)
+        self.names: list[str | None] = sorted(self.racks, key=_java_order)
+        self.offset = rng.next_int(len(self.names)) if self.names else 0
         self.epoch = 0
 
-    def check(self, replication_factor: int) -> None:
+    def check(self, replication_factor: int, cordoning: bool) -> None:
         if replication_factor <= 0:
             raise PlacementError(f"Invalid replication factor {replication_factor}: "
                                  "the replication factor must be positive.")
         if self.unfenced == 0:
-            raise PlacementError("All brokers are currently fenced.")
+            raise PlacementError("All brokers are currently fenced, or have all their log directories cordoned."
+                                 if cordoning else "All brokers are currently fenced.")
         if replication_factor > self.total:
+            # Kafka 4.3 (KIP-1066) names the other reason a broker may be missing
+            also = " or some brokers have all their log directories cordoned" if cordoning else ""
             raise PlacementError(f"The target replication factor of {replication_factor} cannot be "
-                                 f"reached because only {self.total} broker(s) are registered.")
+                                 f"reached because only {self.total} broker(s) are registered{also}.")
 
     def place(self, replication_factor: int) -> list[int]:
         if self.epoch == self.unfenced and self.unfenced > 1:
@@ -145,15 +172,19 @@ class _Racks:
 
     def _shuffle(self) -> None:
         self.rng.shuffle(self.names)
-        for rack in self.racks.values():
-            self.rng.shuffle(rack.fenced.ids)
-            self.rng.shuffle(rack.unfenced.ids)
+        for name in self.hash_order:
+            self.rng.shuffle(self.racks[name].fenced.ids)
+            self.rng.shuffle(self.racks[name].unfenced.ids)
 
 
-def place(rng: random.Random, brokers: Iterable[UsableBroker], partitions: int,
-          replication_factor: int) -> list[list[int]]:
+def place(rng: JavaRandom | random.Random, brokers: Iterable[UsableBroker], partitions: int,
+          replication_factor: int, *, cordoning: bool = False) -> list[list[int]]:
     """Replica lists, leader first, for ``partitions`` new partitions; PlacementError (Kafka's
-    message) when they cannot be made."""
+    message: 4.3's with ``cordoning``, else 4.1's) when they cannot be made. ``brokers`` in the
+    order Kafka's cluster would offer them (it decides only the order of racks whose hashes
+    share a HashMap bucket)."""
+    if not isinstance(rng, JavaRandom):
+        rng = JavaRandom(rng.getrandbits(64))
     racks = _Racks(rng, brokers)
-    racks.check(replication_factor)
+    racks.check(replication_factor, cordoning)
     return [racks.place(replication_factor) for _ in range(partitions)]

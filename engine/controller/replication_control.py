@@ -55,14 +55,15 @@ def unclean_shutdown_changes(ctx: ControllerContext, broker_id: int) -> list:
     when fenced (Kafka 4.1's handleBrokerShutdown)."""
     if not elr_enabled(ctx):
         return clean_shutdown_changes(ctx, broker_id)
-    partitions = _in_isr_or_elr(ctx.image, broker_id)
-    return leader_and_isr_updates(ctx, partitions, unclean_shutdown=broker_id)
+    return (leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), unclean_shutdown=broker_id)
+            + leader_and_isr_updates(ctx, _in_elr(ctx.image, broker_id), unclean_shutdown=broker_id))
 
 
 def unregister_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
     """UnregisterBroker: Kafka treats the broker as removed for the partitions whose ISR or ELR
     holds it: out of the ISRs; ELR keeps it (Kafka 4.1 does not take it out there)."""
-    return leader_and_isr_updates(ctx, _in_isr_or_elr(ctx.image, broker_id), removed=broker_id)
+    return (leader_and_isr_updates(ctx, _in_isr(ctx.image, broker_id), removed=broker_id)
+            + leader_and_isr_updates(ctx, _in_elr(ctx.image, broker_id), removed=broker_id))
 
 
 def unfence_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
@@ -70,9 +71,12 @@ def unfence_broker_changes(ctx: ControllerContext, broker_id: int) -> list:
     return leader_and_isr_updates(ctx, topic_index.leaderless_partitions(ctx.image), added=broker_id)
 
 
-# Through the per-topic index: a broker's partitions without a scan of every partition.
+# Through the per-topic index: a broker's partitions without a scan of every partition. Kafka
+# visits the ISR partitions, then the ELR ones (two passes of generateLeaderAndIsrUpdates over
+# BrokersToIsrs, then BrokersToElrs), each from the image as it stands: the records follow
+# that order, not one pass over both.
 _in_isr = topic_index.partitions_in_isr
-_in_isr_or_elr = topic_index.partitions_in_isr_or_elr
+_in_elr = topic_index.partitions_in_elr
 
 
 def leader_and_isr_updates(ctx: ControllerContext, partitions: Any, *, removed: int = NO_LEADER,
@@ -173,7 +177,9 @@ def _alter_partition_error(ctx: ControllerContext, broker_id: int, p: PartitionR
         return ErrorCode.invalid_request
     recovery = data.leader_recovery_state
     if recovery not in (LEADER_RECOVERY_RECOVERED, LEADER_RECOVERY_RECOVERING):
-        return ErrorCode.invalid_request
+        # Kafka's LeaderRecoveryState.of throws here (IllegalArgumentException): the whole request
+        # fails, UNKNOWN_SERVER_ERROR, and no partition of it is changed
+        raise ApiError(ErrorCode.unknown_server_error, f"Value {recovery} is not a valid leader recovery state")
     if recovery == LEADER_RECOVERY_RECOVERING and len(new_isr) > 1:
         return ErrorCode.invalid_request  # a recovering leader is alone in its ISR
     if p.leader_recovery_state == LEADER_RECOVERY_RECOVERED and recovery == LEADER_RECOVERY_RECOVERING:

@@ -26,6 +26,8 @@ replayed could allow what a later record denies, or deny a broker for good what 
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -103,6 +105,53 @@ def _applies_to(acl: Any, resource_type: int, resource_name: str) -> bool:
     return False
 
 
+_IPV4 = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})", re.ASCII)  # Java's \d: ASCII
+_IPV4_CIDR = re.compile(_IPV4.pattern + r"/(\d{1,2})", re.ASCII)
+_PREFIX = re.compile(r"[+-]?\d+")  # Integer.parseInt's
+
+
+def _ipv4(text: str, pattern: re.Pattern[str] = _IPV4) -> tuple[int, ...] | None:
+    match = pattern.fullmatch(text)
+    if match is None or any(int(octet) > 255 for octet in match.groups()[:4]):
+        return None
+    return tuple(int(part) for part in match.groups())
+
+
+def _ipv6(text: str) -> int | None:
+    """An IPv6 address as Java's InetAddress.getByName reads one, as an int; None for anything
+    else, an IPv4-mapped address included (Java makes that an Inet4Address)."""
+    try:
+        address = ipaddress.IPv6Address(text)
+    except ValueError:
+        return None
+    return None if address.ipv4_mapped is not None else int(address)
+
+
+def cidr_contains(cidr: str, host: str) -> bool:
+    """Kafka 4.4's CidrUtils.isInRange(host, cidr): whether an ACL host written as a
+    CIDR block covers the client's address; false for whatever does not parse. IPv4 as Apache
+    commons-net's SubnetUtils reads it with the network and broadcast addresses included
+    (leading zeros allowed; 0.0.0.0 is in no range), IPv6 when the block's text has a ':'."""
+    if "/" not in cidr:
+        return False
+    if ":" in cidr:
+        address_text, _, bits_text = cidr.partition("/")
+        network, address = _ipv6(address_text), _ipv6(host)
+        if network is None or address is None or not _PREFIX.fullmatch(bits_text):
+            return False
+        bits = int(bits_text)
+        if not 0 <= bits <= 128:
+            return False
+        mask = ((1 << 128) - 1) ^ ((1 << (128 - bits)) - 1)
+        return network & mask == address & mask
+    block, address_parts = _ipv4(cidr, _IPV4_CIDR), _ipv4(host)
+    if block is None or address_parts is None or block[4] > 32:
+        return False
+    network, address = (int.from_bytes(bytes(parts[:4]), "big") for parts in (block, address_parts))
+    mask = (0xFFFFFFFF << (32 - block[4])) & 0xFFFFFFFF
+    return address != 0 and network & mask == address & mask
+
+
 def _operation_matches(acl: Any, operation: int) -> bool:
     if acl.operation == ALL or acl.operation == operation:
         return True
@@ -116,10 +165,12 @@ def _operation_matches(acl: Any, operation: int) -> bool:
 
 
 def authorize(acls: Iterable[Any], config: AuthorizerConfig, principal: str, host: str, operation: int,
-              resource_type: int, resource_name: str) -> bool:
+              resource_type: int, resource_name: str, *, cidr: bool = False) -> bool:
     """Whether ``principal`` ("User:alice") from ``host`` (an IP address) may do ``operation`` on
     the resource; ``acls`` are StandardAcl bindings (a MetadataImage's ``acls.values()``).
-    Without an authorizer configured, everything is allowed."""
+    Without an authorizer configured, everything is allowed. With ``cidr`` an ACL host may be a
+    CIDR block, as Kafka 4.4's authorizer reads them (cidr_contains); before 4.4 such a host is
+    a string like any other, matching no address."""
     if not config.enabled or principal in config.super_users:
         return True
     applies = allowed = False
@@ -129,7 +180,7 @@ def authorize(acls: Iterable[Any], config: AuthorizerConfig, principal: str, hos
         applies = True
         if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
             continue
-        if acl.host != WILDCARD and acl.host != host:
+        if acl.host != WILDCARD and acl.host != host and not (cidr and cidr_contains(acl.host, host)):
             continue
         if not _operation_matches(acl, operation):
             continue

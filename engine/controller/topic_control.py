@@ -245,7 +245,8 @@ def _create_topic(ctx: ControllerContext, topic: Any, used_ids: set[uuid.UUID]) 
         count = ctx.config.num_partitions if topic.num_partitions == -1 else int(topic.num_partitions)
         factor = ctx.config.default_replication_factor if topic.replication_factor == -1 else int(topic.replication_factor)
         try:
-            placed = place(_rng(ctx), usable_brokers(image), count, factor)
+            placed = place(_rng(ctx), usable_brokers(image), count, factor,
+                           cordoning=ctx.versions.cordoned_log_dirs)
         except PlacementError as e:
             raise _unable(factor, str(e)) from None
         for partition_id, replicas in enumerate(placed):
@@ -436,7 +437,8 @@ def _add_partitions(ctx: ControllerContext, t: Any) -> list[Any]:
                                "controlled shutdown.")
             placed.append((replicas, isr))
     else:
-        for replicas in place(_rng(ctx), usable_brokers(image), additional, factor):
+        for replicas in place(_rng(ctx), usable_brokers(image), additional, factor,
+                              cordoning=ctx.versions.cordoned_log_dirs):
             isr = _active(image, replicas)
             if not isr:
                 raise _unable(factor, _ALL_FENCED)

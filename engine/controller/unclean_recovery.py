@@ -1,9 +1,9 @@
 """KIP-966's unclean recovery: a leaderless partition gets the replica with the most data.
 
-Kafka's unclean leader election takes any live replica, so it may keep the one with the
-shortest log and truncate everything else. KIP-966 describes an Unclean Recovery Manager
-that Kafka never built: the controller asks the live replicas for their log end and elects
-the one with the most data. This module is that manager's pure part (no sockets, no clock:
+Kafka's unclean leader election takes the first live replica of the assignment (not a
+random one), so it may keep the one with the shortest log and truncate everything else.
+KIP-966 describes an Unclean Recovery Manager that Kafka never built: the controller asks the
+live replicas for their log end and elects the one with the most data. This module is that manager's pure part (no sockets, no clock:
 time is ``ctx.now_ms``); ``engine.server.unclean_recovery_queries`` asks the brokers.
 
 When a partition needs recovery
@@ -140,7 +140,7 @@ def recovery_strategy(ctx: ControllerContext, topic_name: str) -> str:
     if ctx.config.unclean_recovery_strategy:
         return ctx.config.unclean_recovery_strategy
     # KIP-966's conversion of the intent-based setting; read here, not through partition_change's
-    # unclean_election_enabled, which stops meaning "elect at random" once recovery replaces it
+    # unclean_election_enabled, which stops meaning "elect the first live replica" once recovery replaces it
     value = topic_config(ctx, topic_name, "unclean.leader.election.enable")
     unclean = ctx.config.unclean_leader_election_enable if value is None else value.strip().lower() == "true"
     return PROACTIVE if unclean else BALANCED

@@ -36,7 +36,7 @@ class BrokerRegistration(NamedTuple):
     fenced: bool
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool = False
-    directories: tuple[uuid.UUID | None, ...] = ()
+    directories: tuple[uuid.UUID | None, ...] = ()  # in Kafka's order: see ``directory_order``
     # log directories cordoned (KIP-1066, Kafka 4.3+): no new replica is placed on them.
     # None until the broker or controller says (a record before v4 of RegisterBrokerRecord).
     cordoned_directories: tuple[uuid.UUID | None, ...] | None = None
@@ -48,7 +48,7 @@ class BrokerRegistration(NamedTuple):
         return cls(record.broker_id, record.broker_epoch, record.incarnation_id, endpoints(record.end_points),
                    feature_ranges(record.features), record.rack, record.fenced,
                    getattr(record, "in_controlled_shutdown", False), getattr(record, "is_migrating_zk_broker", False),
-                   tuple(getattr(record, "log_dirs", ())), None if cordoned is None else tuple(cordoned))
+                   directory_order(getattr(record, "log_dirs", ())), None if cordoned is None else tuple(cordoned))
 
     @property
     def state(self) -> str:
@@ -72,6 +72,19 @@ class ControllerRegistration(NamedTuple):
                    endpoints(record.end_points), feature_ranges(record.features))
 
 
+def directory_order(directories: Any) -> tuple[uuid.UUID | None, ...]:
+    """A broker's log directories as Kafka's BrokerRegistration keeps them, and so writes them
+    back: sorted by Uuid.compareTo, the two halves compared as signed 64-bit numbers (kio's None
+    is the all-zero id). The cordoned ones stay as the record lists them, in Kafka too."""
+    return tuple(sorted(directories, key=_signed_halves))
+
+
+def _signed_halves(directory: uuid.UUID | None) -> tuple[int, int]:
+    value = 0 if directory is None else directory.int
+    most, least = value >> 64, value & (2**64 - 1)
+    return most - (most >> 63 << 64), least - (least >> 63 << 64)
+
+
 def endpoints(items: Any) -> tuple[Endpoint, ...]:
     """By listener name: Kafka keeps them in a map, so their order in a record means nothing."""
     return tuple(sorted(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in items))
@@ -81,4 +94,5 @@ def feature_ranges(items: Any) -> tuple[FeatureRange, ...]:
     return tuple(sorted(FeatureRange(f.name, f.min_supported_version, f.max_supported_version) for f in items))
 
 
-__all__ = ["BrokerRegistration", "ControllerRegistration", "Endpoint", "FeatureRange", "RegisterBrokerRecord"]
+__all__ = ["BrokerRegistration", "ControllerRegistration", "Endpoint", "FeatureRange", "RegisterBrokerRecord",
+           "directory_order"]

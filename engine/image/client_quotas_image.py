@@ -19,14 +19,20 @@ from engine.records import metadata_records as m
 
 class ClientQuotaEntity(tuple):
     """Whom a quota is for: ``(entity type, name)`` pairs (``("user", "alice")``; a None name is the
-    type's default), in the order the record lists them. A tuple, equal to the plain tuple of its
-    pairs: ``image.client_quotas[(("user", "alice"),)]`` finds it."""
+    type's default), sorted by type. A tuple, equal to the plain tuple of its pairs:
+    ``image.client_quotas[(("client-id", "app"), ("user", "alice"))]`` finds it.
+
+    Kafka's ClientQuotaEntity is a map of type to name: the order a record lists the types in
+    means nothing (user then client-id is the entity client-id then user), and a later entry of
+    a type replaces an earlier one. Sorted by type is also the order Kafka's hash map writes the
+    one pair of types it allows together (client-id, then user)."""
 
     __slots__ = ()
 
     @classmethod
     def from_record(cls, entity: Iterable[m.ClientQuotaRecordV0EntityData]) -> "ClientQuotaEntity":
-        return tuple.__new__(cls, tuple((e.entity_type, e.entity_name) for e in entity))
+        by_type = {e.entity_type: e.entity_name for e in entity}
+        return tuple.__new__(cls, tuple(sorted(by_type.items())))
 
     def entries(self) -> dict[str, str | None]:
         """Entity type -> name, as Kafka's ``ClientQuotaEntity.entries()``."""

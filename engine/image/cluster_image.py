@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Union
 
-from engine.image.broker_registration import BrokerRegistration, ControllerRegistration, RegisterBrokerRecord
+from engine.image.broker_registration import (
+    BrokerRegistration, ControllerRegistration, RegisterBrokerRecord, directory_order,
+)
 from engine.image.domain_delta import REMOVED, DomainDelta, ReplayJournal, current, merged
 from engine.image.image_map import EMPTY_MAP
 from engine.records import metadata_records as m
@@ -94,7 +96,7 @@ class ClusterDelta(DomainDelta):
         cordoned = getattr(record, "cordoned_log_dirs", None)
         self._set_broker(record.broker_id, broker, broker._replace(
             fenced=_FENCED.get(record.fenced, broker.fenced), in_controlled_shutdown=shutting_down,
-            directories=tuple(getattr(record, "log_dirs", ())) or broker.directories,
+            directories=directory_order(getattr(record, "log_dirs", ())) or broker.directories,
             cordoned_directories=broker.cordoned_directories if cordoned is None else tuple(cordoned)))
 
     def replay_register_controller(self, record: m.RegisterControllerRecordV0) -> None:

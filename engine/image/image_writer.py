@@ -1,9 +1,11 @@
 """An image as the records of a snapshot (Kafka's MetadataImage.write).
 
 The order is Kafka's: features (metadata.version first), cluster, topics, configs,
-client quotas, producer ids, ACLs, SCRAM credentials, delegation tokens. Record
-versions follow the image's metadata.version as Kafka picks them, so that a node of
-that version can read the snapshot; replaying the records gives the image back.
+client quotas, producer ids, ACLs, SCRAM credentials, delegation tokens (within each, the
+order of Kafka's hash maps is not reproduced: it means nothing). Record versions
+follow the image's metadata.version as Kafka picks them, so that a node of that version
+can read the snapshot; replaying the records gives the image back, but for the ZooKeeper
+migration state of a 3.x log, which Kafka 4 drops as well.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ def _feature_records(image: MetadataImage) -> Iterator[Any]:
     names = sorted(image.features, key=lambda name: (name != "metadata.version", name))
     for name in names:
         yield m.FeatureLevelRecordV0(name=name, feature_level=i16(image.features[name]))
-    if image.features.zk_migration_state is not None:
-        yield m.ZkMigrationStateRecordV0(zk_migration_state=i8(image.features.zk_migration_state))
+    # No ZkMigrationStateRecord, though the image keeps a 3.x log's (to show it): Kafka 4's image
+    # ignores the record and its snapshots never hold one.
 
 
 def _broker_record(broker: Any, level: int) -> Any:

@@ -22,7 +22,7 @@ from engine.image.partition_registration import NO_LEADER
 @dataclass(frozen=True, slots=True)
 class TopicIndex:
     in_isr: Mapping[int, tuple[int, ...]]  # broker id -> partitions whose ISR holds it
-    in_isr_or_elr: Mapping[int, tuple[int, ...]]  # ... whose ISR or ELR holds it (they are disjoint)
+    in_elr: Mapping[int, tuple[int, ...]]  # ... whose ELR holds it (and the ISR does not: they are disjoint)
     leaderless: tuple[int, ...]  # partitions with no leader
     led: Mapping[int, int]  # broker id -> how many partitions it leads
 
@@ -37,22 +37,21 @@ def topic_index(topic: TopicImage) -> TopicIndex:
 
 def _build(topic: TopicImage) -> TopicIndex:
     in_isr: dict[int, list[int]] = {}
-    in_isr_or_elr: dict[int, list[int]] = {}
+    in_elr: dict[int, list[int]] = {}
     leaderless: list[int] = []
     led: dict[int, int] = {}
     for pid, p in topic.partitions.items():
         # dict.fromkeys: a broker named twice (a damaged record) still lists the partition once
         for broker in dict.fromkeys(p.isr):
             in_isr.setdefault(broker, []).append(pid)
-            in_isr_or_elr.setdefault(broker, []).append(pid)
         for broker in dict.fromkeys(p.elr):
-            if broker not in p.isr:
-                in_isr_or_elr.setdefault(broker, []).append(pid)
+            if broker not in p.isr:  # a damaged record naming it in both: visited once, as in the ISR
+                in_elr.setdefault(broker, []).append(pid)
         if p.leader == NO_LEADER:
             leaderless.append(pid)
         else:
             led[p.leader] = led.get(p.leader, 0) + 1
-    return TopicIndex({b: tuple(v) for b, v in in_isr.items()}, {b: tuple(v) for b, v in in_isr_or_elr.items()},
+    return TopicIndex({b: tuple(v) for b, v in in_isr.items()}, {b: tuple(v) for b, v in in_elr.items()},
                       tuple(leaderless), led)
 
 
@@ -62,9 +61,9 @@ def partitions_in_isr(image: MetadataImage, broker_id: int) -> Iterator[tuple[To
             yield topic, pid
 
 
-def partitions_in_isr_or_elr(image: MetadataImage, broker_id: int) -> Iterator[tuple[TopicImage, int]]:
+def partitions_in_elr(image: MetadataImage, broker_id: int) -> Iterator[tuple[TopicImage, int]]:
     for topic in image.topics.by_id.values():
-        for pid in topic_index(topic).in_isr_or_elr.get(broker_id, ()):
+        for pid in topic_index(topic).in_elr.get(broker_id, ()):
             yield topic, pid
 
 
@@ -78,5 +77,5 @@ def partitions_led_by(image: MetadataImage, broker_id: int) -> int:
     return sum(topic_index(topic).led.get(broker_id, 0) for topic in image.topics.by_id.values())
 
 
-__all__ = ["TopicIndex", "leaderless_partitions", "partitions_in_isr", "partitions_in_isr_or_elr",
+__all__ = ["TopicIndex", "leaderless_partitions", "partitions_in_elr", "partitions_in_isr",
            "partitions_led_by", "topic_index"]

@@ -84,9 +84,15 @@ def _hash(mechanism: str, data: bytes) -> bytes:
     return hashlib.new(_SCRAM_HASHES[mechanism], data).digest()
 
 
-def _salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    # Kafka's ScramFormatter.hi: PBKDF2 over the raw UTF-8 password, no SASLprep.
-    return hashlib.pbkdf2_hmac(_SCRAM_HASHES[mechanism], password.encode("utf-8"), salt, iterations)
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    """Kafka's ScramFormatter.saltedPassword: Hi (PBKDF2, one block) over the password's UTF-8
+    bytes, no SASLprep; an unpaired surrogate is written '?', as Java's String.getBytes does, and
+    fewer than one iteration counts as one, as Hi's loop does. ValueError for an empty password:
+    Java's HMAC refuses an empty key ("Empty key"), so Kafka never makes such a credential."""
+    if not password:
+        raise ValueError("a SCRAM password must not be empty (Kafka's ScramFormatter refuses an empty key)")
+    return hashlib.pbkdf2_hmac(_SCRAM_HASHES[mechanism], password.encode("utf-8", "replace"), salt,
+                               max(iterations, 1))
 
 
 def _b64(data: bytes) -> str:
@@ -99,12 +105,13 @@ def _xor(a: bytes, b: bytes) -> bytes:
 
 def scram_credential(mechanism: str, password: str, *, salt: bytes | None = None,
                      iterations: int = 4096) -> ScramCredential:
-    """The credential Kafka's ScramFormatter.generateCredential stores for ``password``."""
+    """The credential Kafka's ScramFormatter.generateCredential stores for ``password``; ValueError
+    for an empty one (see salted_password)."""
     if mechanism not in _SCRAM_HASHES:
         raise _unsupported(mechanism)
     if salt is None:
         salt = secrets.token_bytes(32)
-    salted = _salted_password(mechanism, password, salt, iterations)
+    salted = salted_password(mechanism, password, salt, iterations)
     client_key = _hmac(mechanism, salted, b"Client Key")
     return ScramCredential(salt=salt, stored_key=_hash(mechanism, client_key),
                            server_key=_hmac(mechanism, salted, b"Server Key"), iterations=iterations)
@@ -301,7 +308,10 @@ class _ScramClient(SaslClient):
             raise self._fail(f"Requested iterations {iterations} is less than the minimum "
                              f"{SCRAM_MIN_ITERATIONS} for {self.mechanism}")
         salt = base64.b64decode(match["salt"])
-        salted = _salted_password(self.mechanism, self._password, salt, iterations)
+        try:
+            salted = salted_password(self.mechanism, self._password, salt, iterations)
+        except ValueError as err:
+            raise self._fail(str(err)) from None
         client_key = _hmac(self.mechanism, salted, b"Client Key")
         stored_key = _hash(self.mechanism, client_key)
         without_proof = f"c={_b64(_GS2_HEADER.encode('ascii'))},r={nonce}"
@@ -351,5 +361,5 @@ def sasl_client(mechanism: str, username: str, password: str, *, nonce: str | No
 
 assert set(SASL_MECHANISMS) == {"PLAIN", *_SCRAM_HASHES}
 
-__all__ = ["SCRAM_MIN_ITERATIONS", "SaslClient", "SaslServer", "escape_saslname", "sasl_client",
+__all__ = ["SCRAM_MIN_ITERATIONS", "salted_password", "SaslClient", "SaslServer", "escape_saslname", "sasl_client",
            "sasl_server", "scram_credential", "unescape_saslname"]

@@ -13,7 +13,8 @@ which Kafka took over, of a ``$N`` past the pattern's last group as literal text
 Patterns are Java regexes read by Python's ``re``. The two agree on what rules are written with
 (groups, classes, anchors, lazy and greedy quantifiers); named groups are translated, and classes
 are ASCII, as Java's are. Other Java-only syntax (possessive quantifiers, inline flags past the
-pattern's start, ``\\p{Lu}`` classes) is a config error here.
+pattern's start, ``\\p{Lu}`` classes) is a config error here. One reading depends on Kafka's JVM:
+``\\b`` is over Unicode letters on Java 17 and over ASCII (as ``\\w``) from Java 19; ours is ASCII.
 """
 
 from __future__ import annotations
@@ -58,13 +59,31 @@ class _Rule:
             return None
         groups = self.pattern.groups
         replacement = _escape_literal_back_references(self.replacement, groups)
-        result = self.pattern.sub(lambda m: _expand(replacement, m), subject)  # Java's replaceAll
+        result = _replace_all(self.pattern, subject, replacement)
         return result.lower() if self.case == "L" else result.upper() if self.case == "U" else result
 
     def __str__(self) -> str:
         if self.pattern is None:
             return "DEFAULT"
         return f"RULE:{self.source}/{self.replacement}/{self.case}"
+
+
+def _replace_all(pattern: re.Pattern[str], subject: str, replacement: str) -> str:
+    """Java's String.replaceAll. Not re.sub: after an empty match Java searches again one
+    character further on, where Python searches at the same place for a non-empty match; so
+    ``(.*?)`` replaced by nothing leaves ``CN=`` whole in Java and empties it in Python."""
+    out: list[str] = []
+    copied = search = 0
+    while search <= len(subject):
+        match = pattern.search(subject, search)
+        if match is None:
+            break
+        out.append(subject[copied:match.start()])
+        out.append(_expand(replacement, match))
+        copied = match.end()
+        search = match.end() + 1 if match.end() == match.start() else match.end()
+    out.append(subject[copied:])
+    return "".join(out)
 
 
 def _escape_literal_back_references(unescaped: str, group_count: int) -> str:

@@ -243,10 +243,33 @@ def handle_fetch(client: ReplicaContext, now_ms: int, token: object, request: An
 
 
 def _fetch_error(client: ReplicaContext, token: object, error: ErrorCode, top: ErrorCode = E.none) -> None:
+    """Kafka's buildEmptyFetchResponse: no records, high watermark -1 (not told), the log start."""
     leader_id, epoch, address = _leader_hint(client)
-    hw = client.high_watermark if client.high_watermark is not None else -1
-    client.respond(token, rm.fetch_response(error, leader_id=leader_id, epoch=epoch, high_watermark=hw,
-                                            leader_address=address, top_error=top))
+    client.respond(token, rm.fetch_response(error, leader_id=leader_id, epoch=epoch, high_watermark=-1,
+                                            log_start_offset=client.log.start_offset, leader_address=address,
+                                            top_error=top))
+
+
+def fetch_sanity_error(request: Any, part: Any) -> ErrorCode | None:
+    """Kafka's handleFetchRequest checks these before anything else, leader or not: a negative
+    MaxWaitMs, a negative fetch offset, a negative last fetched epoch, or one above the epoch the
+    fetcher itself names (CurrentLeaderEpoch, not ours) is INVALID_REQUEST."""
+    if (request.max_wait.total_seconds() < 0 or part.fetch_offset < 0 or part.last_fetched_epoch < 0
+            or part.last_fetched_epoch > part.current_leader_epoch):
+        return E.invalid_request
+    return None
+
+
+def leader_only_error(client: ReplicaContext, request_epoch: int) -> ErrorCode | None:
+    """Kafka's validateLeaderOnlyRequest, in its order: an epoch behind ours is fenced, one ahead
+    unknown, and only then does it matter that this replica does not lead."""
+    if request_epoch < client.epoch:
+        return E.fenced_leader_epoch
+    if request_epoch > client.epoch:
+        return E.unknown_leader_epoch
+    if not client.quorum.is_leader():
+        return E.not_leader_or_follower
+    return None
 
 
 def answer_fetch(client: ReplicaContext, now_ms: int, token: object, request: Any, park: bool) -> None:
@@ -254,32 +277,23 @@ def answer_fetch(client: ReplicaContext, now_ms: int, token: object, request: An
     if wrong_cluster(client, request) or part is None:
         _fetch_error(client, token, E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
         return
+    error = fetch_sanity_error(request, part)
+    if error is None:
+        error = leader_only_error(client, part.current_leader_epoch)
+    if error is not None:
+        _fetch_error(client, token, error)  # nothing recorded
+        return
     leader = client.quorum.state
-    if not isinstance(leader, LeaderState):
-        _fetch_error(client, token, E.not_leader_or_follower)
-        return
-    if part.current_leader_epoch != leader.epoch:
-        _fetch_error(client, token, E.fenced_leader_epoch if part.current_leader_epoch < leader.epoch
-                     else E.unknown_leader_epoch)
-        return
+    assert isinstance(leader, LeaderState)
     replica = ReplicaKey(request.replica_state.replica_id, part.replica_directory_id)
     fetch_offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
-    if fetch_offset < 0 or last_epoch < 0 or last_epoch > leader.epoch:
-        _fetch_error(client, token, E.invalid_request)  # Kafka's sanity rule; nothing recorded
+    kind, answer = fetch_position(client.log, fetch_offset, last_epoch)
+    if kind == "snapshot":
+        _respond_fetch(client, token, leader, snapshot=answer)
         return
-    if _needs_snapshot(client, fetch_offset, last_epoch):
-        snapshot = client.log.latest_snapshot_id()
-        _respond_fetch(client, token, leader, snapshot=(snapshot.end_offset, snapshot.epoch))
+    if kind == "diverging":
+        _respond_fetch(client, token, leader, diverging=answer)
         return
-    if fetch_offset > 0:
-        end = client.log.end_offset_for_epoch(last_epoch)
-        if end.epoch != last_epoch or fetch_offset > end.offset:
-            if end.epoch == UNDEFINED_EPOCH:
-                # Older than every epoch we have: it ends where our first epoch starts (Kafka's
-                # leader epoch cache answers the same).
-                end = OffsetAndEpoch(client.log.start_offset, last_epoch)
-            _respond_fetch(client, token, leader, diverging=(end.offset, end.epoch))
-            return
     if fetch_offset > client.log.end_offset:
         _fetch_error(client, token, E.offset_out_of_range)
         return
@@ -308,24 +322,61 @@ def complete_parked_fetches(client: ReplicaContext, now_ms: int, force: bool) ->
     parked, client.parked_fetches = client.parked_fetches, []
     for entry in parked:
         token, request, deadline_ms, parked_hw = entry
-        if force or now_ms >= deadline_ms or fetch_has_news(client, request, parked_hw):
+        if force:  # Kafka completes its fetch purgatory exceptionally: NOT_LEADER_OR_FOLLOWER
+            _serve(client, token, request, lambda: _fetch_error(client, token, E.not_leader_or_follower))
+        elif now_ms >= deadline_ms or fetch_has_news(client, request, parked_hw):
             _serve(client, token, request, lambda: answer_fetch(client, now_ms, token, request, park=False))
         else:
             client.parked_fetches.append(entry)
 
 
-def _needs_snapshot(client: ReplicaContext, fetch_offset: int, last_epoch: int) -> bool:
-    """Kafka's rule (ReplicatedLog.validateOffsetAndEpoch): a log that starts at 0 is read whole
-    (a 0-0 checkpoint there is local bootstrap state, its voters are in the log too); otherwise
-    the latest snapshot goes to a fetcher before the log start, at it with another epoch than
-    the snapshot the log starts at, or on an epoch older than that snapshot's. Whatever older
-    snapshot is still on disk (the format's 0-0 checkpoint) does not matter: the log cannot
-    serve an offset below its start."""
-    latest = client.log.latest_snapshot_id()
-    start = client.log.start_offset
-    if latest is None or start == 0:
-        return False
-    return fetch_offset < start or (fetch_offset == start and last_epoch != latest.epoch) or last_epoch < latest.epoch
+BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
+
+
+def snapshot_at_start(log: Any) -> SnapshotId | None:
+    """Kafka's ReplicatedLog.earliestSnapshotId: the oldest snapshot, which Kafka's log keeps at
+    its start (a later start drops the snapshots below it). Our logs start at their latest
+    snapshot and may still hold an older one below it (the format's 0-0 checkpoint beside
+    segments kept from 0): that one is not where the log starts, so the latest stands for it."""
+    earliest = log.earliest_snapshot_id()
+    if earliest is not None and earliest.end_offset >= log.start_offset:
+        return earliest
+    return log.latest_snapshot_id()
+
+
+def fetch_position(log: Any, fetch_offset: int, last_epoch: int) -> tuple[str, tuple[int, int] | None]:
+    """Where a fetch at (``fetch_offset``, ``last_epoch``) stands against ``log``, as Kafka 4.1's
+    leader decides it (KafkaRaftClient.tryCompleteFetchRequest, then
+    ReplicatedLog.validateOffsetAndEpoch): ("valid", None), ("snapshot", (end offset, epoch)) of
+    the latest snapshot, or ("diverging", (end offset, epoch)) to truncate to.
+
+    * A fetch at offset 0 is sent the latest snapshot as soon as there is one other than the
+      format's 0-0 checkpoint: an empty log is caught up faster from it than from the log.
+    * Else a log that starts at 0 is read from 0; a fetch before the log start, at it with an
+      epoch other than the earliest snapshot's, or on an epoch older than that snapshot's, gets
+      the latest snapshot. Kafka's earliest snapshot is the one at the log start (older ones go
+      when its start moves on): see snapshot_at_start.
+    * Else the fetcher's epoch must end at or after ``fetch_offset`` in our log, or it diverges
+      where our copy of that epoch ends."""
+    latest = log.latest_snapshot_id()
+    if fetch_offset == 0 and latest is not None and latest != BOOTSTRAP_SNAPSHOT_ID:
+        return "snapshot", (latest.end_offset, latest.epoch)
+    start = log.start_offset
+    if start == 0 and fetch_offset == 0:
+        return "valid", None
+    earliest = snapshot_at_start(log)
+    if earliest is not None and (fetch_offset < start or (fetch_offset == start and last_epoch != earliest.epoch)
+                                 or last_epoch < earliest.epoch):
+        assert latest is not None
+        return "snapshot", (latest.end_offset, latest.epoch)
+    end = log.end_offset_for_epoch(last_epoch)
+    if end.epoch != last_epoch or end.offset < fetch_offset:
+        if end.epoch == UNDEFINED_EPOCH:
+            # Older than every epoch we have: it ends where our first epoch starts (Kafka's
+            # leader epoch cache answers the same).
+            end = OffsetAndEpoch(start, last_epoch)
+        return "diverging", (end.offset, end.epoch)
+    return "valid", None
 
 
 def fetch_has_news(client: ReplicaContext, request: Any, parked_hw: int | None = None) -> bool:
@@ -372,11 +423,9 @@ def handle_fetch_snapshot(client: ReplicaContext, now_ms: int, token: object, re
     if wrong_cluster(client, request) or part is None:
         answer(E.none, E.inconsistent_cluster_id if part is not None else E.invalid_request)
         return
-    if not client.quorum.is_leader():
-        answer(E.not_leader_or_follower)
-        return
-    if part.current_leader_epoch != epoch:
-        answer(E.fenced_leader_epoch if part.current_leader_epoch < epoch else E.unknown_leader_epoch)
+    error = leader_only_error(client, part.current_leader_epoch)
+    if error is not None:
+        answer(error)
         return
     snapshot_id = SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch)
     try:

@@ -218,11 +218,15 @@ class ControllerServer:
 
 def java_host_address(host: str) -> str:
     """The address as Java's InetAddress.getHostAddress writes it, which ACL hosts are compared
-    with: IPv4 dotted, IPv6 as eight uncompressed hex groups (0:0:0:0:0:0:0:1)."""
+    with: IPv4 dotted, IPv6 as eight uncompressed hex groups (0:0:0:0:0:0:0:1). An IPv4-mapped
+    IPv6 address (an IPv4 client of a dual-stack listener, ::ffff:10.0.0.1) is the IPv4 one, as
+    Java makes it an Inet4Address."""
     try:
         address = ipaddress.ip_address(host.split("%")[0])
     except ValueError:
         return host
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
     if address.version == 4:
         return str(address)
     groups = address.packed

@@ -348,7 +348,7 @@ def _tool_version() -> str:
 
 
 def quota_entity_name(entity: tuple) -> str:
-    """``user=alice,client-id=<default>``: each part's name encoded, so that a ``,`` or ``=`` in a
+    """``client-id=<default>,user=alice``: each part's name encoded, so that a ``,`` or ``=`` in a
     name (``user=CN=kafka,OU=ops``) cannot be read as a separator."""
     return ",".join(f"{encode_name(t)}={DEFAULT_NAME if n is None else encode_name(n)}" for t, n in entity)
 

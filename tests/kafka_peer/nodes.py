@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -205,9 +206,16 @@ def kill_all() -> None:
 
 def wait_until(check: Callable[[], Any], what: str, nodes: Iterable[KafkaNode],
                timeout_s: float = READY_TIMEOUT_S) -> Any:
-    """Poll ``check`` until it holds (its value); fail early when a node dies, with the logs of ``nodes``."""
+    """Poll ``check`` until it holds (its value); fail early when a node dies, with the logs of ``nodes``.
+
+    An exception from ``check`` counts as "not yet" (a node not answering yet is what we wait
+    through), but the last one is kept: on the deadline the failure names it, with where it was
+    raised, so a check that can never hold (a wrong name, a refused request) says why."""
     nodes = list(nodes)
     deadline = time.monotonic() + timeout_s
+    last_error: BaseException | None = None
+    last_value: Any = None
+    last_value_after_error = False
     while True:
         for node in nodes:
             node.check_running()
@@ -215,11 +223,29 @@ def wait_until(check: Callable[[], Any], what: str, nodes: Iterable[KafkaNode],
             value = check()
             if value:
                 return value
-        except Exception:  # noqa: BLE001 — not answering yet is what we are waiting through
-            pass
+            last_value, last_value_after_error = value, last_error is not None
+        except Exception as exc:  # noqa: BLE001 — not answering yet is what we are waiting through
+            last_error, last_value_after_error = exc, False
         if time.monotonic() > deadline:
-            raise NodeFailed(f"{what}: not within {timeout_s} s\n" + "\n".join(n.log_tail() for n in nodes))
+            raise NodeFailed(f"{what}: not within {timeout_s} s; "
+                             + _last_outcome(last_error, last_value, last_value_after_error) + "\n"
+                             + "\n".join(n.log_tail() for n in nodes))
         time.sleep(POLL_INTERVAL_S)
+
+
+def _last_outcome(error: BaseException | None, value: Any, value_after_error: bool) -> str:
+    """What the check did last: the exception it raised (type, message, the line that raised it),
+    or the false value it gave (and the last exception before that, if any)."""
+    if error is None:
+        return f"the check gave {value!r:.200}"
+    frame = traceback.extract_tb(error.__traceback__)[-1]
+    kind = type(error).__qualname__ if type(error).__module__ == "builtins" else \
+        f"{type(error).__module__}.{type(error).__qualname__}"
+    raised = (f"{kind}: {str(error):.500} "
+              f"(raised at {frame.filename}:{frame.lineno} in {frame.name})")
+    if value_after_error:
+        return f"the check gave {value!r:.200} last, and before that raised {raised}"
+    return f"the check raised {raised}"
 
 
 def quorum_leader(addresses: list[tuple[str, int]]) -> int:

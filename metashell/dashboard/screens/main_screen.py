@@ -11,7 +11,8 @@ ticker (Textual's timers, or one the app was given: tests advance a ManualTicker
 A source that grows (a live one) is polled on a ticker of its own and whenever it wakes the
 screen (``SourceChanged``, posted from the feed's thread). At the last frame the screen
 follows: new frames are shown as they come. Anywhere else it stays where the user is and the
-header says "paused @N, +K new"; ``end`` follows again.
+header says "paused @N, +K new"; ``end`` follows again. A poll that raises stops the polling:
+the header says so, what was fetched stays browsable (metashell.dashboard.failure logs why).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Footer, Input
 
-from engine.common.errors import MetadataError
 from metashell.dashboard import panels
+from metashell.dashboard.failure import one_line, report
 from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
@@ -104,6 +105,7 @@ class MainScreen(Screen):
         self._ticking: Ticking | None = None
         self._poll_ticker: Ticker = poll_ticker if poll_ticker is not None else IntervalTicker(self)
         self._polling: Ticking | None = None
+        self.feed_failure: str | None = None  # why a growing source was stopped (its poll raised)
         self._seen = (source.generation, source.reshaped)
 
     def compose(self) -> ComposeResult:
@@ -143,10 +145,12 @@ class MainScreen(Screen):
     def poll_source(self) -> None:
         """Take in what the source has: following, show its last frame; else stay, and say so."""
         src = self.source
+        if self.feed_failure is not None:
+            return
         try:
             changed = src.poll()
-        except MetadataError as exc:  # a record the replay cannot take: say so, keep what is shown
-            self.notify(f"live feed: {exc}", severity="error", timeout=10)
+        except Exception as exc:  # noqa: BLE001 - a failing feed stops; the app and what it fetched stay
+            self._feed_failed(exc)
             return
         if not changed or self.frame is None:
             return
@@ -163,9 +167,24 @@ class MainScreen(Screen):
         self.query_one(EventsFeed).show(frame.offset, _changed_from(frame))
         self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
 
+    def _feed_failed(self, exc: Exception) -> None:
+        """The source's poll raised (a record the replay cannot take, a broken attachment): its
+        state is unknown, so it is polled no more; what was fetched stays browsable, the header
+        says why it stopped and the traceback goes to the failure log."""
+        self.feed_failure = f"live feed stopped: {one_line(exc)}"
+        if self._polling is not None:
+            self._polling.stop()
+            self._polling = None
+        self.source.watch(lambda: None)
+        line, _ = report("the live feed stopped", exc)
+        self.notify(line, severity="error", timeout=30)
+        self._refresh_header()
+
     def live_state(self) -> tuple[str, str]:
         """The header's word on a live source: ("", "") for a file."""
         src, frame = self.source, self.frame
+        if frame is not None and self.feed_failure is not None:
+            return f"✖ {self.feed_failure}", "down"
         if src.live is None or frame is None:
             return "", ""
         return panels.live_state(src.live, following=self.following, offset=frame.offset,

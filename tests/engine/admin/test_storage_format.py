@@ -20,8 +20,8 @@ from engine.storage.meta_properties import read_meta_properties
 from engine.records.metadata_record_serde import ControlRecord, MetadataRecord
 from engine.records.record_batch import RecordBatch, encode_batch
 from engine.records.record_json import record_to_json
+from tests.conftest import corpus_file
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus"
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 BOOTSTRAP = "bootstrap.checkpoint"
 VOTERS_SNAPSHOT = Path("__cluster_metadata-0") / "00000000000000000000-0000000000.checkpoint"
@@ -104,13 +104,6 @@ def without_timestamps(batch: RecordBatch) -> bytes:
     """The batch's bytes with its timestamps zeroed (the CRC recomputed): all that may differ."""
     assert all(r.timestamp_delta == 0 for r in batch.records)
     return encode_batch(dataclasses.replace(batch, base_timestamp=0, max_timestamp=0, compressed_records=None))
-
-
-def corpus_file(*parts: str) -> Path:
-    path = CORPUS.joinpath(*parts)
-    if not path.is_file():
-        pytest.skip(f"real Kafka corpus not found at {CORPUS} (../shared/corpus beside the repo)")
-    return path
 
 
 # ---------------------------------------------------------------------------------------------

@@ -342,7 +342,7 @@ def test_a_partition_change_during_the_round_starts_a_new_round():
     assert r.poll(now + PROACTIVE_WINDOW_MS)[0] == []  # the old answer does not count
 
 
-def test_kafkas_random_unclean_election_is_off_while_the_recovery_manager_is_on() -> None:
+def test_kafkas_unclean_election_is_off_while_the_recovery_manager_is_on() -> None:
     """KIP-966: the recovery manager replaces Kafka's unclean election (it elects the replica with
     the most data); without it the topic's unclean.leader.election.enable decides as in Kafka."""
     from engine.controller.controller_config import ControllerConfig

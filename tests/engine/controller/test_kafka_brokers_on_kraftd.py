@@ -5,11 +5,14 @@ dynamic quorum, formatted by `kraftd storage format` (at 4.1 for Kafka 4.1.2, wh
 no newer metadata.version), and three Kafka broker processes formatted by Kafka's own tool.
 Every check reads our controllers' own log (the image of the active controller's metadata
 directory) and asks Kafka's brokers and tools, never a mock. Each test makes its own topics
-and puts back any node it stops, so none depends on another having run.
+and puts back any node it stops, so none depends on another having run. Where the expected
+state is Kafka's controller's decision (a killed follower's ISR and ELR), the same script runs on
+a cluster of Kafka's own controller too, and ours must leave the partition as Kafka's does.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,9 +41,17 @@ def _clusters():
     _CLUSTERS.clear()
 
 
+def _only_this_version(clusters: dict[str, KafkaCluster], version: str) -> None:
+    """Close the clusters of other versions: pytest runs a version's tests together, and idle
+    nodes would take CPU from the rest of the module."""
+    for other in [v for v in clusters if v != version]:
+        clusters.pop(other).close()
+
+
 @pytest.fixture
 def cluster(kafka_dist, _clusters, tmp_path_factory) -> KafkaCluster:
     """Three kraftd controllers and three Kafka brokers, all running (restarted if a test left one down)."""
+    _only_this_version(_clusters, kafka_dist.version)
     made = _clusters.get(kafka_dist.version)
     if made is not None and not all(n.alive for n in made.nodes):
         for node in made.nodes:
@@ -49,14 +60,19 @@ def cluster(kafka_dist, _clusters, tmp_path_factory) -> KafkaCluster:
     if made is None:
         made = _clusters[kafka_dist.version] = KafkaCluster(
             kafka_dist, tmp_path_factory.mktemp(f"kraftd-brokers-{kafka_dist.version}"), voters=3, brokers=3,
-            controllers="kraftd", release_version="4.1" if kafka_dist.version.startswith("4.1.") else None,
+            controllers="kraftd", release_version=_release_version(kafka_dist),
             config={"metadata.log.max.record.bytes.between.snapshots": str(SNAPSHOT_BYTES),
                     "metadata.log.max.snapshot.interval.ms": str(SNAPSHOT_INTERVAL_MS)}).start()
     return made
 
 
+def _release_version(kafka_dist) -> str | None:
+    """Kafka 4.1.2's brokers know no newer metadata.version than 4.1; else the formatter's latest."""
+    return "4.1" if kafka_dist.version.startswith("4.1.") else None
+
+
 def our_image(cluster: KafkaCluster) -> MetadataImage:
-    """The image of what the active kraftd controller has in its log."""
+    """The image of what the active controller (ours, or Kafka's in the comparison run) has in its log."""
     return load_log_dir(cluster.node(cluster.wait_leader()).metadata_dir)[0]
 
 
@@ -92,6 +108,88 @@ def create_placed(cluster: KafkaCluster, name: str, assignment: dict[int, list[i
 def partition(cluster: KafkaCluster, topic: str, partition_id: int = 0):
     found = our_image(cluster).topics.topic(topic)
     return None if found is None else found.partitions.get(partition_id)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A partition's state in the active controller's log, with broker ids named by their part
+    in the script ("leader", "follower"), so that two clusters' states compare."""
+
+    leader: str
+    isr: tuple[str, ...]
+    elr: tuple[str, ...]
+    last_known_elr: tuple[str, ...]
+    leader_recovery_state: int
+    leader_epoch: int
+    follower_fenced: bool
+
+
+def seen_in(cluster: KafkaCluster, topic: str, roles: dict[int, str]) -> Seen:
+    image = our_image(cluster)
+    p = image.topics.topic(topic).partitions[0]
+    named = lambda ids: tuple(roles.get(i, str(i)) for i in ids)  # noqa: E731
+    follower = next(i for i, role in roles.items() if role == "follower")
+    return Seen(roles.get(p.leader, str(p.leader)), named(p.isr), named(p.elr), named(p.last_known_elr),
+                p.leader_recovery_state, p.leader_epoch, image.cluster.brokers[follower].fenced)
+
+
+def kill_a_follower_and_bring_it_back(cluster: KafkaCluster, topic: str) -> tuple[Seen, Seen]:
+    """The script: a two-replica partition on the first two brokers with min.insync.replicas=2;
+    SIGKILL the follower, wait until the controller fenced it and shrank the ISR; restart it, wait
+    until it is unfenced and back in the ISR. The partition's state at both points."""
+    leader, follower = (b.node_id for b in cluster.brokers[:2])
+    roles = {leader: "leader", follower: "follower", -1: "none"}
+    create_placed(cluster, topic, {0: [leader, follower]}, **{"min.insync.replicas": "2"})
+    wait_until(lambda: partition(cluster, topic) is not None, f"{topic} created", cluster.live_nodes())
+    victim = cluster.node(follower)
+    victim.kill()
+    wait_until(lambda: our_image(cluster).cluster.brokers[follower].fenced, f"broker {follower} fenced",
+               cluster.live_nodes())
+    wait_until(lambda: partition(cluster, topic).isr == (leader,), "the ISR shrunk", cluster.live_nodes())
+    shrunk = seen_in(cluster, topic, roles)
+    cluster.restart(victim)
+    wait_until(lambda: not our_image(cluster).cluster.brokers[follower].fenced, f"broker {follower} unfenced",
+               cluster.live_nodes())
+    wait_until(lambda: set(partition(cluster, topic).isr) == {leader, follower}, "the ISR expanded",
+               cluster.live_nodes())
+    return shrunk, seen_in(cluster, topic, roles)
+
+
+@pytest.fixture(scope="module")
+def _kafkas_own_runs() -> dict[str, tuple[Seen, Seen]]:
+    return {}
+
+
+@pytest.fixture
+def on_kafkas_controllers(kafka_dist, _kafkas_own_runs, _clusters, tmp_path_factory) -> tuple[Seen, Seen]:
+    """The script run once per version on Kafka's own controller (one, controller-only) and two
+    Kafka brokers of the same settings; the cluster is gone before the test compares."""
+    if kafka_dist.version not in _kafkas_own_runs:
+        _only_this_version(_clusters, kafka_dist.version)
+        kafkas = KafkaCluster(kafka_dist, tmp_path_factory.mktemp(f"kafka-controllers-{kafka_dist.version}"),
+                              voters=1, brokers=2, release_version=_release_version(kafka_dist))
+        try:
+            _kafkas_own_runs[kafka_dist.version] = kill_a_follower_and_bring_it_back(kafkas.start(), "elr-kill")
+        finally:
+            kafkas.close()
+    return _kafkas_own_runs[kafka_dist.version]
+
+
+# The module's first test, and Kafka's run first in it: Kafka's cluster runs before ours of this
+# version has started, on a machine that runs nothing else of this module (a fencing decided by
+# heartbeats wants the CPU). The order is for speed and quiet only: any order passes.
+def test_a_killed_broker_is_fenced_leaves_the_isr_for_the_elr_and_comes_back(
+        on_kafkas_controllers: tuple[Seen, Seen], cluster: KafkaCluster) -> None:
+    """SIGKILL a follower of a two-replica partition with min.insync.replicas=2, then restart it:
+    our controllers fence it, shrink the ISR, fill the ELR, unfence it and take it back into the
+    ISR as Kafka's own controller does with the same script (the same leader, ISR, ELR, last
+    known ELR, recovery state and leader epoch at both points)."""
+    ours = kill_a_follower_and_bring_it_back(cluster, "elr-kill")
+    kafkas = on_kafkas_controllers
+    # the script must have shown Kafka's controller with an ELR: else equal would prove little
+    assert kafkas[0].follower_fenced and kafkas[0].elr, f"Kafka's run: {kafkas[0]}"
+    assert ours[0] == kafkas[0], "fenced, the ISR shrunk: ours, then Kafka's"
+    assert ours[1] == kafkas[1], "back, the ISR expanded: ours, then Kafka's"
 
 
 def test_kafka_brokers_register_and_are_unfenced(cluster: KafkaCluster) -> None:
@@ -155,28 +253,6 @@ def _consume(consumer, seen: set[bytes]) -> int:
         if message.error() is None:
             seen.add(message.value())
     return len(seen)
-
-
-def test_a_killed_broker_is_fenced_leaves_the_isr_for_the_elr_and_comes_back(cluster: KafkaCluster) -> None:
-    """SIGKILL a follower of a two-replica partition with min.insync.replicas=2: our controller
-    fences it after its session, the ISR shrinks to the leader and the follower enters the ELR,
-    as Kafka's own controller does; restarted, it is unfenced and back in the ISR."""
-    leader, follower = (b.node_id for b in cluster.brokers[:2])
-    create_placed(cluster, "elr-kill", {0: [leader, follower]}, **{"min.insync.replicas": "2"})
-    wait_until(lambda: partition(cluster, "elr-kill") is not None, "elr-kill created", cluster.live_nodes())
-    victim = cluster.node(follower)
-    victim.kill()
-    wait_until(lambda: our_image(cluster).cluster.brokers[follower].fenced, f"broker {follower} fenced",
-               cluster.live_nodes())
-    wait_until(lambda: partition(cluster, "elr-kill").isr == (leader,), "the ISR shrunk", cluster.live_nodes())
-    shrunk = partition(cluster, "elr-kill")
-    assert shrunk.elr == (follower,) and shrunk.leader == leader
-    cluster.restart(victim)
-    wait_until(lambda: not our_image(cluster).cluster.brokers[follower].fenced, f"broker {follower} unfenced",
-               cluster.live_nodes())
-    wait_until(lambda: set(partition(cluster, "elr-kill").isr) == {leader, follower}, "the ISR expanded",
-               cluster.live_nodes())
-    assert partition(cluster, "elr-kill").elr == ()
 
 
 def test_a_terminated_broker_moves_its_leaders_before_it_is_fenced(cluster: KafkaCluster) -> None:

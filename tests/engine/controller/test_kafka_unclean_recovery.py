@@ -22,19 +22,20 @@ messages, acknowledged by one replica below min ISR, go with the broker that alo
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
-from engine.controller.partition_change import Election, partition_change
-from engine.controller.controller_config import ControllerConfig
-from engine.controller.controller_result import ControllerContext
-from engine.controller.unclean_recovery import LogQuery
+from engine.controller.unclean_recovery import PROACTIVE_WINDOW_MS, SCAN_INTERVAL_MS, LogQuery
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_version import version_name
+from engine.image.partition_registration import PartitionRegistration
 from engine.net.kafka_client import KafkaClient
 from engine.server.unclean_recovery_queries import ask_broker
-from engine.storage.log_reader import read_file
+from engine.storage.log_reader import LogEntry, read_file
 from kafka_peer.cluster import KafkaCluster
+from kafka_peer.harness import KafkaClasses
 from kafka_peer.nodes import wait_until
+from kafka_peer.partition_changes import PartitionChangeCase, kafka_builds
 from tests.engine.controller.test_kafka_brokers_on_kraftd import CLIENT_TIMEOUT_S, _admin, create_placed, our_image, partition
 
 pytestmark = pytest.mark.kafka
@@ -42,6 +43,14 @@ pytestmark = pytest.mark.kafka
 TOPIC = "recovered"
 RECOVERING = 1
 CONTROLLER_SETTINGS = {"unclean.recovery.manager.enabled": "true", "unclean.recovery.timeout.ms": "20000"}
+
+
+@pytest.fixture
+def kafka_builder(kafka_dist):
+    """Kafka's own classes, of the version the brokers run."""
+    classes = KafkaClasses(kafka_dist)
+    yield classes
+    classes.close()
 
 
 @pytest.fixture
@@ -71,24 +80,27 @@ def produce(cluster: KafkaCluster, tag: str, count: int, acks: str) -> list[byte
 
 
 def read_all(cluster: KafkaCluster, expected: int) -> set[bytes]:
+    """Every message of the partition: at least ``expected``, read up to its high watermark (so
+    nothing more is there to arrive)."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "unclean-recovery-reader",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     consumer.assign([TopicPartition(TOPIC, 0, 0)])
     seen: set[bytes] = set()
+    next_offset = 0
 
-    def more() -> bool:
+    def to_the_end() -> bool:
+        nonlocal next_offset
         for message in consumer.consume(100, timeout=1):
             if message.error() is None:
                 seen.add(message.value())
-        return len(seen) >= expected
+                next_offset = max(next_offset, message.offset() + 1)
+        _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=CLIENT_TIMEOUT_S, cached=False)
+        return len(seen) >= expected and next_offset >= high
 
     try:
-        wait_until(more, f"{expected} messages read back", cluster.live_nodes())
-        deadline = time.monotonic() + 3  # and nothing more than those arrives
-        while time.monotonic() < deadline:
-            more()
+        wait_until(to_the_end, f"{expected} messages read back, to the high watermark", cluster.live_nodes())
     finally:
         consumer.close()
     return seen
@@ -114,6 +126,29 @@ def ask(cluster: KafkaCluster, broker_id: int, leader_epoch: int):
     return asyncio.run(once())
 
 
+def controller_log(cluster: KafkaCluster) -> list[LogEntry]:
+    """The active controller's log, entry by entry (offset, timestamp, record)."""
+    return [e for segment in sorted(cluster.node(cluster.wait_leader()).metadata_dir.glob("*.log"))
+            for e in read_file(segment)]
+
+
+def changes(record, topic_id) -> bool:
+    return getattr(record, "type_name", "") == "PARTITION_CHANGE_RECORD" and record.topic_id == topic_id
+
+
+def unclean_election(image: MetadataImage, p: PartitionRegistration) -> PartitionChangeCase:
+    """An UNCLEAN election of ``p`` as Kafka's controller would ask its builder: fenced brokers
+    and those in controlled shutdown may not lead."""
+    brokers = image.cluster.brokers
+    return PartitionChangeCase(
+        replicas=p.replicas, isr=p.isr, leader=p.leader, elr=p.elr, last_known_elr=p.last_known_elr,
+        recovery=p.leader_recovery_state, directories=p.directories, leader_epoch=p.leader_epoch,
+        partition_epoch=p.partition_epoch, metadata_version=version_name(image.features.metadata_version),
+        elr_enabled=True, min_isr=2, election="UNCLEAN",
+        fenced=frozenset(b for b in p.replicas if b not in brokers or brokers[b].fenced),
+        shutting_down=frozenset(b for b in p.replicas if b in brokers and brokers[b].in_controlled_shutdown))
+
+
 def set_unclean_election(cluster: KafkaCluster, enabled: bool) -> None:
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
@@ -124,7 +159,7 @@ def set_unclean_election(cluster: KafkaCluster, enabled: bool) -> None:
         future.result(timeout=CLIENT_TIMEOUT_S)
 
 
-def test_the_replica_with_the_most_data_is_elected_and_no_acknowledged_message_is_lost(cluster) -> None:
+def test_the_replica_with_the_most_data_is_elected_and_no_acknowledged_message_is_lost(cluster, kafka_builder) -> None:
     lagging, middle, last_leader = (b.node_id for b in cluster.brokers)
     create_placed(cluster, TOPIC, {0: [lagging, last_leader, middle]}, **{"min.insync.replicas": "2"})
     wait_until(lambda: getattr(partition(cluster, TOPIC), "leader", None) == lagging,
@@ -143,14 +178,22 @@ def test_the_replica_with_the_most_data_is_elected_and_no_acknowledged_message_i
     cluster.wait_ready([cluster.node(lagging), cluster.node(middle)])
     wait_until(lambda: partition(cluster, TOPIC).elr == (last_leader,), "the middle broker out of the ELR",
                cluster.live_nodes())
-    time.sleep(3)  # Balanced (unclean.leader.election.enable false) waits for the last leader: nobody is elected
+    # Balanced (unclean.leader.election.enable false) waits for the last leader: nobody is elected.
+    # The moment is the controller's last record now (both restarts and the ELR change are in);
+    # its later records, stamped by its own clock past a recovery scan and Proactive's window,
+    # show it went on with the partition in view, and wrote no election for it meanwhile.
+    moment = controller_log(cluster)[-1]
+    horizon_ms = moment.timestamp_ms + PROACTIVE_WINDOW_MS + 2 * SCAN_INTERVAL_MS
+    wait_until(lambda: controller_log(cluster)[-1].timestamp_ms >= horizon_ms,
+               "the controller's records past a recovery round", cluster.live_nodes())
+    topic_id = our_image(cluster).topics.by_name[TOPIC]
+    assert [e.record for e in controller_log(cluster) if e.offset > moment.offset and changes(e.record, topic_id)] == []
     p = partition(cluster, TOPIC)
     assert (p.leader, p.isr, p.elr, p.last_known_elr) == (-1, (), (last_leader,), (last_leader,))
 
-    # what Kafka's unclean election would take: the first live replica, the one with the least data
-    image = our_image(cluster)
-    ctx = ControllerContext(image=image, now_ms=0, next_offset=0, config=ControllerConfig(), principal="", soft=None)
-    assert partition_change(ctx, image.topics.topic(TOPIC), 0, election=Election.UNCLEAN).leader == lagging
+    # what Kafka's unclean election would take (its own PartitionChangeBuilder, of the brokers'
+    # version, on this state): the first live replica, the one with the least data
+    assert kafka_builds(kafka_builder, unclean_election(our_image(cluster), p))["leader"] == lagging
 
     # what the replicas answer (as the controller asks): log ends 10 and 30, last epochs as written
     lagging_info, middle_info = ask(cluster, lagging, p.leader_epoch), ask(cluster, middle, p.leader_epoch)
@@ -164,11 +207,7 @@ def test_the_replica_with_the_most_data_is_elected_and_no_acknowledged_message_i
     wait_until(lambda: partition(cluster, TOPIC).leader == middle, "the middle broker elected", cluster.live_nodes())
     elected = partition(cluster, TOPIC)
     assert elected.leader_epoch > p.leader_epoch and elected.elr == () and elected.last_known_elr == ()
-    records = [e.record for segment in sorted(cluster.node(cluster.wait_leader()).metadata_dir.glob("*.log"))
-               for e in read_file(segment)]
-    topic_id = our_image(cluster).topics.by_name[TOPIC]
-    election = [r for r in records if getattr(r, "type_name", "") == "PARTITION_CHANGE_RECORD"
-                and r.topic_id == topic_id and r.leader == middle]
+    election = [e.record for e in controller_log(cluster) if changes(e.record, topic_id) and e.record.leader == middle]
     assert len(election) == 1
     assert tuple(election[0].isr) == (middle,) and election[0].leader_recovery_state == RECOVERING
 

@@ -8,7 +8,8 @@ metadata through it (topics, configs, a fenced and unfenced broker). Then:
   caught up, and Kafka's own metadata shell reads its log into the image we wrote;
 - our standbys have replayed what Kafka's controller wrote: still running, caught up, and they
   answer from their in-memory image (DescribeConfigs on a standby reads its committed image);
-- every voter's log holds the same records, so every node's image at a common offset is equal.
+- every voter's log holds the same records: Kafka's own metadata shell, on each voter's log up
+  to the common high watermark, prints the same /image, which our loader reads alike.
 A Kafka standby that fails on our records is a bug of ours.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from engine.records.kio_codec import ErrorCode, i8, protocol_module
 from engine.admin.quorum_client import default_send, find_leader
 from kafka_peer.cluster import KafkaCluster
 from kafka_peer.nodes import KafkaNode, NodeFailed, wait_until
+from tests.kafka_shell_tree import KafkaTree, kafka_tree, log_until, parse_java, provenance_of
 
 pytestmark = pytest.mark.kafka
 
@@ -113,8 +116,6 @@ def mixed(kafka_dist, tmp_path: Path):
 
 
 def test_kafka_and_kraftd_controllers_replay_each_other(mixed: KafkaCluster, tmp_path: Path) -> None:
-    from tests.kafka_shell_tree import kafka_tree
-
     kafka_voter = next(n for n in mixed.voters if not n.kraftd)
     ours = [n for n in mixed.voters if n.kraftd]
 
@@ -146,13 +147,50 @@ def test_kafka_and_kraftd_controllers_replay_each_other(mixed: KafkaCluster, tmp
     wait_until(lambda: caught_up(mixed, hw), "every voter caught up", mixed.live_nodes())
     for node in mixed.voters:
         no_faults(node)
-    # the same records everywhere: every node's image at a common committed offset is the same
-    images = [load_log_dir(n.metadata_dir, offset=hw - 1)[0] for n in mixed.voters]
-    assert all(image == images[0] for image in images[1:])
-    image = images[0]
-    for topic in ("written-by-kraftd", "written-by-kafka", "written-by-kraftd-again"):
-        assert image.topics.topic(topic) is not None
+    # The same records everywhere, read by Kafka itself: its kafka-metadata-shell, on each voter's
+    # log up to the common high watermark, prints the same /image (provenance too: the same
+    # batches). The nodes are stopped first: what was committed is on disk, and the shells'
+    # JVMs get the CPU.
+    mixed.close()
+    trees = kafka_trees(mixed, hw, tmp_path)
+    first = mixed.voters[0].node_id
+    for node_id, tree in trees.items():
+        differences = tree_differences(trees[first], tree)
+        assert not differences, f"Kafka's shell on node {first} / on node {node_id}:\n" + "\n".join(differences)
+    tree = trees[first]
+    assert provenance_of(tree.leaves["/image/provenance"])[0] < hw
+    names = {p.split("/")[4] for p in tree.paths if p.startswith("/image/topics/byName/") and p.count("/") == 4}
+    assert {"written-by-kraftd", "written-by-kafka", "written-by-kraftd-again"} <= names
     # every controller registered itself with whichever was active (KIP-919): Kafka's with ours, ours
-    # with Kafka's or our own
+    # with Kafka's or our own; the broker is unfenced (it came back after each kill)
+    assert {p for p in tree.paths if p.count("/") == 4 and p.startswith("/image/cluster/controllers/")} == \
+        {f"/image/cluster/controllers/{n.node_id}" for n in mixed.voters}
+    broker = parse_java(tree.leaves[f"/image/cluster/brokers/{mixed.brokers[0].node_id}"])
+    assert broker["fenced"] == "false"
+    # and our loader reads the same log into the same topics, partitions and registrations
+    image = load_log_dir(mixed.voters[0].metadata_dir, offset=hw - 1)[0]
+    assert {t.name for t in image.topics.by_id.values()} == names
     assert set(image.cluster.controllers) == {n.node_id for n in mixed.voters}
-    assert not any(b.fenced for b in image.cluster.brokers.values())
+    for topic in image.topics.by_id.values():
+        for partition_id, partition in topic.partitions.items():
+            shown = parse_java(tree.leaves[f"/image/topics/byName/{topic.name}/{partition_id}"])
+            assert (shown["leader"], shown["isr"], shown["leaderEpoch"], shown["partitionEpoch"]) == \
+                (str(partition.leader), [str(r) for r in partition.isr], str(partition.leader_epoch),
+                 str(partition.partition_epoch)), f"{topic.name}-{partition_id}"
+
+
+def kafka_trees(cluster: KafkaCluster, hw: int, scratch: Path) -> dict[int, KafkaTree]:
+    """Kafka's shell on every voter's log below ``hw``, two JVMs at a time (CI has two cores)."""
+    logs = {n.node_id: log_until(n.metadata_dir, hw, scratch / f"log-{n.node_id}") for n in cluster.voters}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        trees = pool.map(lambda item: kafka_tree(cluster.dist, item[1], scratch / f"shell-{item[0]}"), logs.items())
+        return dict(zip(logs, trees))
+
+
+def tree_differences(one: KafkaTree, other: KafkaTree) -> list[str]:
+    """Paths in one tree only, and leaves whose text differs (the first 20)."""
+    differ = [f"{path}: in one tree only" for path in sorted(one.paths ^ other.paths)]
+    differ += [f"{path}: {one.leaves[path]!r} / {other.leaves[path]!r}"
+               for path in sorted(one.leaves.keys() & other.leaves.keys()) if one.leaves[path] != other.leaves[path]]
+    differ += [f"{path}: a leaf in one tree only" for path in sorted(one.leaves.keys() ^ other.leaves.keys())]
+    return differ[:20]

@@ -19,9 +19,9 @@ import pytest
 from engine.records.metadata_record_serde import encode_metadata_value
 from engine.records.metadata_records import NoOpRecordV0
 from engine.records.record_batch import HEADER_SIZE, build_batch, decode_batch, encode_batch
-from tests.conftest import CORPUS, NO_CORPUS
+from tests.conftest import corpus_file
 
-SEGMENT = CORPUS / "hiage__kafka-raft" / "kafka1" / "__cluster_metadata-0" / "00000000000000000000.log"
+SEGMENT = ("hiage__kafka-raft", "kafka1", "__cluster_metadata-0", "00000000000000000000.log")  # in the corpus
 SEGMENT_NAME = "00000000000000000000.log"
 
 
@@ -73,9 +73,7 @@ def batch_extents(buf: bytes) -> list[tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def segment_bytes() -> bytes:
-    if not SEGMENT.is_file():
-        pytest.skip(NO_CORPUS)
-    return SEGMENT.read_bytes()
+    return corpus_file(*SEGMENT).read_bytes()
 
 
 @pytest.fixture(scope="module")

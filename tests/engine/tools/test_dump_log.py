@@ -16,20 +16,13 @@ from pathlib import Path
 import pytest
 
 from engine.tools.cli import run
-from tests.conftest import CORPUS, NO_CORPUS
+from tests.conftest import CORPUS, corpus_file
 
 HIAGE_SEGMENT = ("hiage__kafka-raft", "kafka1", "__cluster_metadata-0", "00000000000000000000.log")
 ADILET_SNAPSHOT = ("AdiletBatyrbayev0520__air_analyzer", "__cluster_metadata-0",
                    "00000000000000019240-0000000003.checkpoint")
 
 pytestmark = pytest.mark.corpus
-
-
-def corpus_file(*parts: str) -> Path:
-    path = CORPUS.joinpath(*parts)
-    if not path.is_file():
-        pytest.skip(NO_CORPUS)
-    return path
 
 
 def dump(capsys, *argv: str | Path) -> list[str]:

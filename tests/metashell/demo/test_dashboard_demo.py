@@ -413,6 +413,8 @@ def test_a_terminal_opens_the_dashboard(monkeypatch, demo_dir: Path) -> None:
             return types.SimpleNamespace(offset=7)
 
     class FakeApp:
+        return_code = 0  # Textual's: the app ended well
+
         def __init__(self, history, *, offset=None):
             opened.append(("app", type(history).__name__, offset))
 

@@ -33,7 +33,7 @@ from metashell.shell.session import Session
 from metashell.source import Source
 from metashell.tree.tree_layout import REDACTED
 from metashell.tree.root import build_tree
-from tests.conftest import CORPUS, corpus_params
+from tests.conftest import CORPUS, corpus_file, corpus_params
 
 NODES = ["AdiletBatyrbayev0520__air_analyzer", "Danielowo2000__BigDataTechnologies-Version-2__tarball-3.5.0",
          "Yashasvi960__kafka-service", "djsoler__Big_Data_Proye_Docker", "hiage__kafka-raft/kafka1",
@@ -153,10 +153,9 @@ def test_corpus_history(spark, node: str) -> None:
     assert [r.offset for r in window] == [o for o in sorted(entries) if 10 <= o <= 19]
 
 
+@pytest.mark.corpus
 def test_snapshot_file_source(spark) -> None:
-    checkpoint = CORPUS / "AdiletBatyrbayev0520__air_analyzer" / "bootstrap.checkpoint"
-    if not checkpoint.is_file():
-        pytest.skip("corpus bootstrap.checkpoint not found")
+    checkpoint = corpus_file("AdiletBatyrbayev0520__air_analyzer", "bootstrap.checkpoint")
     features = to_dataframe(checkpoint, "/features", spark).collect()
     assert "metadata.version" in {f.name for f in features}
 

@@ -22,7 +22,8 @@ import pytest
 from engine.cluster.kafka_dist import version_key
 from engine.storage.log_reader import read_batch_headers
 from metashell.source import Source
-from tests.corpus_files import NO_CORPUS, label, record_files
+from tests.conftest import corpus_params, corpus_unavailable
+from tests.corpus_files import label, record_files
 from tests.kafka_shell_compare import OLDER_SHELL, Answers, Comparison, compare, kafka_transcript, our_transcript
 
 pytestmark = [pytest.mark.kafka, pytest.mark.corpus]
@@ -64,8 +65,7 @@ def compared(dist, path: Path, tmp_path_factory) -> Comparison:
     return _COMPARED[key]
 
 
-@pytest.mark.parametrize("path", FILES or [pytest.param(None, marks=pytest.mark.skip(reason=NO_CORPUS))],
-                         ids=lambda p: label(p) if p else "no-corpus")
+@pytest.mark.parametrize("path", corpus_params(FILES), ids=label)
 def test_image_prints_what_kafkas_shell_prints(kafka_dist, path: Path, tmp_path_factory) -> None:
     comparison = compared(kafka_dist, path, tmp_path_factory)
     assert not comparison.differences, (f"{len(comparison.differences)} answers differ from kafka-metadata-shell "
@@ -77,7 +77,7 @@ def test_the_corpus_comparison_covered_every_kind_of_leaf(kafka_dist, tmp_path_f
     """The negative control: a walk that compared little would pass; this one must have compared
     every file, with brokers, controllers, partitions, configs and metadata versions in them."""
     if not FILES:
-        pytest.skip(NO_CORPUS)
+        corpus_unavailable("the Kafka corpus holds no file with a data batch")
     total = sum((compared(kafka_dist, p, tmp_path_factory).compared for p in FILES), Counter())
     assert total["command"] >= 20 * len(FILES)
     for kind in ("broker", "controller", "partition", "config", "metadata version"):
