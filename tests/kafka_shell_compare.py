@@ -83,9 +83,12 @@ def walk_commands(ask) -> Answers:
     return answers
 
 
-# a file and directories (an empty one among them, often), and several files: each command's own form
+# a file and directories (an empty one among them, often), and several files: each command's own
+# form; and names Kafka's shell opens without listing them (any finalized_<name>; Integer.valueOf's 01, +1)
 SEVERAL_TARGETS = ("ls /image/producerIds/nextProducerId /image/cluster /image/delegationToken /image/acls",
-                   "cat /image/features/metadataVersion /image/producerIds/nextProducerId")
+                   "cat /image/features/metadataVersion /image/producerIds/nextProducerId",
+                   "cat /image/features/finalized_metadata.version", "cat /image/features/finalized_nope",
+                   "cat /image/cluster/brokers/+1", "cat /image/cluster/brokers/01")
 
 
 def kafka_transcript(dist, path: Path, scratch: Path) -> Answers:

@@ -38,7 +38,7 @@ from engine.storage.log_reader import read_batch_headers
 from metashell.tree import kafka_text as text
 from metashell.tree.kafka_names import SCRAM_MECHANISMS
 from metashell.tree.kafka_shell_configs import shown_in_kafka_shell
-from metashell.tree.nodes import DEFAULT_NAME, DirNode, FileNode, Node, decode_name, encode_name, name_to_int
+from metashell.tree.nodes import DEFAULT_NAME, DirNode, FileNode, Node, decode_name, encode_name
 from metashell.tree.tree_layout import REDACTED, TreeBuilder, is_secret_config, partition_json
 
 FINALIZED = "finalized_"
@@ -119,7 +119,8 @@ def _provenance(tree: TreeBuilder) -> FileNode:
 
 def _features(tree: TreeBuilder) -> DirNode:
     """metadataVersion, and finalized_<name> for the other features. As in Kafka, any
-    ``finalized_<name>`` opens, at level 0 when the feature is not finalized (it is not listed)."""
+    ``finalized_<name>`` opens (metadata.version's too), at level 0 when the feature is not
+    finalized (it is not listed)."""
     features = tree.image.features
     version = features.metadata_version
     names = ["metadataVersion", *(encode_name(FINALIZED + n) for n in features if n != "metadata.version")]
@@ -129,16 +130,17 @@ def _features(tree: TreeBuilder) -> DirNode:
             return leaf(shown, lambda: version_name(version) if version is not None else None,
                         lambda: text.metadata_version_text(version_name(version) if version is not None else None))
         name = decode_name(shown)
-        if name is None or not name.startswith(FINALIZED) or name == FINALIZED + "metadata.version":
+        if name is None or not name.startswith(FINALIZED):
             return None
-        level = features.get(name[len(FINALIZED):], 0)
+        feature = name[len(FINALIZED):]
+        level = 0 if feature == "metadata.version" else features.get(feature, 0)
         return leaf(shown, lambda: level, lambda: str(level))
     return kafka_dir("features", lambda: names, make)
 
 
 def _registrations(name: str, registrations, shown: Callable[[Any], str], as_json: Callable[[Any], dict]) -> DirNode:
     def make(text_id: str) -> Node | None:
-        node_id = name_to_int(text_id)
+        node_id = text.java_int(text_id)  # as Kafka's Integer.valueOf: 01 and +1 open node 1
         if node_id not in registrations:
             return None
         return leaf(text_id, lambda: as_json(registrations[node_id]), lambda: shown(registrations[node_id]))
@@ -165,7 +167,7 @@ def _topic(tree: TreeBuilder, topic_id, shown: str) -> DirNode:
             return leaf(n, lambda: topic.name, lambda: topic.name)
         if n == "id":
             return leaf(n, lambda: uuid_to_kafka(topic_id), lambda: uuid_to_kafka(topic_id))
-        pid = name_to_int(n)
+        pid = text.java_int(n)
         if pid not in topic.partitions:
             return None
         return leaf(n, lambda: partition_json(topic_id, pid, topic.partitions[pid]),

@@ -16,6 +16,7 @@ shell orders ``ls``, ``find`` and ``tree``: ``10`` before ``2``, capitals before
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any, Iterable
 
@@ -31,6 +32,18 @@ REDACTED = "[redacted]"  # what Kafka's printers show for a secret they hide
 def java_order(name: str) -> bytes:
     """A sort key that orders names as Java's ``String.compareTo``: by UTF-16 code unit."""
     return name.encode("utf-16-be", "surrogatepass")
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def java_int(text: str) -> int | None:
+    """The int Java's ``Integer.parseInt`` reads in ``text`` (``01`` and ``+1`` are 1), or None
+    where it throws: how Kafka's shell opens a broker, controller or partition by name."""
+    if not _JAVA_INT.fullmatch(text):
+        return None
+    number = int(text)
+    return number if -(1 << 31) <= number < 1 << 31 else None
 
 
 def java_bool(value: bool) -> str:

@@ -85,15 +85,18 @@ def test_tree_prints_the_whole_subtree_as_kafka_does(session: Session) -> None:
 
 def test_what_kafka_4_3_hides_and_what_it_opens(session: Session) -> None:
     """Configs Kafka 4.3 does not define for their type are not under /image (a resource of such
-    configs only, not at all), but stay in /configs; zkMigrationState is not listed; any
-    finalized_<name> opens, at 0 when not finalized, as in Kafka."""
+    configs only, not at all), but stay in /configs; zkMigrationState is not listed; as in Kafka,
+    any finalized_<name> opens, at 0 when not finalized, and a node id as Integer.valueOf reads it."""
     assert ask(session, "ls /image/configs") == "BROKER\nBROKER:1\nCLIENT_METRICS:cm\nGROUP:g1\nGROUP:two%20words\nTOPIC:orders\n"
     assert ask(session, "ls /image/configs/TOPIC:orders") == "retention.ms\n"
     assert "message.timestamp.difference.max.ms" in ask(session, "ls /configs/TOPIC/orders")
     assert ask(session, "ls /configs/BROKER_LOGGER/1") == "kafka.log\n"
     assert ask(session, "ls /image/features") == "finalized_group.version\nfinalized_transaction.version\nmetadataVersion\n"
     assert ask(session, "cat /image/features/finalized_share.version") == "0\n"
-    assert ask(session, "cat /image/features/finalized_metadata.version").startswith("metashell: cat: ")
+    assert ask(session, "cat /image/features/finalized_metadata.version") == "0\n"
+    assert ask(session, "cat /image/cluster/brokers/+1") == ask(session, "cat /image/cluster/brokers/01") == ask(
+        session, "cat /image/cluster/brokers/1")
+    assert ask(session, "cat /image/cluster/brokers/2147483648").startswith("metashell: cat: ")
     assert ask(session, "cat '/image/configs/GROUP:two words/consumer.heartbeat.interval.ms'") == "5000\n"
 
 
