@@ -4,8 +4,9 @@ byte (no tests here; test_kafka_metadata_shell.py and test_kafka_shell_corpus.py
 Kafka's side (``kafka_transcript``): one interactive JVM per file (tests/kafka_shell_tree.py
 drives it through pipes), walked from what Kafka itself lists: ``cat /image/provenance``,
 ``ls /image``, ``ls`` of each directory under it, ``find`` and ``tree`` of each of their
-children, and an ``ls`` and a ``cat`` of several targets. Every answer is kept as Kafka printed it. The walk needs nothing of ours, so it can run
-in the background beside a history being written (kafka_peer.fixtures.after_history).
+children, and an ``ls`` and a ``cat`` of several targets. Every answer is kept as Kafka printed
+it. The walk needs nothing of ours, so it can run in the background beside a history being
+written (kafka_peer.fixtures.after_history).
 
 Our side (``our_transcript``): the same command lines through metashell's shell on the same file.
 The answers must be the same characters, but for what docs/shell.md lists as ours on purpose:

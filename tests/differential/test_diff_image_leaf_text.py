@@ -21,7 +21,8 @@ SHORT = st.integers(-(1 << 15), (1 << 15) - 1)
 # quotas: whole numbers (rates in bytes), and a few significant digits at any scale; Java 17's
 # Double.toString is not the shortest form for every double (JDK 19 made it so), Kafka's values are these
 QUOTAS = st.one_of(st.integers(0, 1 << 53).map(float),
-                   st.builds(lambda digits, scale: digits * 10.0 ** scale, st.integers(1, 999_999), st.integers(-9, 12)))
+                   st.builds(lambda digits, scale: digits * 10.0 ** scale, st.integers(1, 999_999),
+                             st.integers(-9, 12)))
 NAMES = st.lists(st.text(st.characters(codec=None, exclude_categories=("Cs",)), max_size=6), max_size=8)
 
 

@@ -66,7 +66,8 @@ def test_cat_prints_kafkas_text_without_headers_and_json_stays_ours(session: Ses
     assert json.loads(ask(session, "cat --json /image/cluster/brokers/1"))["rack"] == "r1"
     assert ask(session, "cat /image/delegationToken/token-1").startswith(
         "DelegationTokenDatatokenId=token-1(owner=User:alice(tokenRequester=User:alice(renewers=User:bob User:carol, ")
-    assert ask(session, "cat /brokers/1/rack /brokers/2/id") == "==> /brokers/1/rack <==\nr1\n\n==> /brokers/2/id <==\n2\n"
+    assert ask(session, "cat /brokers/1/rack /brokers/2/id") == (
+        "==> /brokers/1/rack <==\nr1\n\n==> /brokers/2/id <==\n2\n")
 
 
 def test_tree_prints_the_whole_subtree_as_kafka_does(session: Session) -> None:
@@ -87,11 +88,13 @@ def test_what_kafka_4_3_hides_and_what_it_opens(session: Session) -> None:
     """Configs Kafka 4.3 does not define for their type are not under /image (a resource of such
     configs only, not at all), but stay in /configs; zkMigrationState is not listed; as in Kafka,
     any finalized_<name> opens, at 0 when not finalized, and a node id as Integer.valueOf reads it."""
-    assert ask(session, "ls /image/configs") == "BROKER\nBROKER:1\nCLIENT_METRICS:cm\nGROUP:g1\nGROUP:two%20words\nTOPIC:orders\n"
+    assert ask(session, "ls /image/configs") == (
+        "BROKER\nBROKER:1\nCLIENT_METRICS:cm\nGROUP:g1\nGROUP:two%20words\nTOPIC:orders\n")
     assert ask(session, "ls /image/configs/TOPIC:orders") == "retention.ms\n"
     assert "message.timestamp.difference.max.ms" in ask(session, "ls /configs/TOPIC/orders")
     assert ask(session, "ls /configs/BROKER_LOGGER/1") == "kafka.log\n"
-    assert ask(session, "ls /image/features") == "finalized_group.version\nfinalized_transaction.version\nmetadataVersion\n"
+    assert ask(session, "ls /image/features") == (
+        "finalized_group.version\nfinalized_transaction.version\nmetadataVersion\n")
     assert ask(session, "cat /image/features/finalized_share.version") == "0\n"
     assert ask(session, "cat /image/features/finalized_metadata.version") == "0\n"
     assert ask(session, "cat /image/cluster/brokers/+1") == ask(session, "cat /image/cluster/brokers/01") == ask(

@@ -236,7 +236,9 @@ def _compare_all(history, scratch: Path) -> Results:
 
     def walk(i: int) -> Answers:  # walked in the background already (the history's own files), or now
         made_before = _KAFKA.get((history.version, str(history.root), labels[files[i]]))
-        return made_before if made_before is not None else kafka_transcript(history.dist, files[i], scratch / f"run-{i}")
+        if made_before is not None:
+            return made_before
+        return kafka_transcript(history.dist, files[i], scratch / f"run-{i}")
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # CI has two cores
         walks = dict(zip(files, pool.map(walk, range(len(files)))))

@@ -14,9 +14,10 @@ ACL = ("StandardAcl[resourceType=TOPIC, resourceName=orders, patternType=LITERAL
 
 
 def test_one_changed_character_is_one_difference_naming_command_and_line() -> None:
-    kafka = {"ls /image": "acls\nclientQuotas\n", "tree '/image/cluster/brokers'": f"1:\n  {BROKER}, cordonedDirectories=null)\n"}
+    brokers = "tree '/image/cluster/brokers'"
+    kafka = {"ls /image": "acls\nclientQuotas\n", brokers: f"1:\n  {BROKER}, cordonedDirectories=null)\n"}
     assert compare("same", kafka, dict(kafka), {}, older=False).differences == []
-    changed = {**kafka, "tree '/image/cluster/brokers'": kafka["tree '/image/cluster/brokers'"].replace("epoch=5", "epoch=6")}
+    changed = {**kafka, brokers: kafka[brokers].replace("epoch=5", "epoch=6")}
     (difference,) = compare("x", kafka, changed, {}, older=False).differences
     assert difference.startswith("x: tree '/image/cluster/brokers': line 2:") and "epoch=6" in difference
     (missing,) = compare("x", kafka, {"ls /image": kafka["ls /image"]}, {}, older=False).differences
