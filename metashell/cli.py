@@ -43,7 +43,8 @@ DASHBOARD_COMMANDS = ("dash", "demo")
 
 def _add_source_and_point(parser: OneLineParser, source) -> None:
     """Where the image comes from (a snapshot, a log directory, the demo) and as of when."""
-    source.add_argument("--snapshot", help="a .checkpoint snapshot file")
+    source.add_argument("--snapshot", help="a .checkpoint snapshot file, or a .log segment replayed from its "
+                                            "first batch (as kafka-metadata-shell --snapshot reads either)")
     source.add_argument("--log-dir", help="a node's log directory or its __cluster_metadata-0 directory")
     source.add_argument("--demo", action="store_true", help="a small generated cluster history")
     _add_live_source(parser, source)

@@ -21,7 +21,8 @@ from typing import Iterable, Iterator
 
 from engine.common.errors import MetadataError, StorageError
 from engine.storage.log_reader import (
-    LogDirListing, LogEntry, entries_by_batch, entries_of_batch, list_log_dir, read_file, resolve_metadata_dir,
+    LogDirListing, LogEntry, entries_by_batch, entries_of_batch, is_snapshot_file, list_log_dir, read_file,
+    resolve_metadata_dir,
 )
 from engine.storage.log_segment import iter_batches, read_segment_bytes
 from engine.storage.meta_properties import MetaProperties, read_meta_properties
@@ -52,6 +53,31 @@ def load_snapshot(path: Path) -> tuple[MetadataImage, LoadInfo]:
     image, skipped = image_of_snapshot(read_file(path, snapshot=True), snapshot_id)
     end = snapshot_id.end_offset if snapshot_id else 0
     return image, LoadInfo(path, snapshot_id, None, end, end, skipped_records=skipped)
+
+
+def load_file(path: Path) -> tuple[MetadataImage, LoadInfo]:
+    """The image one file holds, read as ``kafka-metadata-shell --snapshot`` reads any file: a
+    snapshot (a SnapshotHeader first, or a snapshot's name) as a snapshot; anything else (a
+    segment) replayed from its first batch, its records at their offsets, epochs and times."""
+    path = Path(path)
+    if is_snapshot_file(path) or _starts_with_snapshot_header(path):
+        return load_snapshot(path)
+    delta = MetadataDelta(MetadataImage())
+    first = last = None
+    with collector_paused():
+        for entry in read_file(path, snapshot=False):
+            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+            first = entry if first is None else first
+            last = entry
+        image = delta.apply()
+    end = last.offset + 1 if last else 0
+    return image, LoadInfo(path, None, first.offset if first else None, end, end, skipped_records=delta.skipped,
+                           notes=tuple(open_transaction_notes(delta.open_transaction, end)))
+
+
+def _starts_with_snapshot_header(path: Path) -> bool:
+    first = next(iter(read_file(path, snapshot=False)), None)  # the first batch decoded, no more
+    return first is not None and first.record.type_name == "SNAPSHOT_HEADER"
 
 
 def image_of_snapshot(entries: Iterable[LogEntry], snapshot_id: SnapshotId | None) -> tuple[MetadataImage, int]:

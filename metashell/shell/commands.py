@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from metashell.tree.nodes import has_glob, render, render_json, walk
+from metashell.shell.kafka_form import cat_lines, ls_lines, tree_lines, under_image
 from metashell.shell.registry import COMMANDS, ArgParser, ExitShell, ShellError, command
 from metashell.shell.session import Session
 
@@ -46,12 +47,17 @@ def _cd(session: Session, args: argparse.Namespace) -> int:
 ls [-l] [PATH...]
 
   Lists the children of each directory PATH (default: the current one); a file PATH
-  lists itself. -l adds each child's kind and, for files, its value.
+  lists itself. -l adds each child's kind and, for files, its value. Under /image,
+  ls prints as kafka-metadata-shell does (one name per line, Kafka's order).
 
   Examples:  ls /brokers    ls -l /topics/orders    ls /topics/*/0
 """, lambda p: (p.add_argument("-l", dest="long", action="store_true"), p.add_argument("paths", nargs="*")))
 def _ls(session: Session, args: argparse.Namespace) -> int:
     targets = [path for pattern in (args.paths or ["."]) for path in session.paths(pattern)]
+    if not args.long and under_image(targets):
+        for line in ls_lines([(path, session.node(path)) for path in targets]):
+            session.out(line)
+        return 0
     for index, path in enumerate(targets):
         node = session.node(path)
         if not node.is_directory:
@@ -83,7 +89,8 @@ cat [--json] PATH...
   UNASSIGNED and LOST). With several files each is headed by ==> PATH <==, as
   head does. --json prints valid JSON with Kafka's numbers instead: the file's
   value for one PATH without globs, else an object of path: value (its shape
-  follows what was typed, not how many files matched).
+  follows what was typed, not how many files matched). Under /image, cat prints
+  Kafka's text of each file, as kafka-metadata-shell does, without headers.
 
   Examples:  cat /features/metadata.version    cat /topics/orders/0    cat /brokers/*/state
              cat --json /brokers/1/endpoints
@@ -94,6 +101,10 @@ def _cat(session: Session, args: argparse.Namespace) -> int:
         values = {path: _file(session, path).value() for path in paths}
         one = len(args.paths) == 1 and not has_glob(args.paths[0])
         session.out(render_json(values[paths[0]] if one else values))
+        return 0
+    if under_image(paths):
+        for text in cat_lines(_file(session, path) for path in paths):
+            session.out(text)
         return 0
     for index, path in enumerate(paths):
         node = _file(session, path)
@@ -137,11 +148,18 @@ def _find(session: Session, args: argparse.Namespace) -> int:
 tree [PATH] [-d DEPTH]
 
   Draws the tree under PATH (default: the current directory), DEPTH levels deep (default 2).
+  Under /image, tree prints the whole subtree as kafka-metadata-shell does (NAME: lines,
+  two spaces deeper per level, each file's text under its name).
 
   Examples:  tree /brokers    tree / -d 1
 """, lambda p: (p.add_argument("path", nargs="?", default="."), p.add_argument("-d", "--depth", type=int, default=2)))
 def _tree(session: Session, args: argparse.Namespace) -> int:
-    for base in session.paths(args.path):
+    bases = session.paths(args.path)
+    if under_image(bases):
+        for base in bases:
+            tree_lines(session.node(base), session.out)
+        return 0
+    for base in bases:
         session.out(base)
         _draw(session, session.node(base), "", args.depth)
     return 0

@@ -1,5 +1,8 @@
 """A snapshot file or a log directory as a Source, and how to move its image in time.
 
+A "snapshot" may be any file of record batches, as ``kafka-metadata-shell --snapshot`` takes
+any: a segment is replayed from its first batch (engine.image.metadata_loader.load_file).
+
 A log directory is read once, into a MetadataHistory (engine.image.metadata_history), from
 its newest snapshot at or before the first point asked for; ``seek`` then replays from the
 history's checkpoints instead of reading the log again. A point before that snapshot reads
@@ -16,7 +19,7 @@ from typing import Iterable
 from engine.common.errors import ConfigError
 from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import LoadInfo, load_snapshot
+from engine.image.metadata_loader import LoadInfo, load_file
 from engine.storage.log_reader import LogEntry, read_file, read_log_dir
 
 
@@ -39,7 +42,7 @@ class Source:
             return self._history.image_at(offset=offset, time_ms=time_ms)
         if offset is not None or time_ms is not None:
             raise ConfigError("seek needs a log directory (--log-dir): a snapshot holds one point in time")
-        return load_snapshot(self.snapshot)
+        return load_file(self.snapshot)
 
     def entries(self) -> Iterable[LogEntry]:
         """Every record of the source, in log order (the segments', not a snapshot's, for a log directory)."""

@@ -50,8 +50,8 @@ def named_fields(data: Any, fields: dict[str, dict[int, str]]) -> Any:
 
 
 def human_endpoints(endpoints: Any) -> Any:
-    """Broker and controller endpoints (``securityProtocol`` or, in /image, ``security_protocol``)."""
-    return named_fields(endpoints, {"securityProtocol": SECURITY_PROTOCOLS, "security_protocol": SECURITY_PROTOCOLS})
+    """Broker and controller endpoints, their ``securityProtocol`` named."""
+    return named_fields(endpoints, {"securityProtocol": SECURITY_PROTOCOLS})
 
 
 def human_directories(texts: Any) -> Any:
@@ -72,16 +72,6 @@ def human_acl(data: Any) -> Any:
 
 def human_scram(data: Any) -> Any:
     return named_fields(data, {"mechanism": SCRAM_MECHANISMS})
-
-
-def human_registration(data: Any) -> Any:
-    """A registration as /image shows it: its endpoints' protocols named, reserved directory ids too."""
-    if not isinstance(data, dict) or "endpoints" not in data:
-        return data
-    data = {**data, "endpoints": human_endpoints(data["endpoints"])}
-    if "directories" in data:
-        data["directories"] = human_directories(data["directories"])
-    return data
 
 
 def human_feature(name: str, level: Any) -> Any:

@@ -71,10 +71,11 @@ class DirNode(Node):
     name: str
     names: Callable[[], Iterable[str]]
     make: Callable[[str], "Node | None"]
+    order: Callable[[str], Any] | None = None  # the listing's sort key; None: natural_key
     is_directory: ClassVar[bool] = True
 
     def child_names(self) -> list[str]:
-        return sorted(self.names(), key=natural_key)
+        return sorted(self.names(), key=self.order or natural_key)
 
     def child(self, name: str) -> Node | None:
         return self.make(name)

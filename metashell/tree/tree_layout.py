@@ -214,10 +214,11 @@ class TreeBuilder:
                 credential.to_record(mechanism, user)
         return keyed_dir("scram", by_mechanism, lambda shown, m: keyed_dir(
             shown, by_mechanism[m],
-            lambda user_shown, user: FileNode(user_shown, lambda: self._scram_json(by_mechanism[m][user]),
+            lambda user_shown, user: FileNode(user_shown, lambda: self.scram_json(by_mechanism[m][user]),
                                               human_scram)))
 
-    def _scram_json(self, record: Any) -> dict:
+    def scram_json(self, record: Any) -> dict:
+        """A UserScramCredentialRecord's JSON, its salt and keys in base64 or redacted."""
         data = message_to_jsonable(record)
         for key in ("salt", "storedKey", "serverKey"):
             data[key] = base64.b64encode(getattr(record, _snake(key))).decode() if self.show_secrets else REDACTED

@@ -11,7 +11,7 @@ import pytest
 from engine.records import metadata_records as m
 from engine.common.errors import StorageError
 from engine.records.kio_codec import i32
-from engine.image.metadata_loader import load_log_dir, load_snapshot
+from engine.image.metadata_loader import load_file, load_log_dir, load_snapshot
 from engine.storage.metadata_log import MetadataLog
 from engine.storage.snapshot_writer import SnapshotId
 
@@ -59,6 +59,24 @@ def test_snapshot_start_and_provenance(tmp_path: Path) -> None:
     assert from_snapshot.provenance == (2, 1, 2000) and _isr(from_snapshot) == (1,)
     # an older point than the snapshot: the log still reaches back to offset 0
     assert load_log_dir(directory, offset=1)[1].snapshot is None
+
+
+def test_one_file_reads_as_kafka_metadata_shell_reads_it(tmp_path: Path) -> None:
+    """load_file: a segment is replayed from its first batch (as Kafka's shell reads any file),
+    a snapshot, even renamed, read as a snapshot."""
+    directory = _history(tmp_path)
+    segment = directory / "__cluster_metadata-0" / "00000000000000000000.log"
+    image, info = load_file(segment)
+    assert image == load_log_dir(directory)[0] and image.provenance == (3, 2, 3000)
+    assert (info.source, info.snapshot, info.first_offset, info.end_offset) == (segment, None, 0, 4)
+    with MetadataLog(directory / "__cluster_metadata-0") as log:
+        from engine.image.image_writer import image_records
+        log.write_snapshot(SnapshotId(4, 2), image_records(image), last_contained_log_timestamp_ms=3000, now_ms=9)
+    snapshot = directory / "__cluster_metadata-0" / SnapshotId(4, 2).file_name
+    renamed = tmp_path / "copy.bin"
+    shutil.copy(snapshot, renamed)
+    assert load_file(snapshot)[0] == load_snapshot(snapshot)[0]
+    assert load_file(renamed)[0] == load_snapshot(renamed)[0] != load_file(segment)[0]  # not replayed as a log
 
 
 def test_offset_before_the_oldest_data_is_an_error(tmp_path: Path) -> None:

@@ -87,11 +87,25 @@ def test_human_output_names_enums(session: Session) -> None:
     assert json.loads(_text(session, "cat /scram/SCRAM-SHA-512/alice"))["mechanism"] == "SCRAM-SHA-512"
     assert run(session, "cat /features/metadata.version") == ["4.1-IV1 (27)"]
     assert run(session, "cat /features/group.version") == ["1"]
-    registration = json.loads(_text(session, "cat /image/cluster/brokers/1"))
-    assert registration["endpoints"][1]["security_protocol"] == "SASL_SSL"
     long = {line.split()[1]: line for line in run(session, "ls -l /brokers/1")}
     assert '"securityProtocol":"PLAINTEXT"' in long["endpoints"]  # ls -l reads as cat does
-    assert json.loads(_text(session, f"cat /image/acls/byId/{acl_path.rsplit('/', 1)[1]}"))["operation"] == "WRITE"
+
+
+def test_image_prints_kafkas_text_and_json_stays_ours(session: Session) -> None:
+    """/image leaves print as kafka-metadata-shell prints them (its objects' toString()), and
+    cat --json keeps our JSON with Kafka's numbers."""
+    (broker,) = run(session, "cat /image/cluster/brokers/1")
+    assert broker.startswith("BrokerRegistration(id=1, epoch=")
+    assert "listeners=[Endpoint(listenerName='PLAINTEXT', securityProtocol=PLAINTEXT" in broker
+    assert "Endpoint(listenerName='SECURE', securityProtocol=SASL_SSL" in broker and "rack=Optional[r1]" in broker
+    assert json.loads(_text(session, "cat --json /image/cluster/brokers/1"))["endpoints"][1]["security_protocol"] == 3
+    acl_id = run(session, "find /acls -type f")[0].rsplit("/", 1)[1]
+    (acl,) = run(session, f"cat /image/acls/byId/{acl_id}")
+    assert acl.startswith("StandardAcl[resourceType=TOPIC, ") and "operation=WRITE" in acl
+    assert json.loads(_text(session, f"cat --json /image/acls/byId/{acl_id}"))["operation"] == 4
+    assert run(session, "cat /image/features/metadataVersion") == ["Optional[4.1-IV1]"]
+    assert run(session, "cat /image/topics/byName/orders/1")[0].endswith(
+        "leaderRecoveryState=RECOVERING, leaderEpoch=3, partitionEpoch=4)")
 
 
 def test_json_output_keeps_kafkas_numbers(session: Session) -> None:
