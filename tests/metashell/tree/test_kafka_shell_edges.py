@@ -17,6 +17,7 @@ from engine.storage.metadata_log import MetadataLog
 from metashell.source import Source
 from tests.image_edges import HIDDEN_IN_4_3, HIDDEN_RESOURCES, cordoned_records, write_edge_log
 from tests.kafka_shell_compare import OLDER_SHELL, compare, kafka_transcript, our_transcript
+from kafka_peer.fixtures import VERSIONS
 
 pytestmark = pytest.mark.kafka
 
@@ -41,10 +42,11 @@ def test_image_prints_what_kafkas_shell_prints_on_the_edges(kafka_dist, tmp_path
             assert (f"\n{name}:\n" in "\n" + kafka[f"tree '/image/configs/{resource}'"]) == older, (resource, name)
 
 
+# Kafka before 4.3 reads no RegisterBrokerRecord v4 (cordoned log directories): only the newer ones are asked
+@pytest.mark.parametrize("kafka_dist", [v for v in VERSIONS if version_key(v) >= OLDER_SHELL], indirect=True,
+                         ids=lambda v: f"kafka-{v}")
 def test_cordoned_directories_print_as_the_newest_kafka_prints_them(kafka_dist, tmp_path: Path) -> None:
     """KIP-1066's cordoned log directories, in the order recorded, and an empty list (not null)."""
-    if version_key(kafka_dist.version) < OLDER_SHELL:
-        pytest.skip(f"Kafka {kafka_dist.version} reads no RegisterBrokerRecord v4 (cordoned log directories)")
     with MetadataLog.create(tmp_path / "node", fsync_policy="never") as log:
         log.append(cordoned_records(), epoch=1, timestamp_ms=1)
     segment = tmp_path / "node" / "__cluster_metadata-0" / "00000000000000000000.log"
