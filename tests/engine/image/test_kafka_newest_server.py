@@ -21,6 +21,8 @@ from engine.image.metadata_loader import load_log_dir, load_snapshot
 from engine.image.metadata_version import BY_LEVEL
 from engine.records.metadata_record_serde import UnknownRecord
 from engine.storage.log_reader import read_file
+from engine.cluster.kafka_dist import version_key
+from kafka_peer.history import CIDR_ACLS, CIDR_HOST, CONTROLLER_UNREGISTRATION
 
 pytestmark = pytest.mark.kafka
 
@@ -43,6 +45,8 @@ def check_every_record_decodes(kafka_newest_history):
                  "REGISTER_CONTROLLER_RECORD", "SNAPSHOT_HEADER", "LEADER_CHANGE", "KRAFT_VOTERS"):
         assert kinds.get(kind, 0) > 0, f"no {kind} in Kafka {kafka_newest_history.version}'s files: {sorted(kinds)}"
     assert kinds["PARTITION_RECORD"] >= 2000
+    if _unregisters_controllers(kafka_newest_history):
+        assert kinds.get("UNREGISTER_CONTROLLER_RECORD", 0) > 0, sorted(kinds)
 
 
 def check_replay(kafka_newest_history):
@@ -56,7 +60,11 @@ def check_replay(kafka_newest_history):
         assert sorted(image.cluster.brokers) == [1, 2, 3]
         assert image.topics.topic("moving").partitions[0].replicas == (3, 2)
         assert {user for _, user in image.scram} == {"alice", "bob"}
-        assert len(image.acls) == 5
+        cidr = version_key(kafka_newest_history.version) >= CIDR_ACLS
+        assert len(image.acls) == 5 + cidr
+        assert any(acl.host == CIDR_HOST for acl in image.acls.values()) == cidr
+        # the fourth controller, removed from the voters, is unregistered too from 4.4 (KIP-1312)
+        assert (4 in image.cluster.controllers) != _unregisters_controllers(kafka_newest_history)
         assert image.configs[(2, "orders")]["retention.ms"] == "172800000"
         assert image.producer_ids.next_producer_id > 0
         # The newest snapshot holds the image the log held at its offset.
@@ -64,6 +72,12 @@ def check_replay(kafka_newest_history):
         snapshot_image, _ = load_snapshot(newest)
         at_offset, _ = load_log_dir(node.metadata_dir, offset=int(newest.name.split("-")[0]) - 1)
         assert snapshot_image.topics == at_offset.topics and snapshot_image.cluster == at_offset.cluster
+
+
+def _unregisters_controllers(history) -> bool:
+    """The history removed a controller with `--unregister` (Kafka 4.4's tools and up)."""
+    return (version_key(history.version) >= CONTROLLER_UNREGISTRATION
+            and any(step.startswith("add and remove a fourth controller") for step in history.steps))
 
 
 def check_dump_log(kafka_newest_history):
