@@ -92,6 +92,7 @@ def choose(served: dict[str, set[str] | frozenset[str]]) -> Choice:
                   server if version_key(server) > version_key(newest) else None)
 
 
+@functools.lru_cache(maxsize=1)  # once per session: the fixtures, the history's process and fetch ask
 def newest_choice() -> Choice:
     """``choose`` on what Maven Central serves now; offline, on what it served when last asked
     (else only the pinned version, with its own shell: the fetch will say why it fails)."""
@@ -129,7 +130,7 @@ def tested_versions() -> list[str]:
     return sorted({PINNED_VERSION, newest_choice().newest}, key=version_key)
 
 
-def shell_version(version: str) -> str | None:
+def shell_version(version: str) -> str:
     """The release whose kafka-metadata-shell runs with ``version``'s server and tools: its own when
     Maven Central serves it (or said so when last asked), else the newest older one served."""
     shell = newest_choice().shell

@@ -20,8 +20,9 @@ import pytest
 from engine.image.metadata_loader import load_log_dir, load_snapshot
 from engine.image.metadata_version import BY_LEVEL
 from engine.records.metadata_record_serde import UnknownRecord
-from engine.storage.log_reader import read_file
 from engine.cluster.kafka_dist import version_key
+from engine.storage.log_reader import read_file
+from kafka_peer.fixtures import NEWEST_SERVERS, VERSIONS
 from kafka_peer.history import CIDR_ACLS, CIDR_HOST, CONTROLLER_UNREGISTRATION
 
 pytestmark = pytest.mark.kafka
@@ -90,8 +91,13 @@ def check_dump_log(kafka_newest_history):
     assert done.stdout.count("Dumping ") == len(node.segments) + len(node.snapshots)
 
 
-@pytest.mark.parametrize("check", [check_every_record_decodes, check_replay, check_dump_log],
-                         ids=["decodes", "replays", "dumps"])
+# When the newest server is a tested version (its tools served: 4.4.0 from 2026-11-27), its history
+# is that version's, whose decoding and replay the second test checks already.
+NEWEST_CHECKS = {"dumps": check_dump_log} if set(NEWEST_SERVERS) <= set(VERSIONS) else {
+    "decodes": check_every_record_decodes, "replays": check_replay, "dumps": check_dump_log}
+
+
+@pytest.mark.parametrize("check", list(NEWEST_CHECKS.values()), ids=list(NEWEST_CHECKS))
 def test_what_the_newest_server_wrote(kafka_newest_history, check):
     check(kafka_newest_history)
 
