@@ -89,14 +89,19 @@ class KafkaHistory:
 
     def to_json(self) -> str:
         """What a history written in another process hands back (``--json``)."""
+        bridge = self.dist.shell_bridge
         return json.dumps({"version": self.version, "libs": str(self.dist.libs), "root": str(self.root),
+                           "shell_release": self.dist.shell_release, "shell_bridge": bridge and str(bridge),
                            "cluster_id": self.cluster_id, "steps": self.steps, "seconds": self.seconds,
                            "nodes": [[n.node_id, list(n.roles), str(n.log_dir)] for n in self.nodes]})
 
     @classmethod
     def from_json(cls, text: str) -> "KafkaHistory":
         made = json.loads(text)
-        return cls(KafkaDistribution(made["version"], Path(made["libs"])), Path(made["root"]), made["cluster_id"],
+        bridge = made.get("shell_bridge")
+        dist = KafkaDistribution(made["version"], Path(made["libs"]), shell_release=made.get("shell_release"),
+                                 shell_bridge=bridge and Path(bridge))
+        return cls(dist, Path(made["root"]), made["cluster_id"],
                    tuple(NodeData(node_id, tuple(roles), Path(log_dir)) for node_id, roles, log_dir in made["nodes"]),
                    made["steps"], made["seconds"])
 
@@ -344,12 +349,17 @@ def add_and_remove_controller(cluster: KafkaCluster) -> None:
                                         check=False).returncode == 0, "add-controller accepted", cluster.live_nodes())
     wait_until(lambda: 4 in voters(), "controller 4 a voter", cluster.live_nodes())
     directory_id = _meta_directory_id(node)
-    # From 4.4 (KIP-1312) the tool also unregisters it: an UnregisterControllerRecord in the log.
-    unregister = ("--unregister",) if version_key(cluster.dist.version) >= CONTROLLER_UNREGISTRATION else ()
-    cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id,
-                     *unregister)
-    wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
+    if version_key(cluster.dist.version) < CONTROLLER_UNREGISTRATION:
+        cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id)
+        wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
+        node.stop()
+        return
+    # From 4.4 (KIP-1312) the tool also unregisters it: an UnregisterControllerRecord in the log. It
+    # is stopped first, as an operator would: a running controller registers itself again at once.
     node.stop()
+    cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id,
+                     "--unregister")
+    wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
 
 
 def _meta_directory_id(node: KafkaNode) -> str:
