@@ -10,9 +10,9 @@ take effect, as they do in the image).
 
 from __future__ import annotations
 
-from engine.image.change_set import Change, ChangeSet
 from engine.common.kafka_uuid import uuid_to_kafka
 from engine.image.broker_registration import ControllerRegistration
+from engine.image.change_set import Change, ChangeSet
 from engine.image.metadata_image import BrokerRegistration, MetadataImage
 from engine.image.partition_registration import PartitionRegistration
 from metashell.dashboard.model import Event
