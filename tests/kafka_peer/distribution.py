@@ -237,3 +237,15 @@ def _compile_bridge(libs: Path) -> Path | None:
             raise AssertionError(f"tests/kafka/shell_bridge does not compile against {libs}:\n{done.stderr[-4000:]}")
         (classes / "READY").write_text("")
     return classes
+
+
+def bootstrap_records(log_dir: Path) -> list:
+    """The metadata records a formatter wrote for a new cluster in ``log_dir`` (feature levels, SCRAM
+    users), without the control records around them: from bootstrap.checkpoint (Kafka up to 4.3,
+    and kraftd), else from the first snapshot, where Kafka 4.4's formatter writes them instead."""
+    from engine.storage.log_reader import read_file
+
+    path = log_dir / "bootstrap.checkpoint"
+    if not path.is_file():
+        path = log_dir / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"
+    return [entry.record for entry in read_file(path, snapshot=True) if not entry.control]
