@@ -10,6 +10,8 @@ take effect, as they do in the image).
 
 from __future__ import annotations
 
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.image.broker_registration import ControllerRegistration
 from engine.image.change_set import Change, ChangeSet
 from engine.image.metadata_image import BrokerRegistration, MetadataImage
 from engine.image.partition_registration import PartitionRegistration
@@ -17,9 +19,9 @@ from metashell.dashboard.model import Event
 
 # the order of kinds within one record's events (a feed reads better cause first)
 _KIND_ORDER = {kind: n for n, kind in enumerate((
-    "leader-change", "voter-change", "topic-create", "broker-register", "fence", "controlled-shutdown",
-    "unfence", "partition-leader", "isr-shrink", "isr-expand", "elr-change", "broker-unregister",
-    "topic-delete"))}
+    "leader-change", "voter-change", "topic-create", "broker-register", "fence",
+    "controlled-shutdown", "unfence", "dirs-cordoned", "partition-leader", "isr-shrink", "isr-expand", "elr-change",
+    "broker-unregister", "controller-unregister", "topic-delete"))}
 
 
 def events_of_changes(changes: ChangeSet, after: MetadataImage) -> list[Event]:
@@ -33,6 +35,8 @@ def events_of_changes(changes: ChangeSet, after: MetadataImage) -> list[Event]:
         _voter_events(changes.voters, events)
     for broker_id, change in changes.brokers.items():
         _broker_events(broker_id, change, events)
+    for controller_id, change in changes.controllers.items():
+        _controller_events(controller_id, change, events)
     by_id = after.topics.by_id
     for topic_id, change in changes.topics.items():
         if change.created:
@@ -85,6 +89,19 @@ def _broker_events(broker_id: int, change: Change[BrokerRegistration], events: l
         events.append(_event(change, "unfence", subject, f"broker {broker_id} unfenced"))
     if new.in_controlled_shutdown and not old.in_controlled_shutdown:
         events.append(_event(change, "controlled-shutdown", subject, f"broker {broker_id} in controlled shutdown"))
+    was, now = set(old.cordoned_directories or ()), set(new.cordoned_directories or ())
+    if was != now:  # KIP-1066: no new replica goes to a cordoned directory
+        parts = [f"{verb} {', '.join(sorted(uuid_to_kafka(d) for d in dirs))}"
+                 for verb, dirs in (("cordoned", now - was), ("uncordoned", was - now)) if dirs]
+        events.append(_event(change, "dirs-cordoned", subject, f"broker {broker_id} log dirs " + "; ".join(parts)))
+
+
+def _controller_events(controller_id: int, change: Change[ControllerRegistration], events: list[Event]) -> None:
+    """A controller unregistered (KIP-1312, Kafka 4.4+). Its registrations are no event: each
+    controller registers again at every start, which the leader changes already tell."""
+    if change.after is None:
+        events.append(_event(change, "controller-unregister", f"controller {controller_id}",
+                             f"controller {controller_id} unregistered"))
 
 
 def _partition_events(subject: str, change: Change[PartitionRegistration], events: list[Event]) -> None:

@@ -29,9 +29,9 @@ FLAG_UNCLEAN_RECOVERY = "unclean-recovery"
 ALL_FLAGS = (FLAG_LEADERLESS, FLAG_UNDER_MIN_ISR, FLAG_ISR_EMPTY_WITH_ELR, FLAG_REASSIGNING, FLAG_UNCLEAN_RECOVERY)
 
 # Event kinds (the feed, and "next event of interest" when stepping).
-EVENT_KINDS = ("fence", "unfence", "controlled-shutdown", "broker-register", "broker-unregister",
-               "leader-change", "partition-leader", "isr-shrink", "isr-expand", "elr-change", "voter-change",
-               "topic-create", "topic-delete")
+EVENT_KINDS = ("fence", "unfence", "controlled-shutdown", "broker-register", "broker-unregister", "dirs-cordoned",
+               "controller-unregister", "leader-change", "partition-leader", "isr-shrink",
+               "isr-expand", "elr-change", "voter-change", "topic-create", "topic-delete")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +150,7 @@ class BrokerRow:
     endpoints: str
     leader_of: int  # partitions led
     replicas: int  # replicas hosted
+    cordoned: int = 0  # log directories cordoned (KIP-1066, Kafka 4.3+)
 
 
 class PartitionRow(NamedTuple):

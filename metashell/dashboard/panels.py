@@ -238,7 +238,8 @@ def broker_rows(image: MetadataImage, known_ids: Iterable[int] = ()) -> list[Bro
     rows = [BrokerRow(b.id, b.rack or "-", b.state, b.epoch,
                       uuid_to_kafka(b.incarnation_id) if b.incarnation_id else "-",
                       ", ".join(f"{e.name}://{e.host}:{e.port}" for e in b.endpoints) or "-",
-                      leads.get(b.id, 0), hosts.get(b.id, 0)) for b in brokers.values()]
+                      leads.get(b.id, 0), hosts.get(b.id, 0), len(b.cordoned_directories or ()))
+            for b in brokers.values()]
     rows += [BrokerRow(broker_id, "-", "unregistered", -1, "-", "-", leads.get(broker_id, 0), hosts.get(broker_id, 0))
              for broker_id in set(known_ids) - brokers.keys()]
     rows.sort(key=lambda r: r.broker_id)

@@ -1,7 +1,8 @@
 """Metadata as Spark DataFrames: the image's tables, and the log's history.
 
     to_dataframe(source, "/topics")          partitions (or brokers, voters, configs, ...)
-    history_dataframe(log_dir, "records")    records, partition_changes, broker_fencing, leader_changes
+    history_dataframe(log_dir, "records")    records, partition_changes, broker_fencing,
+                                             controller_registrations, leader_changes
     history_dataframe(log_dir, offsets=[..]) partitions at each offset (as_of_offset column)
     export(df, out_dir, "parquet")           parquet, json, csv or orc, written by Spark
 

@@ -2,16 +2,18 @@
 
 ``history_rows(log_dir)`` replays the log once through MetadataDelta, from the earliest point
 the directory can rebuild (offset 0, or the oldest snapshot the segments continue from: the
-partitions and brokers that snapshot holds are known from the first row on), and gives four
+partitions and brokers that snapshot holds are known from the first row on), and gives five
 tables: ``records`` (every record replayed, its JSON with secrets redacted),
 ``partition_changes`` (partition creations and changes, and the partitions a ClearElrRecord
 cleared, with the partition's state after each), ``broker_fencing`` (registrations, fencing,
-controlled shutdown) and ``leader_changes`` (the quorum's LeaderChangeMessages). ``start``/
+controlled shutdown, cordoned log directories), ``controller_registrations`` (controllers
+registered and unregistered) and ``leader_changes`` (the quorum's LeaderChangeMessages). ``start``/
 ``end`` keep rows with start <= offset <= end; the state is replayed from the start regardless.
 
 Every row beside the records table comes from a record's change set (engine/image/change_set.py,
 ``MetadataDelta.record_changes()``): a ``partition_changes`` row for each partition it created
 or changed, a ``broker_fencing`` row for each broker registration it changed, a
+``controller_registrations`` row for each controller registration it made or removed, a
 ``leader_changes`` row for each leader change. Nothing here looks at a record's type: the
 ``type`` column and the record's own columns are what its Kafka JSON (the records table's
 printer) says, and every state column is the delta's after the record, so it is the image's own:
@@ -44,7 +46,7 @@ from metashell.export.tables import Table, partitions_table
 from metashell.source import Source
 from metashell.tree.tree_layout import redact_record_json
 
-HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "leader_changes")
+HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
 
 def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | None = None,
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
@@ -94,6 +96,7 @@ class _Rows:
         self.start = start
         self.want_records, self.want_changes = "records" in wanted, "partition_changes" in wanted
         self.want_fencing, self.want_leaders = "broker_fencing" in wanted, "leader_changes" in wanted
+        self.want_controllers = "controller_registrations" in wanted
         self.out: dict[str, list[tuple]] = {kind: [] for kind in HISTORY_TABLES}
         self.names: dict = {}  # topic id -> name, from every topic change seen (an aborted creation's too)
         self.scratch: MetadataDelta | None = None  # the open transaction's records, as if committed
@@ -167,6 +170,12 @@ class _Rows:
                 epoch = (change.after or change.before).epoch
                 out["broker_fencing"].append((offset, entry.timestamp_ms, broker_id, epoch, _broker_event(change),
                                               *self._broker_after(broker_id, epoch), aborted))
+        if self.want_controllers:
+            for controller_id, change in changes.controllers.items():
+                registration = change.after or change.before
+                out["controller_registrations"].append((
+                    offset, entry.timestamp_ms, controller_id, "unregister" if change.after is None else "register",
+                    uuid_to_kafka(registration.incarnation_id) if registration.incarnation_id else None, aborted))
 
     def _topic(self, topic_id) -> tuple[str | None, str]:
         return self.delta.topic_name(topic_id) or self.names.get(topic_id), uuid_to_kafka(topic_id)
@@ -221,6 +230,8 @@ def _broker_event(change: Change) -> str:
         return "controlled_shutdown"
     if after.fenced != before.fenced:
         return "fence" if after.fenced else "unfence"
+    if set(after.cordoned_directories or ()) != set(before.cordoned_directories or ()):
+        return "cordon"
     return "change"
 
 

@@ -51,6 +51,8 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("state", "string", "active, fenced or controlled-shutdown (as /brokers/<id>/state)"),
         ("endpoints", ("array", ENDPOINT), "listeners: name, host, port, security protocol id"),
         ("directories", STR_ARRAY, "log directory ids (Kafka base64)"),
+        ("cordoned_directories", STR_ARRAY, "log directories cordoned (KIP-1066, Kafka 4.3+: no new replica goes "
+                                            "there); null until the broker reported them"),
         ("partitions_led", "int", "partitions this broker leads"),
         ("replicas_hosted", "int", "partition replicas assigned to this broker"),
     ),
@@ -156,9 +158,20 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("broker_id", "int", "broker id"),
         ("broker_epoch", "long", "the registration's broker epoch (before it, for an unregistration)"),
         ("event", "string", "how the record changed the registration: register (new or new epoch), unregister, "
-                            "fence, unfence, controlled_shutdown or change; a record that changes none has no row"),
+                            "fence, unfence, controlled_shutdown, cordon (its cordoned log directories) or change; "
+                            "a record that changes none has no row"),
         ("fenced", "boolean", "fenced after the record (null when unknown)"),
         ("in_controlled_shutdown", "boolean", "in controlled shutdown after the record (null when unknown)"),
+        ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted, its markers included: it "
+                               "changed nothing; null: in one still open where the log ends (not applied)"),
+    ),
+    "controller_registrations": (
+        ("offset", "long", "log offset"),
+        ("timestamp_ms", "long", "append time (epoch ms)"),
+        ("controller_id", "int", "controller id"),
+        ("event", "string", "register (new, or a new incarnation) or unregister (KIP-1312, Kafka 4.4+)"),
+        ("incarnation_id", "string", "the registration's incarnation id (Kafka base64; before it, for an "
+                                     "unregistration)"),
         ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted, its markers included: it "
                                "changed nothing; null: in one still open where the log ends (not applied)"),
     ),
@@ -176,7 +189,7 @@ COLUMNS["partitions_over_time"] = (("as_of_offset", "long", "the offset asked fo
 
 IMAGE_KINDS = ("partitions", "brokers", "voters", "configs", "features", "acls", "client_quotas", "scram_users",
                "delegation_tokens", "producer_ids", "generic")
-HISTORY_KINDS = ("records", "partition_changes", "broker_fencing", "leader_changes")
+HISTORY_KINDS = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
 
 def type_name(t: Any) -> str:
     """``array<int>``, ``struct<name:string,...>``: the SQL spelling of a type spec."""

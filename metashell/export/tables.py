@@ -107,7 +107,9 @@ def brokers_table(image: MetadataImage) -> Table:
             hosted.update(p.replicas)
     rows = [(b.id, b.epoch, uuid_to_kafka(b.incarnation_id), b.rack, b.fenced, b.in_controlled_shutdown, b.state,
              [(e.name, e.host, e.port, e.security_protocol) for e in b.endpoints],
-             [uuid_to_kafka(d) for d in b.directories], led[b.id], hosted[b.id])
+             [uuid_to_kafka(d) for d in b.directories],
+             None if b.cordoned_directories is None else [uuid_to_kafka(d) for d in b.cordoned_directories],
+             led[b.id], hosted[b.id])
             for _, b in sorted(image.cluster.brokers.items())]
     return Table("brokers", column_names("brokers"), rows)
 

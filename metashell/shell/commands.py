@@ -261,7 +261,7 @@ def _records(session: Session, args: argparse.Namespace) -> int:
 # -- export ---------------------------------------------------------------------------------
 
 EXPORT_FORMATS = ("parquet", "json", "csv", "orc")
-HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "leader_changes")
+HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
 PROGRESS_PARTITIONS = 100_000  # images with at least this many partitions report each step
 
 
@@ -275,7 +275,8 @@ def _export_arguments(p: ArgParser) -> None:
 
 @command("export", "write a subtree or the log's history as a Spark table", """
 export PATH --out DIR [--format parquet|json|csv|orc] [--table NAME]
-export --history [records|partition_changes|broker_fencing|leader_changes] --out DIR [--format F]
+export --history [records|partition_changes|broker_fencing|controller_registrations|leader_changes] --out DIR
+       [--format F]
 
   Writes the nodes under PATH of the current image (as of the last seek) as one table
   under DIR/NAME (NAME: the table's kind, e.g. partitions, unless --table), through Spark:

@@ -1,6 +1,7 @@
 """The layout of the metadata filesystem over an image (names are part of the interface).
 
-    /brokers/<id>/        registration fields, state, endpoints, features, leader-of, replica-of
+    /brokers/<id>/        registration fields, state, endpoints, features, directories and the cordoned
+                          ones, leader-of, replica-of
     /controllers/<id>/    registration fields
     /topics/<name>/       id, configs/, and one file per partition (its JSON)
     /topic-ids/<uuid>/    the same topic, by id
@@ -110,9 +111,12 @@ class TreeBuilder:
             "rack": lambda: b.rack, "endpoints": lambda: [_endpoint_json(e) for e in b.endpoints],
             "features": lambda: {f.name: [f.min_version, f.max_version] for f in b.supported_features},
             "directories": lambda: [uuid_to_kafka(d) for d in b.directories],
+            # KIP-1066 (Kafka 4.3+): null until the broker reported which, [] when none is cordoned
+            "cordoned-directories": lambda: (None if b.cordoned_directories is None
+                                             else [uuid_to_kafka(d) for d in b.cordoned_directories]),
             "leader-of": lambda: self.leadership()[0].get(broker_id, []),
             "replica-of": lambda: self.leadership()[1].get(broker_id, []),
-        }, {"endpoints": human_endpoints, "directories": human_directories})
+        }, {"endpoints": human_endpoints, "directories": human_directories, "cordoned-directories": human_directories})
 
     def leadership(self) -> tuple[dict, dict]:
         """broker -> partitions it leads, broker -> partitions it hosts ("topic-partition")."""

@@ -1,7 +1,8 @@
 """pytest fixtures and hooks for the tests that run Apache Kafka (marker ``kafka``).
 
 * ``kafka_dist``: one Kafka version's jars (fetched once into the cache), parametrised over
-  ``tested_versions()`` so every Kafka test runs against 4.1.2 and the newest release.
+  ``tested_versions()`` so every Kafka test runs against 4.1.2 and the newest release with its
+  server and tools served (its kafka-metadata-shell: the newest served, kafka_peer.distribution).
   Without Java or Maven the tests skip, saying why in one sentence; under ``CI=true`` that is a
   failure, because CI must prove what the README claims.
 * ``kafka_history``: the scripted cluster's directories (tests/kafka_peer/history.py), written
@@ -35,7 +36,8 @@ from .nodes import REGISTRY, kill_all
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 VERSIONS = tested_versions()
-# The newest server on Maven Central when its tools are not there yet (else the newest full release).
+# The newest server on Maven Central when its tools are not there yet (else the newest tested release,
+# 4.4.0 on 2026-11-27: then every newest-server test runs on the tested release's jars and history).
 NEWEST_SERVERS = server_only_versions(VERSIONS) or VERSIONS[-1:]
 atexit.register(kill_all)  # also after an interrupted or crashed run
 

@@ -5,7 +5,8 @@ snapshots every few kilobytes of records. Then, in order (``STEPS``): topics (on
 of partitions), configs at topic, broker and cluster level, client quotas, SCRAM users and ACLs,
 idempotent and transactional produce, a reassignment and a preferred leader election, a broker
 killed (fencing, ISR shrink, ELR) and brought back, a controlled shutdown, the active controller
-killed, and a fourth controller added and removed (KIP-853). Every node is then stopped with
+killed, and a fourth controller added and removed (KIP-853; from 4.4 also unregistered, KIP-1312,
+and one ACL's host is a network, 10.20.0.0/16). Every node is then stopped with
 SIGTERM and its directory kept as it is.
 
 The clients are the real ones (confluent-kafka, kafka-python); where they have no call, Kafka's
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from engine.cluster.kafka_dist import version_key
 from engine.common.kafka_uuid import uuid_to_kafka
 from engine.storage.meta_properties import read_meta_properties
 
@@ -30,6 +32,10 @@ from .distribution import KafkaDistribution
 from .nodes import KafkaNode, metadata_brokers, wait_until
 
 WIDE_PARTITIONS = 2000
+# What a release's default metadata.version (4.4-IV2 for 4.4.0) lets the script do too
+CIDR_ACLS = (4, 4, 0)  # ACL hosts as networks (metadata.version 4.4-IV1)
+CIDR_HOST = "10.20.0.0/16"
+CONTROLLER_UNREGISTRATION = (4, 4, 0)  # `remove-controller --unregister` (KIP-1312, 4.4-IV2)
 SNAPSHOT_EVERY_BYTES = 20_000
 CLIENT_TIMEOUT_S = 120.0
 CONFIG = {
@@ -83,14 +89,19 @@ class KafkaHistory:
 
     def to_json(self) -> str:
         """What a history written in another process hands back (``--json``)."""
+        bridge = self.dist.shell_bridge
         return json.dumps({"version": self.version, "libs": str(self.dist.libs), "root": str(self.root),
+                           "shell_release": self.dist.shell_release, "shell_bridge": bridge and str(bridge),
                            "cluster_id": self.cluster_id, "steps": self.steps, "seconds": self.seconds,
                            "nodes": [[n.node_id, list(n.roles), str(n.log_dir)] for n in self.nodes]})
 
     @classmethod
     def from_json(cls, text: str) -> "KafkaHistory":
         made = json.loads(text)
-        return cls(KafkaDistribution(made["version"], Path(made["libs"])), Path(made["root"]), made["cluster_id"],
+        bridge = made.get("shell_bridge")
+        dist = KafkaDistribution(made["version"], Path(made["libs"]), shell_release=made.get("shell_release"),
+                                 shell_bridge=bridge and Path(bridge))
+        return cls(dist, Path(made["root"]), made["cluster_id"],
                    tuple(NodeData(node_id, tuple(roles), Path(log_dir)) for node_id, roles, log_dir in made["nodes"]),
                    made["steps"], made["seconds"])
 
@@ -213,6 +224,9 @@ def add_quotas_users_acls(cluster: KafkaCluster) -> None:
         AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:ops", "*",
                    AclOperation.ALTER_CONFIGS, AclPermissionType.ALLOW),
     ]))
+    if version_key(cluster.dist.version) >= CIDR_ACLS:  # a host given as a network (4.4-IV1 and up)
+        _done(admin.create_acls([AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:carol",
+                                            CIDR_HOST, AclOperation.DESCRIBE, AclPermissionType.ALLOW)]))
 
 
 def produce(cluster: KafkaCluster) -> None:
@@ -335,9 +349,17 @@ def add_and_remove_controller(cluster: KafkaCluster) -> None:
                                         check=False).returncode == 0, "add-controller accepted", cluster.live_nodes())
     wait_until(lambda: 4 in voters(), "controller 4 a voter", cluster.live_nodes())
     directory_id = _meta_directory_id(node)
-    cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id)
-    wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
+    if version_key(cluster.dist.version) < CONTROLLER_UNREGISTRATION:
+        cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id)
+        wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
+        node.stop()
+        return
+    # From 4.4 (KIP-1312) the tool also unregisters it: an UnregisterControllerRecord in the log. It
+    # is stopped first, as an operator would: a running controller registers itself again at once.
     node.stop()
+    cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id,
+                     "--unregister")
+    wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
 
 
 def _meta_directory_id(node: KafkaNode) -> str:

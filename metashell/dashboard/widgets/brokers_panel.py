@@ -20,8 +20,11 @@ BROKER_COLUMNS = (
 
 
 def broker_cells(row: BrokerRow) -> list[Cell]:
+    state = STATE_MARKERS.get(row.state, row.state)
+    if row.cordoned:  # said beside the state, not in a column of its own: rare, and it matters when so
+        state += f", {row.cordoned} dir{'s' if row.cordoned > 1 else ''} cordoned"
     return [(str(row.broker_id), None), (row.rack, None),
-            (STATE_MARKERS.get(row.state, row.state), f"state-{row.state}" if row.state in STATE_MARKERS else None),
+            (state, f"state-{row.state}" if row.state in STATE_MARKERS else None),
             (str(row.epoch), None), (row.incarnation, "muted"), (row.endpoints, None),
             (str(row.leader_of), None), (str(row.replicas), None)]
 

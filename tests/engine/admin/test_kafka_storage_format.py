@@ -11,6 +11,7 @@ import pytest
 
 from engine.storage.meta_properties import read_meta_properties
 from kafka_peer.cluster import KafkaCluster
+from kafka_peer.distribution import bootstrap_records
 
 pytestmark = pytest.mark.kafka
 
@@ -67,12 +68,9 @@ def test_kafka_node_starts_and_serves_on_a_directory_formatted_by_kraftd(kafka_d
 def test_kraftd_and_kafka_storage_format_write_the_same_facts(kafka_dist, tmp_path):
     """Format one config with each tool for this Kafka's release: meta.properties and the bootstrap
     records (metadata.version and every feature's level) agree. Directory ids are random in both,
-    so they are compared as present, not equal."""
-    from engine.storage.log_reader import read_file
-
-    def bootstrap_records(path):  # the header carries the time of formatting: not compared
-        return [e.record for e in read_file(path, snapshot=True) if e.record.type_name != "SNAPSHOT_HEADER"]
-
+    so they are compared as present, not equal. Kafka 4.4's formatter writes those records into
+    the first snapshot instead of bootstrap.checkpoint (ours keeps the 4.1-4.3 layout, which 4.4
+    reads): the records are compared wherever each tool put them."""
     written = {}
     for formatter in ("kafka-storage", "kraftd"):
         cluster = KafkaCluster(kafka_dist, tmp_path / formatter, voters=1, combined=True, quorum="dynamic",
@@ -82,7 +80,7 @@ def test_kraftd_and_kafka_storage_format_write_the_same_facts(kafka_dist, tmp_pa
         cluster.format()
         node = cluster.nodes[0]
         meta = read_meta_properties(node.log_dir / "meta.properties")
-        written[formatter] = (meta, bootstrap_records(node.log_dir / "bootstrap.checkpoint"),
+        written[formatter] = (meta, bootstrap_records(node.log_dir),
                               sorted(p.name for p in node.metadata_dir.iterdir()))
     (k_meta, k_boot, k_files), (o_meta, o_boot, o_files) = written["kafka-storage"], written["kraftd"]
     assert (o_meta.version, o_meta.cluster_id, o_meta.node_id) == (k_meta.version, k_meta.cluster_id, k_meta.node_id)

@@ -246,7 +246,7 @@ def test_scram_credential_matches_kafka_storage_format(kafka_dist, tmp_path):
     """Kafka's own ScramFormatter (through ``kafka-storage format --add-scram``, which writes the
     credential into bootstrap.checkpoint) computes the same keys as scram_credential, for a password
     that SASLprep would change (neither side applies it) and both mechanisms."""
-    from engine.storage.log_reader import read_file
+    from kafka_peer.distribution import bootstrap_records
 
     salt = b"kafka-cross-check-salt"
     password = "alice-s\u00e9cret-\ufb01"  # SASLprep (NFKC) would turn the ligature into "fi"
@@ -261,8 +261,7 @@ def test_scram_credential_matches_kafka_storage_format(kafka_dist, tmp_path):
                                 f'salt="{base64.b64encode(salt).decode()}",iterations=8192]']
     kafka_dist.run("kafka-storage", *args)
     found = {}
-    for entry in read_file(log_dir / "bootstrap.checkpoint", snapshot=True):
-        record = entry.record
+    for record in bootstrap_records(log_dir):  # bootstrap.checkpoint, or the first snapshot from Kafka 4.4
         if record.type_name == "USER_SCRAM_CREDENTIAL_RECORD":
             found[SCRAM[record.mechanism - 1]] = record
     assert set(found) == set(SCRAM)
