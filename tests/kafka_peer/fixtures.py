@@ -89,6 +89,15 @@ def kafka_classes(request: pytest.FixtureRequest):
     classes.close()
 
 
+@pytest.fixture(scope="module")
+def module_clusters() -> Any:
+    """Kafka clusters a module's tests share (keyed as the module likes), closed when it ends."""
+    clusters: dict[Any, Any] = {}
+    yield clusters
+    for cluster in clusters.values():
+        cluster.close()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kafka: runs Apache Kafka itself (Java 17 and Maven)")
 

@@ -30,17 +30,6 @@ SNAPSHOT_BYTES = 4_000  # small: our controllers snapshot often, for Kafka's she
 # and at least every 2 s while records come (NoOps every 500 ms): the test waits for a snapshot after
 # its topic, which SNAPSHOT_BYTES of NoOps alone would take half a minute to bring
 SNAPSHOT_INTERVAL_MS = 2_000
-_CLUSTERS: dict[str, KafkaCluster] = {}
-
-
-@pytest.fixture(scope="module")
-def _clusters():
-    yield _CLUSTERS
-    for cluster in _CLUSTERS.values():
-        cluster.close()
-    _CLUSTERS.clear()
-
-
 def _only_this_version(clusters: dict[str, KafkaCluster], version: str) -> None:
     """Close the clusters of other versions: pytest runs a version's tests together, and idle
     nodes would take CPU from the rest of the module."""
@@ -49,16 +38,16 @@ def _only_this_version(clusters: dict[str, KafkaCluster], version: str) -> None:
 
 
 @pytest.fixture
-def cluster(kafka_dist, _clusters, tmp_path_factory) -> KafkaCluster:
+def cluster(kafka_dist, module_clusters, tmp_path_factory) -> KafkaCluster:
     """Three kraftd controllers and three Kafka brokers, all running (restarted if a test left one down)."""
-    _only_this_version(_clusters, kafka_dist.version)
-    made = _clusters.get(kafka_dist.version)
+    _only_this_version(module_clusters, kafka_dist.version)
+    made = module_clusters.get(kafka_dist.version)
     if made is not None and not all(n.alive for n in made.nodes):
         for node in made.nodes:
             if not node.alive:
                 made.restart(node)
     if made is None:
-        made = _clusters[kafka_dist.version] = KafkaCluster(
+        made = module_clusters[kafka_dist.version] = KafkaCluster(
             kafka_dist, tmp_path_factory.mktemp(f"kraftd-brokers-{kafka_dist.version}"), voters=3, brokers=3,
             controllers="kraftd", release_version=_release_version(kafka_dist),
             config={"metadata.log.max.record.bytes.between.snapshots": str(SNAPSHOT_BYTES),
@@ -161,11 +150,11 @@ def _kafkas_own_runs() -> dict[str, tuple[Seen, Seen]]:
 
 
 @pytest.fixture
-def on_kafkas_controllers(kafka_dist, _kafkas_own_runs, _clusters, tmp_path_factory) -> tuple[Seen, Seen]:
+def on_kafkas_controllers(kafka_dist, _kafkas_own_runs, module_clusters, tmp_path_factory) -> tuple[Seen, Seen]:
     """The script run once per version on Kafka's own controller (one, controller-only) and two
     Kafka brokers of the same settings; the cluster is gone before the test compares."""
     if kafka_dist.version not in _kafkas_own_runs:
-        _only_this_version(_clusters, kafka_dist.version)
+        _only_this_version(module_clusters, kafka_dist.version)
         kafkas = KafkaCluster(kafka_dist, tmp_path_factory.mktemp(f"kafka-controllers-{kafka_dist.version}"),
                               voters=1, brokers=2, release_version=_release_version(kafka_dist))
         try:

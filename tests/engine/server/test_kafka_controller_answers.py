@@ -33,28 +33,17 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 KINDS = ("kafka", "kraftd")
 BROKER = 2  # node 1 is the controller
 AP = protocol_module("alter_partition", 3, "request")
-_CLUSTERS: dict[tuple[str, str], KafkaCluster] = {}
-
-
-@pytest.fixture(scope="module")
-def _clusters():
-    yield _CLUSTERS
-    for cluster in _CLUSTERS.values():
-        cluster.close()
-    _CLUSTERS.clear()
-
-
 @pytest.fixture
-def pair(kafka_dist, _clusters, tmp_path_factory) -> dict[str, KafkaCluster]:
+def pair(kafka_dist, module_clusters, tmp_path_factory) -> dict[str, KafkaCluster]:
     """Kafka's controller and ours, each with one Kafka broker, for this version."""
     release = "4.1" if kafka_dist.version.startswith("4.1.") else None
     for kind in KINDS:
         key = (kafka_dist.version, kind)
-        if key not in _clusters:
+        if key not in module_clusters:
             root = tmp_path_factory.mktemp(f"answers-{kind}-{kafka_dist.version}")
-            _clusters[key] = KafkaCluster(kafka_dist, root, voters=1, brokers=1, controllers=kind,
+            module_clusters[key] = KafkaCluster(kafka_dist, root, voters=1, brokers=1, controllers=kind,
                                           release_version=release).start()
-    return {kind: _clusters[(kafka_dist.version, kind)] for kind in KINDS}
+    return {kind: module_clusters[(kafka_dist.version, kind)] for kind in KINDS}
 
 
 def _controller(cluster: KafkaCluster) -> tuple[str, int]:
