@@ -49,7 +49,7 @@ from engine.image.change_set import ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import (
-    LoadInfo, collector_paused, load_snapshot, open_transaction_notes, replay_start,
+    LoadInfo, collector_paused, load_file, open_transaction_notes, replay_start,
 )
 from engine.storage.log_reader import LogEntry
 from engine.storage.meta_properties import MetaProperties
@@ -133,8 +133,9 @@ class MetadataHistory:
 
     @classmethod
     def of_snapshot(cls, path: Path | str) -> MetadataHistory:
-        """One point: a snapshot file's image."""
-        image, info = load_snapshot(Path(path))
+        """One point: the image of a snapshot file, or of a segment replayed from its first batch
+        (``load_file``: what ``kafka-metadata-shell --snapshot`` and ``metashell --snapshot`` open)."""
+        image, info = load_file(Path(path))
         return cls(info, image, (), image.provenance.last_offset)
 
     # -- growing ------------------------------------------------------------------------------

@@ -260,6 +260,18 @@ def test_snapshot_source_is_one_frame(tmp_path: Path) -> None:
     assert panels.header_info(frame, h.info).position == "offset 41 / 41"
 
 
+def test_a_segment_opens_as_one_frame_too(demo_log_dir: Path) -> None:
+    """``dash --snapshot`` takes a segment as ``metashell --snapshot`` does: replayed from its
+    first batch (metadata_loader.load_file), not refused for lacking a SnapshotHeader."""
+    from engine.image.metadata_loader import load_file
+
+    (segment,) = sorted((demo_log_dir / "__cluster_metadata-0").glob("*.log"))
+    h = History.open_snapshot(segment)
+    image, info = load_file(segment)
+    assert h.last().image == image and h.last_offset == info.end_offset - 1 > 0
+    assert len(panels.partition_rows(h.last().image)) == len(panels.partition_rows(image)) > 0
+
+
 def test_events_of_crafted_batches() -> None:
     before = _image([_broker(1), _broker(2), m.TopicRecordV0(name="pay", topic_id=T1),
                      _partition(T1, 0, replicas=(1, 2, 3), isr=(1, 2)), _partition(T1, 1)])
