@@ -31,8 +31,12 @@ pytestmark = [pytest.mark.kafka, pytest.mark.corpus]
 
 def _has_data(path: Path) -> bool:
     """Kafka's shell waits for a data batch before it answers: a file of control batches only
-    (an empty segment) would leave it loading."""
-    return any(not header.is_control for _, header in read_batch_headers(path))
+    (an empty segment) would leave it loading. A file whose headers do not read is kept: its
+    own test then says what is wrong with it, rather than the collection of every test failing."""
+    try:
+        return any(not header.is_control for _, header in read_batch_headers(path))
+    except Exception:  # noqa: BLE001 - reported by the file's own test
+        return True
 
 
 FILES = [p for p in record_files() if _has_data(p)]
