@@ -128,7 +128,8 @@ def test_one_shot_modes() -> None:
     proc = _metashell("--demo", "--", "ls", "/brokers")
     assert (proc.returncode, proc.stdout) == (0, "1\n2\n3\n")
     proc = _metashell("--demo", "-c", "cd /brokers; ls 1; cat /nope")
-    assert proc.returncode == 1 and proc.stdout.startswith("directories\n") and proc.stderr.count("\n") == 1
+    assert proc.returncode == 1 and proc.stdout.startswith("cordoned-directories\ndirectories\n") and \
+        proc.stderr.count("\n") == 1
     proc = _metashell("--demo", stdin="cd /features\nls\n")
     assert (proc.returncode, proc.stdout) == (0, "metadata.version\n")
     proc = _metashell("--demo", "--offset", "18", "-c", "cat /brokers/2/state")
