@@ -4,6 +4,13 @@ Completion from completion.complete, history kept in ~/.metashell_history, JSON
 highlighted with Pygments (styles in themes/), long output paged. Live (--bootstrap-controller)
 the prompt is redrawn every LIVE_REFRESH_S while idle, taking what was committed meanwhile, so
 the tree and the prompt's ``[live @N]`` follow the cluster between keystrokes too.
+
+The command line shows once. Between prompts the terminal is in its cooked mode, where the tty
+itself echoes what is typed: a command typed ahead while another runs (a long seek, the pager,
+watch) was shown by the tty, then again by the next prompt reading it. So the terminal's echo is
+off for the whole session (prompt-toolkit draws what it reads, and puts back these settings after
+each prompt). And while the prompt is up, what another thread writes (a library's warning on the
+live attachment's thread) is printed above it (patch_stdout), not into the line being typed.
 """
 
 from __future__ import annotations
@@ -11,11 +18,15 @@ from __future__ import annotations
 import os
 import pydoc
 import shutil
+import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.patch_stdout import patch_stdout
 
 from metashell.shell.completion import complete
 from metashell.shell.registry import ExitShell
@@ -50,8 +61,38 @@ def highlight(text: str, theme: str | None = None) -> str:
     return pyg_highlight(text, JsonLexer(), Terminal256Formatter(style=style)).rstrip("\n")
 
 
+@contextmanager
+def terminal_echo_off(stream: TextIO | None = None) -> Iterator[None]:
+    """The terminal's own echo off (ECHO cleared) until the block ends, its settings then put back;
+    nothing when ``stream`` (default: stdin) is not a terminal. Typed-ahead input stays queued:
+    the change does not flush it."""
+    try:
+        import termios
+    except ImportError:  # not a POSIX terminal
+        yield
+        return
+    try:
+        fd = (stream or sys.stdin).fileno()
+        saved = termios.tcgetattr(fd)
+    except (AttributeError, ValueError, OSError, termios.error):
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~termios.ECHO  # the local modes
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
 def run_repl(session: Session) -> int:
     """Read-eval-print until exit or Ctrl-D; errors are one line and the shell goes on."""
+    with terminal_echo_off():
+        return _loop(session)
+
+
+def _loop(session: Session) -> int:
     lines: list[str] = []
     session.out = lines.append
     session.err = lines.append  # in order with the output around it
@@ -70,7 +111,8 @@ def run_repl(session: Session) -> int:
 
     while True:
         try:
-            line = prompt.prompt(message)
+            with patch_stdout(raw=True):  # another thread's writes go above the prompt
+                line = prompt.prompt(message)
         except KeyboardInterrupt:
             continue
         except EOFError:

@@ -13,15 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
-import signal
 import subprocess
 import sys
 import threading
-import time
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -31,12 +26,12 @@ from metashell import cli
 from metashell.shell.session import Session
 from tests.engine.cluster.test_cluster_tool import Cluster
 from tests.live_cluster import bootstrap, create_topic, running_cluster
+from tests.pty_terminal import ROOT, Terminal
 from tests.engine.server.test_controller_processes import poll
 
 # processes, sockets and timers of their own: out of the fast tier
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[3]
 DEADLINE_S = 60.0  # safety nets
 
 
@@ -234,118 +229,6 @@ def test_a_wrong_cluster_id_is_one_line(cluster, tmp_path):
 
 
 # -- the interactive shell in a pseudo-terminal ----------------------------------------------------
-
-
-_CONTROL = re.compile(r"\x1b\[([?0-9;]*)([A-Za-z])|\x1b[()][0-9A-B]|\x1b[=>]|([\r\n\x08\x07])")
-
-
-def screen(text: str) -> list[str]:
-    """The lines a terminal shows after ``text``: enough of VT100 for prompt-toolkit's redraws,
-    which rewrite only the characters that changed (cursor moves, erase, plain text)."""
-    lines, row, col = [""], 0, 0
-
-    def put(chunk: str) -> None:
-        nonlocal col
-        line = lines[row].ljust(col)
-        lines[row] = line[:col] + chunk + line[col + len(chunk):]
-        col += len(chunk)
-
-    at = 0
-    for match in _CONTROL.finditer(text):
-        put(text[at:match.start()])
-        at = match.end()
-        args, final, plain = match.group(1), match.group(2), match.group(3)
-        n = int(args) if args and args.isdigit() else 1
-        if plain == "\r":
-            col = 0
-        elif plain == "\n":
-            row += 1
-            lines.extend([""] * (row + 1 - len(lines)))
-        elif plain == "\x08":
-            col = max(0, col - 1)
-        elif final == "A":
-            row = max(0, row - n)
-        elif final == "B":
-            row += n
-            lines.extend([""] * (row + 1 - len(lines)))
-        elif final == "C":
-            col += n
-        elif final == "D":
-            col = max(0, col - n)
-        elif final == "J":
-            lines[row] = lines[row][:col]
-            del lines[row + 1:]
-        elif final == "K":
-            lines[row] = lines[row][:col]
-    put(text[at:])
-    return [line.rstrip() for line in lines]
-
-
-class Terminal:
-    """``metashell`` on the child side of a pty: what it writes, and keys typed into it."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]):
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: the pty is its controlling terminal, so Ctrl-C is a SIGINT
-            os.chdir(ROOT)
-            os.execve(sys.executable, [sys.executable, "-m", "metashell.cli", *argv], env)
-        self.text = ""
-        self.ended = False
-
-    def type(self, keys: str) -> None:
-        os.write(self.fd, keys.encode())
-
-    def read_until(self, text: str) -> None:
-        """Read until ``text`` was written (escape sequences between its characters aside)."""
-        deadline = time.monotonic() + DEADLINE_S
-        while text not in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.text):
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {text!r} in the terminal after {DEADLINE_S} s"
-            self._read(left)
-
-    def _read(self, timeout_s: float) -> None:
-        if select.select([self.fd], [], [], timeout_s)[0]:
-            try:
-                self.text += os.read(self.fd, 65536).decode(errors="replace")
-            except OSError:  # the child closed the terminal
-                assert False, f"the program ended:\n{self.text[-2000:]}"
-
-    def expect(self, pattern: str, after: int = 0) -> tuple[int, re.Match]:
-        """Read until ``pattern`` matches a line of the screen from line ``after`` on: that line's
-        number and the match."""
-        deadline = time.monotonic() + DEADLINE_S
-        compiled = re.compile(pattern)
-        while True:
-            lines = screen(self.text)
-            for row in range(after, len(lines)):
-                if found := compiled.search(lines[row]):
-                    return row, found
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {pattern!r} on the screen after {DEADLINE_S} s:\n" + "\n".join(lines[after:])
-            self._read(left)
-
-    def close(self) -> int:
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.ended = True
-                os.close(self.fd)
-                return os.waitstatus_to_exitcode(status)
-            if select.select([self.fd], [], [], 0.1)[0]:
-                try:
-                    os.read(self.fd, 65536)
-                except OSError:
-                    pass
-        self.kill()
-        return -9
-
-    def kill(self) -> None:
-        if not self.ended:  # never a pid reaped already (another process may have it now)
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-            os.close(self.fd)
-            self.ended = True
 
 
 def test_the_interactive_live_shell_in_a_terminal(cluster, tmp_path):
