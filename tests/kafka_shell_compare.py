@@ -47,7 +47,7 @@ from tests.kafka_shell_tree import _start_shell, last_batches, provenance_of, sh
 PROVENANCE = "cat /image/provenance"
 OLDER_SHELL = (4, 3)  # releases before this one print what expected_of_older says
 _KAFKA_NOT_FOUND = re.compile(r"(?:ls|cat|find|tree): (.*): [Nn]o such file or directory\.")
-_OUR_NOT_FOUND = re.compile(r"metashell: (?:ls|cat|find|tree): (.*): no such node")
+_OUR_NOT_FOUND = re.compile(r"metashell: (?:ls|cat|find|tree): (.*?): no such node(?: \(did you mean .*\?\))?")
 _CORDONED = re.compile(r"^(\s*BrokerRegistration\(.*), cordonedDirectories=null\)$", re.MULTILINE)
 _RECORD_ACL = re.compile(r"^(\s*)StandardAcl\[(.*)\]$", re.MULTILINE)
 

@@ -12,6 +12,7 @@ from metashell.tree.nodes import has_glob, render, render_json, walk
 from metashell.shell.kafka_form import cat_lines, ls_lines, tree_lines, under_image
 from metashell.shell.registry import COMMANDS, ArgParser, ExitShell, ShellError, command
 from metashell.shell.session import Session
+from metashell.shell.suggest import hint
 
 
 # -- navigation -----------------------------------------------------------------------
@@ -127,12 +128,14 @@ def _file(session: Session, path: str) -> Any:
 find [PATH] [-name GLOB] [-type f|d]
 
   Prints every node under PATH (default: the current directory) whose name matches
-  GLOB and whose kind is f (file) or d (directory).
+  GLOB and whose kind is f (file) or d (directory). When none does, says so (on
+  stderr; the exit code stays 0, as for an empty answer).
 
   Examples:  find /topics -name 0    find /brokers -type d    find / -name '*epoch*'
 """, lambda p: (p.add_argument("path", nargs="?", default="."), p.add_argument("-name"),
                 p.add_argument("-type", choices=["f", "d"])))
 def _find(session: Session, args: argparse.Namespace) -> int:
+    found = 0
     for base in session.paths(args.path):
         for path, node in walk(session.node(base), base):
             name = path.rsplit("/", 1)[-1]
@@ -141,6 +144,10 @@ def _find(session: Session, args: argparse.Namespace) -> int:
             if args.type and (args.type == "d") != node.is_directory:
                 continue
             session.out(path)
+            found += 1
+    if not found:  # said, as kubectl's "No resources found": an empty answer is not a silent one
+        which = " ".join(f"-{k} {v}" for k, v in (("name", args.name), ("type", args.type)) if v)
+        session.err(f"metashell: find: no node under {args.path} matches {which}")
     return 0
 
 
@@ -230,32 +237,78 @@ def _summary(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-@command("records", "the decoded records between two offsets", """
+def _records_man() -> str:
+    from metashell.shell.record_types import type_list
+
+    return f"""
 records [--from OFFSET] [--to OFFSET] [--type TYPE...]
 
   Prints the records of the source, as kafka-dump-log does: offset, leader epoch,
-  timestamp and the record's JSON. Live: the records fetched since attach. --type filters by record type (globs allowed,
-  e.g. PARTITION_*).
+  timestamp and the record's JSON. A log directory: its segments' records; live: the
+  records fetched since attach. --from and --to bound the offsets (both included): one
+  outside the records there are is an error naming them; --to past the last record
+  prints up to it and says where they end. --type keeps the records of each TYPE:
+  Kafka's name of a record type in either spelling, in any case
+  (BROKER_REGISTRATION_CHANGE_RECORD or BrokerRegistrationChangeRecord), or a glob
+  (PARTITION_*, Partition*, *CHANGE*). A name that is no type is an error; a type with
+  no record in range says so. The types:
+{{type_list()}}
 
-  Examples:  records --from 100 --to 120    records --type BROKER_REGISTRATION_CHANGE_RECORD
-""", lambda p: (p.add_argument("--from", dest="start", type=int, default=0),
-                p.add_argument("--to", dest="stop", type=int), p.add_argument("--type", nargs="+")))
+  Examples:  records --from 100 --to 120    records --type BrokerRegistrationChangeRecord
+             records --type PARTITION_* --from 4000
+"""
+
+
+@command("records", "the decoded records between two offsets", _records_man(),
+         lambda p: (p.add_argument("--from", dest="start", type=int), p.add_argument("--to", dest="stop", type=int),
+                    p.add_argument("--type", nargs="+")))
 def _records(session: Session, args: argparse.Namespace) -> int:
     from engine.records.record_json import dumps, record_to_jsonable
+    from metashell.shell.record_types import display_name, type_filter
     from metashell.tree.tree_layout import redact_record_json
 
-    for entry in session.source.entries():
-        if entry.offset < args.start:
-            continue
-        if args.stop is not None and entry.offset > args.stop:
+    wanted = type_filter(args.type)  # a bad name fails before any reading
+    start, stop = args.start, args.stop
+    if start is not None and stop is not None and start > stop:
+        raise ShellError(f"--from {start} is after --to {stop}")
+    entries = iter(session.source.entries())
+    first = last = None
+    shown = 0
+    for entry in entries:
+        if first is None:
+            first = entry.offset
+            if start is not None and start < first or stop is not None and stop < first:
+                bound = f"--from {start}" if start is not None and start < first else f"--to {stop}"
+                raise ShellError(f"{bound} is before the first record: {_span(first, entries)}")
+        if stop is not None and entry.offset > stop:
             break
-        if args.type and not any(fnmatch.fnmatchcase(entry.record.type_name, t) for t in args.type):
+        last = entry.offset
+        if start is not None and entry.offset < start or wanted and not wanted(entry.record.type_name):
             continue
         data = record_to_jsonable(entry.record)
         if not session.show_secrets:
             data = redact_record_json(data)
         session.out(f"{entry.offset}\t{entry.leader_epoch}\t{entry.timestamp_ms}\t{dumps(data)}")
+        shown += 1
+    else:
+        if first is None:
+            raise ShellError(f"no records in {session.source.description}")
+        if start is not None and start > last:
+            raise ShellError(f"--from {start} is past the last record: offsets {first}..{last}")
+        if stop is not None and stop > last:
+            session.err(f"metashell: records: the records end at offset {last}, before --to {stop}")
+    if wanted and not shown:
+        session.err(f"metashell: records: no {' or '.join(map(display_name, args.type))} records at offsets "
+                    f"{first if start is None else start}..{last}")
     return 0
+
+
+def _span(first: int, rest: Any) -> str:
+    """``offsets FIRST..LAST``, reading the rest of the records for LAST (an error's words only)."""
+    last = first
+    for entry in rest:
+        last = entry.offset
+    return f"offsets {first}..{last}"
 
 
 # -- export ---------------------------------------------------------------------------------
@@ -355,7 +408,7 @@ def _help(session: Session, args: argparse.Namespace) -> int:
 def _man(session: Session, args: argparse.Namespace) -> int:
     found = COMMANDS.get(args.name)
     if found is None:
-        raise ShellError(f"{args.name}: no such command")
+        raise ShellError(f"{args.name}: no such command{hint(args.name, COMMANDS) or ' (try: help)'}")
     session.out(f"{found.name} — {found.summary}\n\n{found.man}")
     return 0
 

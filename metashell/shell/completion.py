@@ -1,7 +1,9 @@
 """Completion as a pure function: the text before the cursor in, candidates out.
 
 The first word completes to command names; later words to options of that command,
-or to node paths (relative or absolute, directories with a trailing ``/``).
+to command names after ``man``, to record types after ``records --type`` (in the spelling
+begun: ``PARTITION_`` or ``Partition``), or to node paths (relative or absolute, directories
+with a trailing ``/``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,19 @@ def complete(session: Session, before_cursor: str) -> list[Candidate]:
     if command is not None and current.startswith("-"):
         options = sorted(o for action in command.parser._actions for o in action.option_strings)
         return [Candidate(o, -len(current), o) for o in options if o.startswith(current)]
+    if previous == ["man"]:
+        return [Candidate(name, -len(current), name) for name in sorted(COMMANDS) if name.startswith(current)]
+    if previous[0] == "records" and "--type" in previous and not any(
+            w.startswith("-") for w in previous[previous.index("--type") + 1:]):
+        return _record_types(current)
     return _paths(session, current)
+
+
+def _record_types(current: str) -> list[Candidate]:
+    from metashell.shell.record_types import names_like
+
+    names = names_like(current)  # constants until a lower-case letter says the class names are meant
+    return [Candidate(n, -len(current), n) for n in sorted(names) if n.lower().startswith(current.lower())]
 
 
 def _paths(session: Session, current: str) -> list[Candidate]:

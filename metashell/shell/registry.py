@@ -11,6 +11,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from metashell.shell.suggest import hint
+
 
 class ShellError(Exception):
     """A command's one-line complaint; the shell prints it and carries on."""
@@ -21,7 +23,16 @@ class ExitShell(Exception):
 
 
 class ArgParser(argparse.ArgumentParser):
-    """A command's parser: a usage error is a ShellError (one line), never an exit."""
+    """A command's parser: a usage error is a ShellError (one line), never an exit; an unknown
+    option names the command's options close to it."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            options = [o for action in self._actions for o in action.option_strings]
+            near = hint(extras[0], options) if extras[0].startswith("-") else ""
+            self.error(f"unrecognized arguments: {' '.join(extras)}{near}")
+        return parsed
 
     def error(self, message: str) -> None:
         raise ShellError(message)
@@ -44,6 +55,11 @@ class Command:
 
 
 COMMANDS: dict[str, Command] = {}
+
+
+def unknown_command(name: str) -> str:
+    """The one line for a command that is not there: ``unknown command: lss (did you mean ls?)``."""
+    return f"unknown command: {name}{hint(name, COMMANDS) or ' (try: help)'}"
 
 
 def command(name: str, summary: str, man: str, arguments: Callable[[ArgParser], None] = lambda p: None):

@@ -23,7 +23,8 @@ from engine.image.change_set import ChangeSet
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import LoadInfo
 from metashell.tree.nodes import Node, NodeError, expand, normalize, resolve
-from metashell.shell.registry import COMMANDS, ShellError
+from metashell.shell.registry import COMMANDS, ShellError, unknown_command
+from metashell.shell.suggest import path_hint
 from metashell.source import LiveSource, Source
 from metashell.tree.root import tree_root
 from metashell.tree.tree_layout import TreeBuilder
@@ -98,7 +99,7 @@ class Session:
         try:
             return resolve(self.root, self.absolute(path))
         except NodeError as exc:
-            raise ShellError(str(exc)) from None
+            raise ShellError(f"{exc}{path_hint(self.root, self.absolute(path))}") from None
 
     def paths(self, pattern: str) -> list[str]:
         """Absolute paths for an argument, globs expanded; an error when a glob matches nothing."""
@@ -107,7 +108,7 @@ class Session:
         except NodeError as exc:
             raise ShellError(str(exc)) from None
         if not matches:
-            raise ShellError(f"{pattern}: no match")
+            raise ShellError(f"{pattern}: no match{path_hint(self.root, self.absolute(pattern))}")
         return matches
 
     # -- running -------------------------------------------------------------------------
@@ -130,7 +131,7 @@ class Session:
             command = COMMANDS.get(words[0])
             self.refresh()  # live: each command answers from the newest image
             if command is None:
-                self.err(f"metashell: {words[0]}: unknown command (try: help)")
+                self.err(f"metashell: {unknown_command(words[0])}")
                 status = 1
                 continue
             try:

@@ -57,7 +57,7 @@ def test_find_tree_man_help_history(session: Session) -> None:
 
 
 def test_errors_are_one_line_and_the_shell_goes_on(session: Session) -> None:
-    cases = {"nosuch": "metashell: nosuch: unknown command (try: help)",
+    cases = {"nosuch": "metashell: unknown command: nosuch (try: help)",
              "cat /nope": "metashell: cat: /nope: no such node",
              "cd /producer-ids": "metashell: cd: /producer-ids: not a directory",
              "cat /brokers": "metashell: cat: /brokers: is a directory",
