@@ -252,7 +252,7 @@ records [--from OFFSET] [--to OFFSET] [--type TYPE...]
   (BROKER_REGISTRATION_CHANGE_RECORD or BrokerRegistrationChangeRecord), or a glob
   (PARTITION_*, Partition*, *CHANGE*). A name that is no type is an error; a type with
   no record in range says so. The types:
-{{type_list()}}
+{type_list()}
 
   Examples:  records --from 100 --to 120    records --type BrokerRegistrationChangeRecord
              records --type PARTITION_* --from 4000
