@@ -24,6 +24,7 @@ taken, so a script gets one consistent answer. The interactive shell and the das
 
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import sys
@@ -39,6 +40,40 @@ from metashell.source import LiveSource, Source
 
 
 DASHBOARD_COMMANDS = ("dash", "demo")
+BENCH_COMMANDS = ("dash", "export", "attach")  # metashell bench NAME
+
+# metashell --help: the shell's options below, and first every command this entry point takes
+# (run() dispatches them by their first words; tests/metashell/shell/test_cli_help.py keeps them in step)
+TOP_DESCRIPTION = """\
+Browse the metadata of Apache Kafka KRaft clusters: a shell over a log directory, a snapshot,
+a running quorum (live) or a generated history, a dashboard, and Spark tables.
+
+commands:
+  metashell SOURCE [-c "CMD; CMD" | -- CMD ARGS]
+        the shell (the options below): interactive in a terminal; else runs -c, the command
+        after --, or the commands on stdin. SOURCE: --log-dir DIR | --snapshot FILE | --demo |
+        --bootstrap-controller HOST:PORT[,HOST:PORT...] [--command-config FILE]
+  metashell dash (--log-dir DIR | --snapshot FILE | --bootstrap-controller HOST:PORT[,...])
+                 [--command-config FILE] [--offset N | --time T] [--print]
+        the dashboard, over files or live over a running quorum
+  metashell demo [--dir DIR] [--offset N | --time T] [--print]
+        the dashboard on a generated history of a bad day
+  metashell export SOURCE [PATH | --history TABLE] --out DIR [--format parquet|json|csv|orc]
+                   [--table NAME] [--spark-master URL | --remote sc://HOST:PORT]
+        a subtree of the image, or the log's history, as a Spark table (docs/export.md)
+  metashell bench dash | bench export | bench attach
+        measurements (docs/performance.md)
+Each command takes --help; inside the shell, help lists its commands and man COMMAND tells more."""
+
+TOP_EPILOG = """\
+examples:
+  metashell --demo -c summary
+  metashell --log-dir /var/lib/kafka/meta --offset 1200 -c "cd /brokers; ls"
+  metashell --bootstrap-controller 127.0.0.1:9091,127.0.0.1:9092
+  metashell dash --bootstrap-controller 127.0.0.1:9091
+  metashell export --log-dir DIR /topics --out /tmp/meta
+
+Exit code 0 when every command succeeded, 1 otherwise; every error is one line."""
 
 
 def _add_source_and_point(parser: OneLineParser, source) -> None:
@@ -58,19 +93,19 @@ def _add_live_source(parser: OneLineParser, source) -> None:
     source.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
                         help="a running quorum's controllers: attach live, as an observer that never writes")
     parser.add_argument("--command-config", metavar="FILE",
-                        help="client settings for --bootstrap-controller (a .properties file, Kafka's names)")
+                        help="client settings for --bootstrap-controller: a .properties file of Kafka's names "
+                             "(security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location, "
+                             "ssl.keystore.location, request.timeout.ms, cluster.id; docs/shell.md)")
 
 
 def build_parser() -> OneLineParser:
-    parser = OneLineParser(prog="metashell", description="Browse the metadata of Apache Kafka KRaft clusters.",
-                           epilog="The dashboard: metashell dash --log-dir DIR | --snapshot FILE "
-                                  "[--offset N | --time T] [--print]; on a generated history: "
-                                  "metashell demo [--dir DIR] [--offset N | --time T] [--print].")
+    parser = OneLineParser(prog="metashell", description=TOP_DESCRIPTION, epilog=TOP_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group()
     _add_source_and_point(parser, source)
     parser.add_argument("--show-secrets", action="store_true", help="print SCRAM keys and secret configs")
     parser.add_argument("-c", dest="commands", help='commands to run, separated by ";"')
-    parser.add_argument("command", nargs="*", help="a command to run (after --)")
+    parser.add_argument("command", nargs="*", help="a shell command to run, after -- (e.g. -- ls -l /topics)")
     return parser
 
 
