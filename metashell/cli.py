@@ -25,6 +25,7 @@ taken, so a script gets one consistent answer. The interactive shell and the das
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
@@ -241,7 +242,9 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
         args = build_parser().parse_args(argv)
         one_shot = args.commands is not None or bool(args.command) or not sys.stdin.isatty()
-        with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
+        # interactive: the terminal echoes nothing from here on, or a command typed while the source
+        # loads (a live catch-up takes seconds) shows twice, echoed and then in the prompt (repl.py)
+        with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp, _quiet_terminal(one_shot):
             source = _source(args, Path(tmp), frozen=one_shot)
             try:
                 session = Session(source, out=print, err=err, show_secrets=args.show_secrets)
@@ -254,6 +257,14 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
                 source.close()
 
     return run_guarded("metashell", work, err)
+
+
+def _quiet_terminal(one_shot: bool):
+    if one_shot:
+        return contextlib.nullcontext()
+    from metashell.shell.repl import terminal_echo_off
+
+    return terminal_echo_off()
 
 
 def _source(args, tmp: Path, frozen: bool = False) -> Source | LiveSource:

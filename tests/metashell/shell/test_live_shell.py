@@ -26,7 +26,7 @@ from metashell import cli
 from metashell.shell.session import Session
 from tests.engine.cluster.test_cluster_tool import Cluster
 from tests.live_cluster import bootstrap, create_topic, running_cluster
-from tests.pty_terminal import ROOT, Terminal
+from tests.pty_terminal import ROOT, Terminal, screen
 from tests.engine.server.test_controller_processes import poll
 
 # processes, sockets and timers of their own: out of the fast tier
@@ -247,6 +247,29 @@ def test_the_interactive_live_shell_in_a_terminal(cluster, tmp_path):
         back, _ = terminal.expect(r"^\[live @\d+(?: lag \d+)?\] metashell:/>$", shown + 1)
         terminal.type("cat /brokers/2/state\r")
         assert terminal.expect(r"^active$", back + 1)[0] == back + 1
+        terminal.type("exit\r")
+        assert terminal.close() == 0
+    finally:
+        terminal.kill()
+
+
+def test_a_command_typed_while_the_live_shell_attaches_shows_once(cluster, tmp_path):
+    """Typed before the first prompt (the attach and catch-up take seconds): the terminal does not
+    echo it, the prompt shows it once and runs it. The shell is held before the attach by its
+    --command-config, a FIFO it reads: once this side's open returns, the shell is reading it."""
+    config = tmp_path / "client.properties"
+    os.mkfifo(config)
+    env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1",
+           "METASHELL_HISTORY": str(tmp_path / "history")}
+    env.pop("CI", None)
+    terminal = Terminal(["--bootstrap-controller", bootstrap(cluster), "--command-config", str(config)], env)
+    try:
+        with open(config, "w") as fifo:  # returns once the shell opened it
+            terminal.type("pwd\r")
+            fifo.write(f"request.timeout.ms={int(DEADLINE_S * 1000)}\n")
+        row, _ = terminal.expect(r"^\[live @\d+(?: lag \d+)?\] metashell:/> pwd$")
+        assert terminal.expect(r"^/$", row)[0] == row + 1
+        assert [line for line in screen(terminal.text) if "pwd" in line] == [screen(terminal.text)[row]]
         terminal.type("exit\r")
         assert terminal.close() == 0
     finally:
