@@ -396,8 +396,11 @@ def _history_table(session: Session, kind: str) -> Any:
 
 # -- the shell itself -----------------------------------------------------------------------
 
-@command("help", "list the commands", "help\n\n  Lists the commands; man COMMAND tells more.")
+@command("help", "list the commands", "help [COMMAND]\n\n  Lists the commands; help COMMAND (or man COMMAND) tells more.",
+         lambda p: p.add_argument("name", nargs="?"))
 def _help(session: Session, args: argparse.Namespace) -> int:
+    if args.name:
+        return _man(session, args)
     for name in sorted(COMMANDS):
         session.out(f"{name:<9} {COMMANDS[name].summary}")
     return 0

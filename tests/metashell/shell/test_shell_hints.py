@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from metashell.demo.shell_demo import write_demo_log_dir
+from metashell.shell.completion import complete
 from metashell.shell.record_types import SPELLINGS, fold
 from metashell.shell.session import Session
 from metashell.source import Source
@@ -101,6 +102,24 @@ def test_an_empty_answer_says_so(session: Session) -> None:
     assert run(session, "find /topics -name zz*") == (0, ["metashell: find: no node under /topics matches -name zz*"])
     assert run(session, "find /brokers/1 -type d -name x") == (
         0, ["metashell: find: no node under /brokers/1 matches -name x -type d"])
+
+
+@pytest.mark.parametrize("before,expected", [
+    ("man sum", ["summary"]),
+    ("records --type PARTITION_", ["PARTITION_CHANGE_RECORD", "PARTITION_RECORD"]),
+    ("records --type Partition", ["PartitionChangeRecord", "PartitionRecord"]),
+    ("records --type NO_OP_RECORD fence", ["FenceBrokerRecord"]),
+    ("records --type leader_c", ["LEADER_CHANGE"]),
+])
+def test_completion_of_man_topics_and_record_types(session: Session, before: str, expected: list[str]) -> None:
+    assert [c.text for c in complete(session, before)] == expected
+
+
+def test_man_records_lists_the_types_and_help_takes_a_command(session: Session) -> None:
+    manual = "\n".join(run(session, "man records")[1])
+    assert all(constant in manual for constant, _ in SPELLINGS)
+    assert run(session, "help records") == (0, run(session, "man records")[1])
+    assert run(session, "help lss") == (1, ["metashell: help: lss: no such command (did you mean ls?)"])
 
 
 def test_every_type_name_spells_two_ways_onto_one_key() -> None:
