@@ -353,7 +353,8 @@ class Attachment:
             return
         watch.progress(now, (core.leader_id, core.epoch, core.applied_offset, core.high_watermark,
                              core.download_progress[0]))
-        line = watch.verdict(now, _note(core, self.bootstrap, self._caught_up, self._records_fetched, watch.reached))
+        where = status_note(core, self.bootstrap, self._caught_up, self._records_fetched, watch.reached)
+        line = watch.verdict(now, where)
         if line is not None:
             core.fail(line)
 
@@ -369,7 +370,8 @@ class Attachment:
         status = AttachStatus(bootstrap=self.bootstrap, connected=core.connected, leader_id=core.leader_id,
                               leader_epoch=core.epoch if core.leader_id >= 0 else -1,
                               high_watermark=core.high_watermark, applied_offset=core.applied_offset,
-                              error=core.error, note=_note(core, self.bootstrap, caught_up, fetched, self._watch.reached),
+                              error=core.error,
+                              note=status_note(core, self.bootstrap, caught_up, fetched, self._watch.reached),
                               catching_up=not caught_up, records_fetched=fetched, snapshot_bytes=downloaded,
                               snapshot_size=size)
         with self._lock:
@@ -401,7 +403,7 @@ def _snapshot_image(entries: list[LogEntry], snapshot_id: SnapshotId) -> Metadat
     return image_of_snapshot(entries, snapshot_id)[0]
 
 
-def _note(core: LogFollower, bootstrap: str, caught_up: bool, fetched: int, reached: bool) -> str:
+def status_note(core: LogFollower, bootstrap: str, caught_up: bool, fetched: int, reached: bool) -> str:
     """One line on where the attachment stands: connecting, catching up (with what it fetched so
     far), following, disconnected, stopped."""
     if core.error is not None:
@@ -433,4 +435,4 @@ def _bytes(count: int) -> str:
 
 
 __all__ = ["AttachError", "Attachment", "ConnectionSettings", "connection_settings", "follower_settings",
-           "load_command_config"]
+           "load_command_config", "status_note"]
