@@ -41,7 +41,7 @@ from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import image_of_snapshot
 from engine.net.channel_security import ClientSecurity
 from engine.net.connect import (RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS, SETUP_TIMEOUT_MAX_MS,
-                                SETUP_TIMEOUT_MS)
+                                SETUP_TIMEOUT_MS, failure_words)
 from engine.net.errors import AuthenticationError, ConnectError, NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.security_config import client_security
@@ -236,7 +236,8 @@ class Attachment:
         try:
             asyncio.run(self._main())
         except Exception as err:  # noqa: BLE001 - never a traceback: the feed stops with one line
-            self._publish_error(f"the attachment stopped: {type(err).__name__}: {err}")
+            why = failure_words(err) if isinstance(err, OSError) else f"{type(err).__name__}: {err}"
+            self._publish_error(f"the attachment stopped: {why}")
 
     async def _main(self) -> None:
         s = self._settings
