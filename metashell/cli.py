@@ -383,8 +383,9 @@ def _run_dashboard(app, err: Callable[[str], None]) -> int:
 
 
 def _live_dashboard(args, err: Callable[[str], None]) -> int:
-    """``dash --bootstrap-controller``: the dashboard over the live quorum; without a terminal
-    (or with --print) the summary at attach time."""
+    """``dash --bootstrap-controller``: the dashboard over the live quorum, painted at once while
+    it connects and catches up (the header says how far); without a terminal (or with --print)
+    the summary at attach time. An attach that gives up is one line and exit code 1 either way."""
     if args.offset is not None or args.time:
         raise ConfigError("--offset and --time open a file at a point; live, the dashboard opens at the "
                           "cluster's present (travel back from there with its keys)")
@@ -403,11 +404,9 @@ def _live_dashboard(args, err: Callable[[str], None]) -> int:
     from engine.common.java_properties import load_properties
 
     config = load_properties(args.command_config) if args.command_config else None
-    source = open_live(args.bootstrap_controller, command_config=config)  # attached and caught up
+    # checked here (a bad bootstrap or config is one line before the app); connects as the app paints
+    source = open_live(args.bootstrap_controller, command_config=config, wait=False)
     try:
-        from engine.common.heap import settle_heap
-
-        settle_heap()
         return _run_dashboard(DashboardApp(source), err)
     finally:
         source.close()

@@ -177,6 +177,9 @@ def _try_send(send: Send, address: Address, request: Any) -> tuple[Any, str | No
     try:
         return send(address, request), None
     except (MetadataError, OSError) as exc:  # engine.net.errors are MetadataErrors
+        if isinstance(exc, OSError):
+            from engine.net.connect import failure_words
+            return None, f"cannot ask {address[0]}:{address[1]}: {failure_words(exc)}"  # words, not an errno repr
         return None, str(exc) or type(exc).__name__
 
 

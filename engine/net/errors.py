@@ -44,3 +44,15 @@ class AuthenticationError(NetError):
     """The peer refused who we are, or we refused who it is: a SASL failure, a TLS handshake that
     failed verification, a peer that is not speaking the security protocol we expect. Not worth
     retrying with the same settings, so callers report it instead of reconnecting forever."""
+
+
+class ConnectError(NetworkError):
+    """A connection that could not be set up (resolving, connecting, the handshake, ApiVersions):
+    ``address`` and ``why`` in words ("connection refused", "unknown host", "timed out after
+    9512 ms"), for a caller that reports each bootstrap server's failure."""
+
+    def __init__(self, address: tuple[str, int], why: str):
+        self.address = (address[0], int(address[1]))
+        self.why = why
+        host, port = self.address
+        super().__init__(f"cannot connect to {f'[{host}]' if ':' in host else host}:{port}: {why}")

@@ -8,6 +8,12 @@ A request timeout drops the connection (Kafka does the same: a late response wou
 otherwise sit in the pipeline), and every failure makes the next connect to that
 address wait an exponential backoff.
 
+Connection setup (engine.net.connect): resolving and the TCP connect are bounded by the setup
+timeout, Kafka's ``socket.connection.setup.timeout.ms`` doubled after each failed setup in a row up
+to ``socket.connection.setup.timeout.max.ms`` (with jitter), and the TLS handshake by what is left
+of it; ApiVersions (and SASL) by the request timeout. A setup that fails raises ConnectError with
+the address and why in words. Without setup timeouts given, the request timeout bounds the setup.
+
 Security (``ClientSecurity``): TLS is started on the connected TCP stream (so a refused connect stays a
 NetworkError with backoff, while a handshake that fails is an AuthenticationError naming the address and
 OpenSSL's reason); SASL runs after ApiVersions, as Kafka's SaslClientAuthenticator does. A refused login
@@ -27,8 +33,10 @@ from typing import Any, Callable
 from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode
 from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
+from engine.net.connect import failure_words, kafka_backoff, open_tcp
 from engine.net.errors import (
-    AuthenticationError, NetError, NetworkError, ProtocolError, RequestTimeoutError, UnsupportedVersionError,
+    AuthenticationError, ConnectError, NetError, NetworkError, ProtocolError, RequestTimeoutError,
+    UnsupportedVersionError,
 )
 from engine.net.kafka_protocol import (
     API_VERSIONS_SPEC, api_name, decode_response_frame, encode_request, frame_size,
@@ -66,12 +74,11 @@ class ReconnectBackoff:
         self._ready_at = float("-inf")
 
     def backoff_ms(self, failures: int) -> float:
-        """The wait after ``failures`` failures in a row (0 when there were none)."""
+        """The wait after ``failures`` failures in a row (0 when there were none): Kafka's
+        ``backoff(failures - 1)`` (ClusterConnectionStates.updateReconnectBackoff)."""
         if failures <= 0:
             return 0.0
-        term = min(self.base_ms * 2.0 ** (failures - 1), self.max_ms)
-        factor = self.rng.uniform(1 - self.jitter, 1 + self.jitter) if self.jitter > 0 else 1.0
-        return min(term * factor, self.max_ms)
+        return float(kafka_backoff(failures - 1, self.base_ms, self.max_ms, self.rng, jitter=self.jitter))
 
     def record_failure(self) -> float:
         """Note a failed connect or a dropped connection; returns the wait it imposes."""
@@ -133,7 +140,7 @@ class _Channel:
             await self.writer.drain()
         except OSError as err:
             self.peer_closed = isinstance(err, (ConnectionResetError, BrokenPipeError)) or self.peer_closed
-            self.close(f"failed: {err}")  # fails ``future`` too
+            self.close(f"failed: {failure_words(err)}")  # fails ``future`` too
         return await future
 
     async def _read_loop(self) -> None:
@@ -181,9 +188,9 @@ class _Channel:
             # the same: what it means is judged as for a clean close (a TLS listener refusing our
             # certificate after the handshake, whichever way the race went)
             self.peer_closed = True
-            self.close(f"failed: {err}")
+            self.close(f"failed: {failure_words(err)}")
         except OSError as err:
-            self.close(f"failed: {err}")
+            self.close(f"failed: {failure_words(err)}")
 
     def close(self, reason: str, *, failure: bool = True) -> None:
         """Close once: fail every in-flight request with NetworkError; a failure also starts a backoff."""
@@ -209,19 +216,35 @@ class KafkaClient:
     def __init__(self, *, client_id: str, request_timeout_ms: int = 2000, reconnect_backoff_ms: int = 50,
                  reconnect_backoff_max_ms: int = 1000, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
                  rng: random.Random | None = None, clock: Callable[[], float] = monotonic_ms,
-                 security: ClientSecurity = PLAINTEXT_CLIENT):
+                 security: ClientSecurity = PLAINTEXT_CLIENT, connection_setup_timeout_ms: int | None = None,
+                 connection_setup_timeout_max_ms: int | None = None):
+        """``connection_setup_timeout_ms`` / ``_max_ms``: Kafka's socket.connection.setup.timeout.ms and
+        .max.ms (None: the request timeout, constant)."""
         if security.protocol.uses_tls and security.ssl_context is None:
             raise ValueError(f"{security.protocol.name} needs a TLS context")
         self.client_id = client_id
         self.security = security
         self.request_timeout_ms = request_timeout_ms
         self.max_frame_bytes = max_frame_bytes
+        self.rng = rng or random.Random()
         self._backoff = functools.partial(ReconnectBackoff, reconnect_backoff_ms, reconnect_backoff_max_ms,
-                                          rng=rng or random.Random(), clock=clock)
+                                          rng=self.rng, clock=clock)
+        setup_ms = request_timeout_ms if connection_setup_timeout_ms is None else connection_setup_timeout_ms
+        self.connection_setup_timeout_ms = setup_ms
+        self.connection_setup_timeout_max_ms = (setup_ms if connection_setup_timeout_max_ms is None
+                                                else connection_setup_timeout_max_ms)
+        self._setup_failures: dict[Address, int] = {}  # failed setups in a row, per address
         self._backoffs: dict[Address, ReconnectBackoff] = {}
         self._channels: dict[Address, _Channel] = {}
         self._connecting: dict[Address, asyncio.Task] = {}
         self._closed = False
+
+    def setup_timeout_ms(self, address: Address) -> int:
+        """The next setup's timeout for ``address``: Kafka's ``backoff(failed setups in a row)``
+        (ClusterConnectionStates.updateConnectionSetupTimeout), a fresh jitter each time."""
+        failures = self._setup_failures.get((address[0], int(address[1])), 0)
+        return kafka_backoff(failures, self.connection_setup_timeout_ms, self.connection_setup_timeout_max_ms,
+                             self.rng)
 
     def backoff(self, address: Address) -> ReconnectBackoff:
         address = (address[0], int(address[1]))
@@ -258,8 +281,11 @@ class KafkaClient:
                                       f"{timeout_ms} ms") from None
 
     async def api_versions(self, address: Address, timeout_ms: int | None = None) -> dict[int, tuple[int, int]]:
-        """api key -> (min, max) versions the peer serves (connecting if needed)."""
-        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        """api key -> (min, max) versions the peer serves (connecting if needed). Without
+        ``timeout_ms``, the connection's own bounds (the setup timeout, then the request timeout
+        for ApiVersions) are the only ones: a failed setup is a ConnectError saying which."""
+        if timeout_ms is None:
+            return dict((await self._channel(address)).ranges)
         try:
             async with asyncio.timeout(timeout_ms / 1000.0):
                 return dict((await self._channel(address)).ranges)
@@ -307,21 +333,27 @@ class KafkaClient:
         wait_ms = backoff.remaining_ms()
         if wait_ms > 0:
             await asyncio.sleep(wait_ms / 1000.0)
+        setup_ms = self.setup_timeout_ms(address)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + setup_ms / 1000.0
         try:
-            async with asyncio.timeout(self.request_timeout_ms / 1000.0):
-                reader, writer = await asyncio.open_connection(address[0], address[1])
-        except (OSError, TimeoutError) as err:
+            async with asyncio.timeout_at(deadline):
+                reader, writer = await open_tcp(address)
+        except (ConnectError, TimeoutError) as err:
             backoff.record_failure()
-            reason = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err))
-            raise NetworkError(f"cannot connect to {name}: {reason}") from None
+            self._setup_failures[address] = self._setup_failures.get(address, 0) + 1
+            if isinstance(err, ConnectError):
+                raise
+            raise ConnectError(address, f"timed out after {setup_ms} ms") from None
         context = self.security.ssl_context if self.security.protocol.uses_tls else None
         if context is not None:
             try:
-                await start_tls(writer, context, self.request_timeout_ms,
+                await start_tls(writer, context, max(1.0, (deadline - loop.time()) * 1000.0),
                                 server_hostname=address[0] if context.check_hostname else None)
             except (OSError, EOFError, TimeoutError) as err:
                 writer.close()
                 backoff.record_failure()
+                self._setup_failures[address] = self._setup_failures.get(address, 0) + 1
                 raise AuthenticationError(f"cannot connect to {name}: {handshake_failure(err)}") from None
             except BaseException:
                 writer.close()
@@ -335,8 +367,7 @@ class KafkaClient:
         except TimeoutError:
             step = "SASL authentication" if channel.ranges else "ApiVersions response"
             channel.close(f"closed: no {step}")
-            raise NetworkError(f"cannot connect to {name}: no {step} within "
-                               f"{self.request_timeout_ms} ms") from None
+            raise ConnectError(address, f"no {step} within {self.request_timeout_ms} ms") from None
         except NetError as err:
             channel.close(f"closed: {err}")
             if isinstance(err, AuthenticationError):
@@ -353,14 +384,14 @@ class KafkaClient:
                                           f"TLS (set security.protocol to SSL or SASL_SSL)") from None
             if context is None and channel.peer_closed and not channel.ranges:
                 # A TLS listener takes our ApiVersions for a bad handshake and hangs up without a word.
-                raise NetworkError(f"cannot connect to {name}: the peer closed the connection before answering "
-                                   f"ApiVersions (is it a TLS listener? set security.protocol to SSL or "
-                                   f"SASL_SSL)") from None
-            raise
+                raise ConnectError(address, "the peer closed the connection before answering ApiVersions (is it "
+                                            "a TLS listener? set security.protocol to SSL or SASL_SSL)") from None
+            raise ConnectError(address, str(err).removeprefix(f"connection to {name} ")) from None
         except BaseException:
             channel.close("closed: connect cancelled", failure=False)
             raise
         backoff.record_success()
+        self._setup_failures.pop(address, None)
         self._channels[address] = channel
         return channel
 

@@ -24,6 +24,7 @@ import ssl
 from cryptography import x509
 
 from engine.net.channel_security import ANONYMOUS, KafkaPrincipal
+from engine.net.connect import failure_words
 
 # Java's RFC 2253 keywords; every other attribute type is printed as its OID with a hex DER value.
 _RFC2253_KEYWORDS = {"2.5.4.3", "2.5.4.7", "2.5.4.8", "2.5.4.10", "2.5.4.11", "2.5.4.6", "2.5.4.9",
@@ -77,6 +78,8 @@ def handshake_failure(err: BaseException, *, server_side: bool = False) -> str:
                 "does it accept our ssl.enabled.protocols?)")
     if isinstance(err, ssl.SSLCertVerificationError) and err.verify_message:
         return f"TLS handshake failed: certificate verify failed: {err.verify_message}"
+    if isinstance(err, OSError) and not isinstance(err, ssl.SSLError) and err.errno:
+        return f"TLS handshake failed: {failure_words(err)}"  # words, not "[Errno 104] ..."
     text = " ".join(str(err).split())
     if isinstance(err, ssl.SSLError):
         text = _OPENSSL_NOISE.sub("", text) or (err.reason or type(err).__name__)

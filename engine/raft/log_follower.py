@@ -66,6 +66,7 @@ class FollowerSettings:
 class _Download:
     snapshot_id: SnapshotId
     data: bytearray = field(default_factory=bytearray)
+    size: int = -1  # the snapshot's size, as the leader's first chunk tells it
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,11 @@ class LogFollower:
     @property
     def downloading(self) -> SnapshotId | None:
         return self._download.snapshot_id if self._download else None
+
+    @property
+    def download_progress(self) -> tuple[int, int]:
+        """(bytes of the snapshot downloaded so far, its size or -1 when not told yet); (0, -1) with none."""
+        return (len(self._download.data), self._download.size) if self._download else (0, -1)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -372,6 +378,7 @@ class LogFollower:
         self.connected = True
         self._last_ok_ms = now_ms
         download.data += bytes(part.unaligned_records or b"")
+        download.size = int(part.size)
         if len(download.data) < part.size:
             return
         self._download = None

@@ -17,6 +17,7 @@ import io
 import os
 import tempfile
 import traceback
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,15 @@ from typing import Any
 from rich.console import Console
 
 from engine.common.errors import MetadataError
+
+
+@dataclass(frozen=True)
+class EndedOnError:
+    """What an app exits with (``app.exit(EndedOnError(line), return_code=1)``) when it ends on an
+    error it already put in one line (a live attach that gave up): ``run_app`` returns the line as
+    it is, and logs nothing (there is no traceback to keep)."""
+
+    line: str
 
 
 def log_dirs() -> list[Path]:
@@ -87,6 +97,9 @@ def run_app(app: Any, **run_options: Any) -> str | None:
         failure = exc
     if failure is None and not app.return_code:
         return None
+    ended = getattr(app, "return_value", None)
+    if failure is None and isinstance(ended, EndedOnError):
+        return ended.line
     # Textual keeps the exception that ended the app (to re-raise it under its test pilot).
     failure = failure or getattr(app, "_exception", None)
     line, _ = report("the dashboard failed", failure, captured.getvalue())

@@ -137,6 +137,8 @@ def live_state(status: Any, *, following: bool, offset: int, new_records: int) -
     paused = f"⏸ paused @{offset}, +{new_records:,} new"
     if status.error:
         return f"✖ {status.error}" + ("" if following else f" · {paused}"), "down"
+    if getattr(status, "catching_up", False):  # connecting, or fetching what was committed before attach
+        return f"◌ {status.note}", "paused" if status.connected else "down"
     if not following:
         return paused + ("" if status.connected else f" · {status.note}"), "paused" if status.connected else "down"
     if not status.connected:

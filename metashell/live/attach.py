@@ -7,7 +7,9 @@ prints). The tools only ever call the thread-safe methods below; nothing here bl
 except ``wait_caught_up``, which is meant for command-line use, not for a UI thread.
 
 The command config (``--command-config FILE``, Java properties) may set Kafka's client names
-``request.timeout.ms`` and ``retry.backoff.ms``, ``controller.quorum.fetch.timeout.ms``, and
+``request.timeout.ms`` and ``retry.backoff.ms``, ``socket.connection.setup.timeout.ms`` and
+``socket.connection.setup.timeout.max.ms`` (each connection's setup, engine.net.connect),
+``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms``, ``controller.quorum.fetch.timeout.ms``, and
 ``cluster.id`` (sent in every Fetch, so that a controller of another cluster refuses us;
 without it the Fetch carries a null cluster id, which Kafka accepts, as its own tools send).
 It may also secure the connections as Kafka's tools do: ``security.protocol`` (PLAINTEXT, SSL,
@@ -16,6 +18,11 @@ username and password of ``sasl.jaas.config``, and PEM stores (``ssl.truststore.
 ``ssl.keystore.location`` / ``ssl.key.password`` for a listener that wants a client certificate).
 A refused login or certificate stops the attachment with one line: retrying the same secret would
 only be refused again (and lock accounts where a server counts failures).
+
+Giving up before it caught up (metashell.live.startup): when every bootstrap controller failed its
+connection setup and none was reached, the attachment stops at once with one line naming each and
+why; once one was reached, when nothing moved for ``stall_timeout_ms``. Either way ``status.error``
+says it, and ``wait_caught_up`` raises it.
 """
 
 from __future__ import annotations
@@ -33,7 +40,9 @@ from engine.common.java_properties import load_properties
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import image_of_snapshot
 from engine.net.channel_security import ClientSecurity
-from engine.net.errors import AuthenticationError, NetError
+from engine.net.connect import (RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS, SETUP_TIMEOUT_MAX_MS,
+                                SETUP_TIMEOUT_MS, failure_words)
+from engine.net.errors import AuthenticationError, ConnectError, NetError
 from engine.net.kafka_client import KafkaClient
 from engine.net.security_config import client_security
 from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
@@ -44,6 +53,7 @@ from engine.storage.log_reader import LogEntry
 from engine.storage.snapshot_writer import SnapshotId
 from engine.admin import quorum_client
 from metashell.live.feed import AttachStatus, FeedUpdate
+from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch
 
 DESCRIBE_INTERVAL_S = 1.0
 CLIENT_ID = "metashell-attach"
@@ -72,23 +82,54 @@ def follower_settings(config: Mapping[str, str], where: str = "--command-config"
                                                     defaults.fetch_timeout_ms, 1))
 
 
+@dataclasses.dataclass(frozen=True)
+class ConnectionSettings:
+    """Kafka's client connection settings (CommonClientConfigs' names and defaults)."""
+
+    setup_timeout_ms: int = SETUP_TIMEOUT_MS
+    setup_timeout_max_ms: int = SETUP_TIMEOUT_MAX_MS
+    reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS
+    reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS
+
+
+def connection_settings(config: Mapping[str, str], where: str = "--command-config") -> ConnectionSettings:
+    """The connection settings of a command config; ConfigError for a bad number."""
+    d = ConnectionSettings()
+
+    def number(key: str, default: int, low: int) -> int:
+        return int_property(config, key, default, where, low)
+
+    return ConnectionSettings(number("socket.connection.setup.timeout.ms", d.setup_timeout_ms, 1),
+                              number("socket.connection.setup.timeout.max.ms", d.setup_timeout_max_ms, 1),
+                              number("reconnect.backoff.ms", d.reconnect_backoff_ms, 0),
+                              number("reconnect.backoff.max.ms", d.reconnect_backoff_max_ms, 0))
+
+
 def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
 class Attachment:
     def __init__(self, bootstrap: str, *, command_config: dict[str, str] | None = None,
-                 on_update: Callable[[], None] | None = None):
-        """ConfigError (one line) for a bad --bootstrap-controller or command config."""
+                 on_update: Callable[[], None] | None = None, stall_timeout_ms: int = STALL_TIMEOUT_MS,
+                 clock_ms: Callable[[], int] = _monotonic_ms):
+        """ConfigError (one line) for a bad --bootstrap-controller or command config.
+        ``stall_timeout_ms``: before catching up, give up when nothing moved this long (after a
+        controller was reached); ``clock_ms``: the monotonic clock of that and of the core."""
         config = dict(command_config or {})
         self.bootstrap = bootstrap
         self._addresses = quorum_client.parse_bootstrap(bootstrap, "--bootstrap-controller")
         self._settings = follower_settings(config)
+        self._connection = connection_settings(config)
+        self._stall_timeout_ms = stall_timeout_ms
+        self._clock_ms = clock_ms
+        self._caught_up = False
+        self._records_fetched = 0
         self._security: ClientSecurity = client_security(config, "--command-config")
         self._cluster_id = config.get("cluster.id") or None
         self._on_update = on_update
         self._lock = threading.Condition()
-        self._status = AttachStatus(bootstrap=bootstrap)
+        self._status = AttachStatus(bootstrap=bootstrap, catching_up=True, note=f"connecting to {bootstrap}")
         self._quorum: quorum_client.QuorumInfo | None = None
         self._reset: tuple | None = None
         self._batches: list = []
@@ -140,22 +181,37 @@ class Attachment:
             self._reset, self._batches = None, []
             return update
 
-    def wait_caught_up(self, timeout_s: float) -> FeedUpdate:
-        """Block until the first high watermark seen is handed over; AttachError on a fatal error
-        or at the timeout. Not for a UI thread."""
-        deadline = time.monotonic() + timeout_s
+    def wait_caught_up(self, timeout_s: float | None = None) -> FeedUpdate:
+        """Block until the first high watermark seen is handed over; AttachError when the
+        attachment stopped or gave up (metashell.live.startup), or at ``timeout_s`` if given (a
+        safety net: the attachment's own rules end the wait). Not for a UI thread."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._lock:
             while True:
-                status = self._status
-                if status.error is not None:
-                    raise AttachError(status.error)
-                if self._first_high_watermark >= 0 and status.applied_offset + 1 >= self._first_high_watermark:
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AttachError(f"not caught up with {self.bootstrap} after {timeout_s:g} s: {status.note}")
+                update = self._caught_up_update()
+                if update is not None:
+                    return update
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise AttachError(f"not caught up with {self.bootstrap} after {timeout_s:g} s: "
+                                      f"{self._status.note}")
                 self._lock.wait(left)
-        return self.drain()
+
+    def caught_up_update(self) -> FeedUpdate | None:
+        """Without waiting: the first update once caught up (as ``wait_caught_up`` returns it),
+        None while catching up; AttachError when the attachment stopped or gave up."""
+        with self._lock:
+            return self._caught_up_update()
+
+    def _caught_up_update(self) -> FeedUpdate | None:
+        status = self._status
+        if status.error is not None:
+            raise AttachError(status.error)
+        if not self._caught_up:
+            return None
+        update = FeedUpdate(self._status, self._reset, self._batches)
+        self._reset, self._batches = None, []
+        return update
 
     def close(self) -> None:
         """Stop the thread and close its sockets; idempotent."""
@@ -180,7 +236,8 @@ class Attachment:
         try:
             asyncio.run(self._main())
         except Exception as err:  # noqa: BLE001 - never a traceback: the feed stops with one line
-            self._publish_error(f"the attachment stopped: {type(err).__name__}: {err}")
+            why = failure_words(err) if isinstance(err, OSError) else f"{type(err).__name__}: {err}"
+            self._publish_error(f"the attachment stopped: {why}")
 
     async def _main(self) -> None:
         s = self._settings
@@ -189,26 +246,35 @@ class Attachment:
             self._loop = asyncio.get_running_loop()
             if self._stopping:
                 return
+        c, now = self._connection, self._clock_ms()
         core = LogFollower(self._addresses, snapshot_state=_snapshot_image, empty_state=MetadataImage(),
-                           cluster_id=self._cluster_id, settings=s, now_ms=_monotonic_ms())
+                           cluster_id=self._cluster_id, settings=s, now_ms=now)
+        self._watch = StartupWatch(self._addresses, now, self._stall_timeout_ms)
         clients = [KafkaClient(client_id=CLIENT_ID, request_timeout_ms=s.request_timeout_ms,
-                               reconnect_backoff_ms=min(50, s.retry_backoff_ms or 50), security=self._security)
+                               reconnect_backoff_ms=c.reconnect_backoff_ms,
+                               reconnect_backoff_max_ms=c.reconnect_backoff_max_ms,
+                               connection_setup_timeout_ms=c.setup_timeout_ms,
+                               connection_setup_timeout_max_ms=c.setup_timeout_max_ms, security=self._security)
                    for _ in range(2)]
         tasks: set[asyncio.Task] = set()
         describe = asyncio.create_task(self._describe_loop(core, clients[1]))
         try:
             while not self._stopping:
                 self._wake.clear()
-                ready = core.poll(_monotonic_ms())
+                ready = core.poll(self._clock_ms())
                 for message in ready.messages:
                     task = asyncio.create_task(self._exchange(core, clients[0], message))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                self._judge(core)
                 self._publish(core)
                 if core.error is not None:
                     break
+                wake_ms = ready.next_poll_ms
+                if (deadline := self._watch.deadline_ms()) is not None:
+                    wake_ms = min(wake_ms, deadline)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), max(0, ready.next_poll_ms - _monotonic_ms()) / 1000)
+                    await asyncio.wait_for(self._wake.wait(), max(0, wake_ms - self._clock_ms()) / 1000)
         finally:
             for task in (*tasks, describe):
                 task.cancel()
@@ -223,7 +289,9 @@ class Attachment:
         try:
             if type(request).__name__ == "FetchRequest":
                 timeout_ms += self._settings.fetch_max_wait_ms
+                # bounded by the connection's own setup and ApiVersions timeouts (engine.net.connect)
                 served = (await client.api_versions(address)).get(ApiKeys.FETCH)
+                self._watch.connected(self._clock_ms())
                 sent = fetch_at_version(request, served, core.high_watermark)
                 if sent is None:
                     offered = f"v{served[0]}-v{served[1]}" if served else "no Fetch at all"
@@ -241,8 +309,10 @@ class Attachment:
             self._wake.set()
             return
         except NetError as err:
+            if isinstance(err, ConnectError):
+                self._watch.setup_failed(err.address, err.why)
             answer = InboundResponse(message.correlation_id, None, str(err))
-        core.receive(_monotonic_ms(), answer)
+        core.receive(self._clock_ms(), answer)
         self._wake.set()
 
     async def _describe_loop(self, core: LogFollower, client: KafkaClient) -> None:
@@ -276,20 +346,41 @@ class Attachment:
                 self._described_cluster_id = str(response.cluster_id)
             self._notify()
 
+    def _judge(self, core: LogFollower) -> None:
+        """Before catching up: tell the watch where things stand, and stop the core if it gives up."""
+        watch, now = self._watch, self._clock_ms()
+        if self._caught_up:
+            watch.done()
+            return
+        watch.progress(now, (core.leader_id, core.epoch, core.applied_offset, core.high_watermark,
+                             core.download_progress[0]))
+        where = status_note(core, self.bootstrap, self._caught_up, self._records_fetched, watch.reached)
+        line = watch.verdict(now, where)
+        if line is not None:
+            core.fail(line)
+
     def _publish(self, core: LogFollower) -> None:
         """Hand the core's committed batches and status to the tools' side; wake them if anything changed."""
         taken = core.take()
+        fetched = self._records_fetched + sum(len(batch) for batch in taken.batches)
+        if self._first_high_watermark < 0 and core.high_watermark >= 0:
+            self._first_high_watermark = core.high_watermark
+        caught_up = self._caught_up or (self._first_high_watermark >= 0
+                                        and core.applied_offset + 1 >= self._first_high_watermark)
+        downloaded, size = core.download_progress
         status = AttachStatus(bootstrap=self.bootstrap, connected=core.connected, leader_id=core.leader_id,
                               leader_epoch=core.epoch if core.leader_id >= 0 else -1,
                               high_watermark=core.high_watermark, applied_offset=core.applied_offset,
-                              error=core.error, note=_note(core))
+                              error=core.error,
+                              note=status_note(core, self.bootstrap, caught_up, fetched, self._watch.reached),
+                              catching_up=not caught_up, records_fetched=fetched, snapshot_bytes=downloaded,
+                              snapshot_size=size)
         with self._lock:
             changed = taken.reset is not None or bool(taken.batches) or status != self._status
             if taken.reset is not None:
                 self._reset, self._batches = taken.reset, []
             self._batches.extend(taken.batches)
-            if self._first_high_watermark < 0 and status.high_watermark >= 0:
-                self._first_high_watermark = status.high_watermark
+            self._records_fetched, self._caught_up = fetched, caught_up
             self._status = status
             self._lock.notify_all()
         if changed:
@@ -313,19 +404,36 @@ def _snapshot_image(entries: list[LogEntry], snapshot_id: SnapshotId) -> Metadat
     return image_of_snapshot(entries, snapshot_id)[0]
 
 
-def _note(core: LogFollower) -> str:
+def status_note(core: LogFollower, bootstrap: str, caught_up: bool, fetched: int, reached: bool) -> str:
+    """One line on where the attachment stands: connecting, catching up (with what it fetched so
+    far), following, disconnected, stopped."""
     if core.error is not None:
         return f"stopped: {core.error}"
     if core.connected:
         downloading = core.downloading
         if downloading is not None:
+            done, size = core.download_progress
+            of = f" of {_bytes(size)}" if size >= 0 else ""
             return (f"downloading snapshot {downloading.end_offset}-{downloading.epoch} from leader "
-                    f"{core.leader_id} (epoch {core.epoch})")
+                    f"{core.leader_id} (epoch {core.epoch}): {_bytes(done)}{of}")
+        if not caught_up:
+            target = f" of {core.high_watermark:,}" if core.high_watermark >= 0 else ""
+            return (f"catching up with leader {core.leader_id} (epoch {core.epoch}): {fetched:,} records fetched, "
+                    f"at offset {core.applied_offset + 1:,}{target}")
         return f"following leader {core.leader_id} (epoch {core.epoch})"
     last = f" (last: {core.last_failure})" if core.last_failure else ""
     if core.applied_offset < 0 and core.high_watermark < 0:
-        return f"connecting{last}"
+        waiting = ": reached, no quorum leader known yet" if reached and not last else ""
+        return f"connecting to {bootstrap}{waiting}{last}"
     return f"disconnected, retrying (at offset {core.applied_offset + 1}){last}"
 
 
-__all__ = ["AttachError", "Attachment", "follower_settings", "load_command_config"]
+def _bytes(count: int) -> str:
+    """1,234 bytes, 5.6 MB: what a person reads in a status line."""
+    if count < 1_000_000:
+        return f"{count:,} bytes"
+    return f"{count / 1_000_000:.1f} MB"
+
+
+__all__ = ["AttachError", "Attachment", "ConnectionSettings", "connection_settings", "follower_settings",
+           "load_command_config", "status_note"]

@@ -28,6 +28,11 @@ class AttachStatus:
     applied_offset: int = -1  # the last committed offset handed to the tools (-1: none)
     error: str | None = None  # fatal, one line (wrong cluster id, no common Fetch version): the feed stopped
     note: str = "connecting"  # one line: "following leader 3001 (epoch 5)", "disconnected, retrying (at offset N)"
+    # until the first high watermark seen is reached (what a tool waits for before it answers):
+    catching_up: bool = False
+    records_fetched: int = 0  # committed records handed over since attach
+    snapshot_bytes: int = 0  # of the snapshot being downloaded (0: none)
+    snapshot_size: int = -1  # its size, once the leader told it (-1: unknown or none)
 
     @property
     def lag(self) -> int:

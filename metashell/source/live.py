@@ -4,6 +4,11 @@
     image, info = source.load()  # attached, caught up: the newest image
     source.close()
 
+``attach`` waits until caught up (the command line, the shell); ``start`` does not (the
+dashboard: it paints at once, and its polls take the first update once caught up, or raise the
+attachment's one line when it gave up: every bootstrap controller failed its connection setup, or
+nothing moved for ``attach_timeout_s`` once one was reached; see metashell.live.startup).
+
 The attachment (metashell.live.attach) follows the metadata log on its own thread. ``poll``
 drains it on the caller's thread — a reset (a snapshot fetched) starts the history anew,
 committed batches extend it — and keeps its status; it never waits (``wait`` does, up to a
@@ -43,7 +48,9 @@ if TYPE_CHECKING:
 # records since attach kept for seek and the dashboard (older ones dropped): about 53 MB of entries
 # at about 530 bytes each, plus images (metashell.bench.window measures it)
 LIVE_WINDOW_RECORDS = 100_000
-ATTACH_TIMEOUT_S = 30.0  # connect, fetch the snapshot and catch up to the first high watermark
+# before catching up, once a controller was reached: give up when nothing moved this long (a
+# refused or unresolvable controller is told apart at once, a silent one by its setup timeout)
+ATTACH_TIMEOUT_S = 30.0
 CHANGES_MAX_RECORDS = 10_000  # changes_since replays at most this many records (more: unknown, show it all again)
 
 
@@ -56,7 +63,8 @@ class Mark(NamedTuple):
 
 class Feed(Protocol):
     """What a live source drains: metashell.live.attach.Attachment's surface. ``start`` and
-    ``wait_caught_up`` are needed only when the source attaches itself (no ``initial`` update);
+    ``wait_caught_up`` (``caught_up_update`` for ``start``) are needed only when the source
+    attaches itself (no ``initial`` update);
     a ``cluster_id`` attribute, when the feed has one, names the cluster once known."""
 
     @property
@@ -80,7 +88,7 @@ class LiveSource:
     def __init__(self, feed: Feed, *, window_records: int = LIVE_WINDOW_RECORDS,
                  attach_timeout_s: float = ATTACH_TIMEOUT_S, initial: FeedUpdate | None = None) -> None:
         """``feed``: an Attachment not started yet (``attach`` starts it and waits until caught
-        up, at most ``attach_timeout_s``), or, with ``initial``, one that handed this update over
+        up, or until it gives up), or, with ``initial``, one that handed this update over
         already (``wait_caught_up``'s): ``attach`` takes it instead. ``window_records`` may be
         changed until the source attaches."""
         self.feed = feed
@@ -95,7 +103,8 @@ class LiveSource:
         self._wake: Callable[[], None] | None = None
         self._history: MetadataHistory | None = None
         self._status: AttachStatus | None = None
-        self._started = False
+        self._started = False  # attached: the first update taken
+        self._feed_started = False
 
     @classmethod
     def connect(cls, bootstrap: str, command_config: dict[str, str] | None = None, *,
@@ -111,7 +120,8 @@ class LiveSource:
             if source is not None:
                 source.notify()
 
-        attachment = Attachment(bootstrap, command_config=command_config, on_update=on_update)
+        attachment = Attachment(bootstrap, command_config=command_config, on_update=on_update,
+                                stall_timeout_ms=int(attach_timeout_s * 1000))
         source = cls(attachment, window_records=window_records, attach_timeout_s=attach_timeout_s)
         return source
 
@@ -124,22 +134,43 @@ class LiveSource:
         self._observer = observer
 
     def attach(self) -> None:
-        """Connect and wait until caught up with the high watermark first seen (a one-line error
-        on a fatal error or when that takes longer than ``attach_timeout_s``)."""
+        """Connect and wait until caught up with the high watermark first seen (the attachment's
+        one-line error when it stops or gives up, metashell.live.startup)."""
         if self._started:
             return
-        self._started = True
         update, self._initial = self._initial, None
         if update is None:
-            self.feed.start()
-            update = self.feed.wait_caught_up(self.attach_timeout_s)
+            self.start()
+            update = self.feed.wait_caught_up(None)
+        self._started = True
         self._apply(update)
+
+    def start(self) -> None:
+        """Start the attachment without waiting: ``poll`` takes the first update once caught up."""
+        if not self._feed_started and self._initial is None:
+            self._feed_started = True
+            self.feed.start()
+
+    @property
+    def attached(self) -> bool:
+        """Caught up once, the first update taken: the history exists."""
+        return self._started
 
     def poll(self) -> bool:
         """Take what was committed since the last poll: True when the history grew or restarted
-        (or learnt its cluster id)."""
+        (or learnt its cluster id). Started but not attached yet: True once the first update
+        came (the history begins); the attachment's AttachError when it gave up."""
         if not self._started:
-            return False
+            if not self._feed_started and self._initial is None:
+                return False
+            self.changed.clear()
+            update, self._initial = self._initial or self.feed.caught_up_update(), None
+            if update is None:
+                self._status = self.feed.status  # connecting, catching up: shown meanwhile
+                return False
+            self._started = True
+            self._apply(update)
+            return True
         self.changed.clear()  # before draining: an update after the drain sets it again
         return self._apply(self.feed.drain())
 

@@ -32,7 +32,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from metashell.dashboard import panels
-from metashell.dashboard.failure import one_line, report
+from metashell.dashboard.failure import EndedOnError, one_line, report
 from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
@@ -170,7 +170,13 @@ class MainScreen(Screen):
     def _feed_failed(self, exc: Exception) -> None:
         """The source's poll raised (a record the replay cannot take, a broken attachment): its
         state is unknown, so it is polled no more; what was fetched stays browsable, the header
-        says why it stopped and the traceback goes to the failure log."""
+        says why it stopped and the traceback goes to the failure log. A live source that never
+        attached (it gave up connecting) has nothing to browse: the app ends with its one line,
+        as the command line would (metashell.dashboard.failure.EndedOnError)."""
+        if not getattr(self.source, "attached", True):
+            self.feed_failure = one_line(exc)
+            self.app.exit(EndedOnError(self.feed_failure), return_code=1)
+            return
         self.feed_failure = f"live feed stopped: {one_line(exc)}"
         if self._polling is not None:
             self._polling.stop()
