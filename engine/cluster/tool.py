@@ -133,6 +133,7 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                        "admin path (as Kafka's admin client), one line per step, until stopped (Ctrl-C, SIGTERM)")
     workload.add_argument("--seconds", type=_positive_seconds, metavar="S",
                           help="stop after S seconds (default: run until stopped)")
+    workload.add_argument("--steps", type=_positive, metavar="N", help="stop after N steps (default: no limit)")
     workload.add_argument("--seed", type=int, help="the random choices' seed (default: a random one, printed)")
     workload.add_argument("--interval-ms", type=_positive, default=1000, help="time between steps (default 1000)")
     workload.add_argument("--max-topics", type=_positive, default=6,

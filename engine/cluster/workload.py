@@ -37,7 +37,10 @@ from engine.net.errors import NetError
 
 Out = Callable[[str], None]
 Address = tuple[str, int]
-KINDS = ("create", "config", "leader", "reassign", "partitions", "delete")
+# each kind of step, as the summary counts it (singular, plural)
+KINDS = {"create": ("topic created", "topics created"), "config": ("config change", "config changes"),
+         "leader": ("leader move", "leader moves"), "reassign": ("reassignment", "reassignments"),
+         "partitions": ("partition addition", "partition additions"), "delete": ("topic deleted", "topics deleted")}
 CLIENT_ID = "kraftd-workload"
 
 
@@ -50,7 +53,8 @@ class Tally:
 
     def summary(self, seconds: float, why: str) -> str:
         steps = sum(self.done.values()) + self.refused + self.failed
-        done = ", ".join(f"{self.done[k]} {k}" for k in KINDS if self.done[k]) or "nothing done"
+        done = ", ".join(f"{self.done[k]} {words[self.done[k] != 1]}" for k, words in KINDS.items()
+                         if self.done[k]) or "nothing done"
         problems = f"; {self.refused} refused, {self.failed} failed" if self.refused or self.failed else ""
         return f"workload: stopped ({why}) after {seconds:.1f} s: {steps} steps ({done}){problems}"
 
@@ -145,30 +149,40 @@ class Stop:
             self.event.set()
 
 
-async def drive(workload: Workload, *, interval_s: float, seconds: float | None, stop: Stop) -> str:
-    """Steps every ``interval_s`` until ``seconds`` pass or ``stop`` is set; why it ended. A step
-    under way when ``stop`` comes is abandoned (its request may still take effect)."""
+async def drive(workload: Workload, *, interval_s: float, seconds: float | None, stop: Stop,
+                steps: int | None = None) -> str:
+    """Steps every ``interval_s`` until ``seconds`` pass, ``steps`` were made or ``stop`` is set;
+    why it ended. A step under way when ``stop`` comes is abandoned (its request may still take
+    effect)."""
     end = None if seconds is None else workload.began + seconds
+    made = 0
+
+    def left() -> float | None:
+        return None if end is None else max(0.0, end - workload.clock())
+
     while True:
-        remaining = None if end is None else end - workload.clock()
-        if remaining is not None and remaining <= 0:
-            return "time up"
         step = asyncio.ensure_future(workload.step())
         stopper = asyncio.ensure_future(stop.event.wait())
-        await asyncio.wait({step, stopper}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({step, stopper}, timeout=left(), return_when=asyncio.FIRST_COMPLETED)
         stopper.cancel()
-        if not step.done():
+        if step.done():
+            step.result()  # anything but the cluster's refusals (those are lines) is a bug: let it show
+            made += 1
+        else:
             step.cancel()
             await asyncio.gather(step, return_exceptions=True)
         if stop.event.is_set():
             return stop.why
-        remaining = None if end is None else end - workload.clock()
-        wait_s = interval_s if remaining is None else max(0.0, min(interval_s, remaining))
+        if steps is not None and made >= steps:
+            return f"{steps} steps made"
+        if left() == 0.0:
+            return "time up"
         try:
-            await asyncio.wait_for(stop.event.wait(), wait_s)
+            await asyncio.wait_for(stop.event.wait(), interval_s if end is None else min(interval_s, left()))
             return stop.why
         except TimeoutError:
-            pass
+            if left() == 0.0:
+                return "time up"
 
 
 async def _main(args: argparse.Namespace, out: Out) -> int:
@@ -193,10 +207,14 @@ async def _main(args: argparse.Namespace, out: Out) -> int:
         except NetError as exc:
             raise ClusterError(f"cannot reach the cluster in {layout.root} at bootstrap.servers={bootstrap} "
                                f"({exc}); is it up? (`kraftd cluster up --dir {layout.root}`)") from None
-        length = "until stopped" if args.seconds is None else f"for {args.seconds:g} s"
+        limits = [f"for {args.seconds:g} s"] if args.seconds is not None else []
+        limits += [f"for {args.steps} steps"] if args.steps is not None else []
+        length = " or ".join(limits) or "until stopped"
         out(f"workload on bootstrap.servers={bootstrap}: seed {seed}, one step every {args.interval_ms} ms "
             f"{length}, topics {planner.prefix}* (at most {args.max_topics}); Ctrl-C or SIGTERM stops it")
-        why = await drive(workload, interval_s=args.interval_ms / 1000, seconds=args.seconds, stop=stop)
+        workload.began = workload.clock()
+        why = await drive(workload, interval_s=args.interval_ms / 1000, seconds=args.seconds, stop=stop,
+                          steps=args.steps)
         out(workload.tally.summary(workload.clock() - workload.began, why))
     return 0
 

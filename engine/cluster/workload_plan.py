@@ -32,6 +32,7 @@ DEFAULT_PREFIX = "workload-"
 MAX_PARTITIONS = 12  # partitions of one workload topic, at most
 TIMEOUT = datetime.timedelta(seconds=30)  # what the requests tell the controller (Kafka's request.timeout.ms)
 PREFERRED = 0  # ElectLeaders election type
+RECENT_STEPS = 5  # a partition moved is not moved again within this many moves
 
 # topic configs the workload sets, with the values it picks from (all valid for Kafka)
 CONFIG_VALUES: dict[str, tuple[str, ...]] = {
@@ -104,6 +105,9 @@ class Planner:
         self.prefix = prefix
         self.max_topics = max_topics
         self.last_number = 0  # a broker's Metadata may not show the topic created a moment ago yet
+        # partitions moved in the last steps, left alone for a while: a broker's Metadata a moment
+        # old would make a leader move undo a reassignment just asked for
+        self.recent: list[tuple[str, int]] = []
 
     def ours(self, shape: ClusterShape) -> list[str]:
         """The workload's topics, oldest (lowest number) first."""
@@ -159,15 +163,21 @@ class Planner:
         return Action("config", name, f"{key}={value}", (request,))
 
     def _partition(self, shape: ClusterShape, *, min_replicas: int) -> tuple[str, PartitionShape] | None:
-        """A partition of a workload topic with no reassignment under way: Metadata lists a
-        reassigning partition's adding and removing replicas too, so it has more replicas than
-        its topic's others (reordering those would make them all the target)."""
+        """A partition of a workload topic, not among the last moved ones, with no reassignment
+        under way: Metadata lists a reassigning partition's adding and removing replicas too, so
+        it has more replicas than its topic's others (reordering those would make them all the
+        target)."""
         candidates = []
         for name in self.ours(shape):
             partitions = shape.topics[name]
             rf = min((len(p.replicas) for p in partitions), default=0)
-            candidates += [(name, p) for p in partitions if len(p.replicas) == rf >= min_replicas]
-        return self.rng.choice(candidates) if candidates else None
+            candidates += [(name, p) for p in partitions
+                           if len(p.replicas) == rf >= min_replicas and (name, p.index) not in self.recent]
+        if not candidates:
+            return None
+        name, partition = self.rng.choice(candidates)
+        self.recent = [*self.recent, (name, partition.index)][-RECENT_STEPS:]
+        return name, partition
 
     def leader(self, shape: ClusterShape) -> Action | None:
         picked = self._partition(shape, min_replicas=2)
@@ -183,12 +193,14 @@ class Planner:
                       (_reassign(name, partition.index, order), election))
 
     def reassign(self, shape: ClusterShape) -> Action | None:
+        if len(shape.brokers) <= 3:  # its topics have min(3, brokers) replicas: each broker holds all, only the order can change
+            return self.leader(shape)
         picked = self._partition(shape, min_replicas=1)
         if picked is None:
             return None
         name, partition = picked
         size = min(len(partition.replicas), len(shape.brokers))
-        if len(shape.brokers) <= size:  # every broker holds it already: only the order can change
+        if len(shape.brokers) <= size:
             return self.leader(shape)
         target = tuple(self.rng.sample(shape.brokers, size))
         while set(target) == set(partition.replicas):

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from engine.cluster.workload import Tally
 from engine.cluster.workload_plan import (
-    CONFIG_VALUES, MAX_PARTITIONS, ClusterShape, PartitionShape, Planner, metadata_request, refusals,
+    CONFIG_VALUES, MAX_PARTITIONS, RECENT_STEPS, ClusterShape, PartitionShape, Planner, metadata_request, refusals,
 )
 from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode, i16, i32, protocol_module
@@ -98,6 +98,7 @@ def test_a_leader_move_reorders_the_same_replicas_then_elects_the_preferred():
     planner = Planner(random.Random(2))
     cluster = shape(workload_1=[(3, 1, 5)], workload_2=[(2, 4)])
     for _ in range(50):
+        planner.recent.clear()
         action = planner.leader(cluster)
         reassign, elect = action.requests
         (partition,) = reassign.topics[0].partitions
@@ -113,6 +114,7 @@ def test_a_reassignment_moves_to_another_set_of_live_brokers_and_skips_one_under
     # partition 1 of workload-1 lists 5 replicas: a reassignment is under way (adding and removing)
     cluster = shape(brokers=(1, 2, 3, 4, 5, 6), workload_1=[(1, 2, 3), (1, 2, 3, 4, 5)], workload_2=[(4, 5, 6)])
     for _ in range(100):
+        planner.recent.clear()
         action = planner.reassign(cluster)
         (request,) = action.requests
         topic = request.topics[0]
@@ -121,6 +123,16 @@ def test_a_reassignment_moves_to_another_set_of_live_brokers_and_skips_one_under
         assert (topic.name, partition.partition_index) != ("workload-1", 1)
         assert len(partition.replicas) == 3 and set(partition.replicas) != set(before.replicas)
         assert set(partition.replicas) <= {1, 2, 3, 4, 5, 6} and len(set(partition.replicas)) == 3
+
+
+def test_a_partition_just_moved_is_left_alone_for_a_few_moves():
+    # a broker's Metadata a moment old would show it as it was: a leader move would undo the move
+    planner = Planner(random.Random(6))
+    cluster = shape(workload_1=[(1, 2, 3)] * 7)
+    moved = [planner.reassign(cluster).target if i % 2 else planner.leader(cluster).target for i in range(7)]
+    for i in range(len(moved)):
+        assert moved[i] not in moved[max(0, i - RECENT_STEPS):i]
+    assert len(set(moved[:RECENT_STEPS + 1])) == RECENT_STEPS + 1
 
 
 def test_with_every_broker_a_replica_a_reassignment_becomes_a_leader_move():
@@ -179,5 +191,5 @@ def test_the_summary_line_counts_what_was_done():
     tally.done.update({"create": 2, "leader": 1})
     tally.refused, tally.failed = 1, 2
     assert tally.summary(12.34, "Ctrl-C") == \
-        "workload: stopped (Ctrl-C) after 12.3 s: 6 steps (2 create, 1 leader); 1 refused, 2 failed"
+        "workload: stopped (Ctrl-C) after 12.3 s: 6 steps (2 topics created, 1 leader move); 1 refused, 2 failed"
     assert Tally().summary(0.5, "time up") == "workload: stopped (time up) after 0.5 s: 0 steps (nothing done)"
