@@ -122,7 +122,7 @@ def test_what_the_workload_prints_is_what_the_cluster_holds(cluster):
                 return False
         return True
 
-    poll(holds, "the cluster's image holding what the workload printed")
+    poll(holds, "the cluster's image holding what the workload printed", timeout_s=SAFETY_S)
 
 
 def test_a_cluster_that_stops_answering_is_a_line_and_the_workload_goes_on(cluster):
@@ -211,7 +211,7 @@ def test_up_workload_runs_it_in_the_background_until_down(cluster):
     started = next(line for line in out.splitlines() if line.startswith("workload: started (pid "))
     pid = int(re.search(r"pid (\d+)", started).group(1))
     log = cluster.root / "logs" / "workload.log"
-    poll(lambda: log.exists() and steps(log.read_text()), "the background workload's first step")
+    poll(lambda: log.exists() and steps(log.read_text()), "the background workload's first step", timeout_s=SAFETY_S)
     again = cluster.ok("up", "--workload")
     assert f"workload: already running (pid {pid}), log {log}" in again.splitlines()
     assert f"workload: running (pid {pid}), log {log}" in cluster.ok("status").splitlines()
