@@ -12,7 +12,8 @@ topics on the same cluster stay as they are. The actions, as an operator makes t
 - ``leader``: a partition's replicas reordered so another replica is the preferred leader, then a
   preferred election (AlterPartitionReassignments with the same set, then ElectLeaders), which
   is how ``kafka-reassign-partitions`` and ``kafka-leader-election`` move a leader;
-- ``reassign``: a partition moved to a different replica set of the same size;
+- ``reassign``: a partition moved to a different replica set of the same size (with three
+  brokers or fewer every broker holds every replica: it is a leader move instead);
 - ``partitions``: one or two partitions added (CreatePartitions), up to ``MAX_PARTITIONS``;
 - ``delete``: the oldest workload topic, once ``max_topics`` exist, so the cluster stays small.
 """
