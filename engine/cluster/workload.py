@@ -42,6 +42,7 @@ KINDS = {"create": ("topic created", "topics created"), "config": ("config chang
          "leader": ("leader move", "leader moves"), "reassign": ("reassignment", "reassignments"),
          "partitions": ("partition addition", "partition additions"), "delete": ("topic deleted", "topics deleted")}
 CLIENT_ID = "kraftd-workload"
+SUSPECT_S = 30.0  # how long a broker that failed to answer is asked last
 
 
 @dataclass
@@ -60,25 +61,38 @@ class Tally:
 
 
 class Brokers:
-    """The brokers' addresses, asked in turn: a request goes to the next one that answers."""
+    """The brokers' addresses, asked in turn: a request goes to the next one that answers. One
+    that failed (killed, paused, partitioned during ``chaos``) is asked last for ``SUSPECT_S``,
+    so a hung broker does not cost every step a request timeout."""
 
-    def __init__(self, client: Any, addresses: list[Address], request_timeout_ms: int):
+    def __init__(self, client: Any, addresses: list[Address], request_timeout_ms: int,
+                 clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.addresses = addresses
         self.next = 0
         self.request_timeout_ms = request_timeout_ms
+        self.clock = clock
+        self.failed_at: dict[Address, float] = {}
+
+    def order(self) -> list[Address]:
+        """The addresses to try, from the next in turn, those failed lately last (oldest failure first)."""
+        now = self.clock()
+        turn = [self.addresses[(self.next + i) % len(self.addresses)] for i in range(len(self.addresses))]
+        suspect = {a: t for a, t in self.failed_at.items() if now - t < SUSPECT_S}
+        return [a for a in turn if a not in suspect] + sorted(suspect, key=suspect.__getitem__)
 
     async def send(self, request: Any) -> Any:
         reasons = []
-        for attempt in range(len(self.addresses)):
-            address = self.addresses[(self.next + attempt) % len(self.addresses)]
+        for address in self.order():
             try:
                 response = await self.client.send(address, request, timeout_ms=self.request_timeout_ms, adapt=True)
             except NetError as exc:
+                self.failed_at[address] = self.clock()
                 reasons.append(str(exc))
                 continue
+            self.failed_at.pop(address, None)
             # spread the load as Kafka's admin client picks the least loaded node: the next one next time
-            self.next = (self.next + attempt + 1) % len(self.addresses)
+            self.next = (self.addresses.index(address) + 1) % len(self.addresses)
             return response
         raise NetError("no broker answered: " + "; ".join(reasons))
 
