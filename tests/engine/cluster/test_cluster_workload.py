@@ -85,6 +85,33 @@ def expected_state(lines: list[tuple[str, str, str]]) -> dict:
     return {"topics": topics, "configs": configs, "replicas": replicas, "leaders": leaders}
 
 
+def image_holds(cluster: Cluster, want: dict) -> bool:
+    """Whether the committed image holds what ``expected_state`` says: the workload's topics and
+    no other, their partition counts and configs, the replicas of the partitions reassigned (a
+    reassignment completes once the new replicas join the ISR: then replicas == target) and the
+    leaders moved."""
+    img = image(cluster)
+    if img is None:
+        return False
+    if {n for n in img.topics.by_name if n.startswith("workload-")} != set(want["topics"]):
+        return False
+    for name, count in want["topics"].items():
+        topic = img.topics.topic(name)
+        if len(topic.partitions) != count:
+            return False
+        held = img.configs.config_map(topic_resource(name))
+        if any(held.get(k) != v for k, v in want["configs"][name].items()):
+            return False
+    for (name, index), target in want["replicas"].items():
+        if tuple(img.topics.topic(name).partitions[index].replicas) != target:
+            return False
+    for (name, index), leader in want["leaders"].items():
+        partition = img.topics.topic(name).partitions[index]
+        if partition.replicas[0] != leader or partition.leader != leader:
+            return False
+    return True
+
+
 def test_what_the_workload_prints_is_what_the_cluster_holds(cluster):
     result = cluster.run("workload", "--steps", "40", "--seed", "11", "--interval-ms", "150")
     assert result.returncode == 0, result.stderr
@@ -98,31 +125,8 @@ def test_what_the_workload_prints_is_what_the_cluster_holds(cluster):
     want = expected_state(lines)
     assert want["topics"] and want["replicas"] and want["leaders"]
 
-    def holds() -> bool:
-        img = image(cluster)
-        if img is None:
-            return False
-        ours = {n for n in img.topics.by_name if n.startswith("workload-")}
-        if ours != set(want["topics"]):
-            return False
-        for name, count in want["topics"].items():
-            topic = img.topics.topic(name)
-            if len(topic.partitions) != count:
-                return False
-            held = img.configs.config_map(topic_resource(name))
-            if any(held.get(k) != v for k, v in want["configs"][name].items()):
-                return False
-        for (name, index), target in want["replicas"].items():
-            # a reassignment completes once the new replicas join the ISR: then replicas == target
-            if tuple(img.topics.topic(name).partitions[index].replicas) != target:
-                return False
-        for (name, index), leader in want["leaders"].items():
-            partition = img.topics.topic(name).partitions[index]
-            if partition.replicas[0] != leader or partition.leader != leader:
-                return False
-        return True
-
-    poll(holds, "the cluster's image holding what the workload printed", timeout_s=SAFETY_S)
+    poll(lambda: image_holds(cluster, want), "the cluster's image holding what the workload printed",
+         timeout_s=SAFETY_S)
 
 
 def test_a_cluster_that_stops_answering_is_a_line_and_the_workload_goes_on(cluster):
