@@ -232,6 +232,9 @@ def _note_ignored(layout: Layout, args: argparse.Namespace, out: Out) -> None:
 def _start_workload(layout: Layout, args: argparse.Namespace, out: Out) -> None:
     from engine.cluster import workload_process
 
+    if not layout.of_role("broker"):
+        out("workload: not started: the cluster has no broker to administer")
+        return
     process = workload_process.running(layout)
     if process is not None:
         out(f"workload: already running (pid {process.pid}), log {workload_process.log_path(layout)}")

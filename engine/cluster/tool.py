@@ -93,7 +93,9 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                          "SCRAM-SHA-512; a CA, certificates and passwords are made in --dir, with the controllers' "
                          "StandardAuthorizer, and --dir/client.properties is the --command-config to attach with")
     up.add_argument("--racks", type=_non_negative, help="broker.rack values dealt round-robin (default 3; 0: none)")
-    up.add_argument("--base-port", type=_positive, help="controllers on BASE.., then brokers (default: free ports)")
+    up.add_argument("--base-port", type=_positive,
+                    help="controllers on BASE.., then brokers (default: free ports); a cluster already in --dir "
+                         "keeps its ports, and a note says this one is ignored")
     up.add_argument("--release-version", "-r", help="metadata.version to format with (default: latest production)")
     up.add_argument("--heartbeat-interval-ms", type=_positive, default=2000, help="broker.heartbeat.interval.ms")
     up.add_argument("--session-timeout-ms", type=_positive, default=9000, help="broker.session.timeout.ms")

@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import random
 import signal
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -234,7 +235,10 @@ async def _main(args: argparse.Namespace, out: Out) -> int:
 
 
 def cmd_workload(args: argparse.Namespace, out: Out) -> int:
-    return asyncio.run(_main(args, out))
+    def line(text: str) -> None:
+        out(text)
+        sys.stdout.flush()  # each step as it happens, also into a pipe or up --workload's log file
+    return asyncio.run(_main(args, line))
 
 
 __all__ = ["Brokers", "KINDS", "Stop", "Tally", "Workload", "cmd_workload", "drive", "parse_addresses"]
