@@ -186,7 +186,7 @@ class Screen:
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: sh and the dashboard under it
             self.proc.wait()
         os.close(self.main)
 
