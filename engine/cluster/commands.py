@@ -173,29 +173,28 @@ def _create(root: Path, args: argparse.Namespace, out: Out) -> Layout:
 
 
 def _print_status(layout: Layout, out: Out) -> None:
+    from engine.cluster import workload_process
+
     for line in status_lines(layout, observe(layout)):
         out(line)
     if layout.settings.kafka_version:
         out(f"brokers: Apache Kafka {layout.settings.kafka_version} (jars in {layout.settings.kafka_libs})")
+    if (process := workload_process.running(layout)) is not None:
+        out(f"workload: running (pid {process.pid}), log {workload_process.log_path(layout)}")
 
 
 def cmd_up(args: argparse.Namespace, out: Out) -> int:
     root = Path(args.dir)
     if (root / REGISTRY_FILE).exists():
         layout = load_layout(root)
-        asked = {"controllers": args.controllers, "brokers": args.brokers, "kafka-brokers": args.kafka_brokers,
-                 "security": getattr(args, "security", None)}
-        have = {"controllers": len(layout.of_role("controller")), "brokers": len(layout.of_role("broker")),
-                "kafka-brokers": layout.settings.kafka_version, "security": layout.settings.security_protocol}
-        differ = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != have[k]]
-        if differ:
-            out(f"note: {root} holds a cluster of {have['controllers']} controllers and {have['brokers']} "
-                f"brokers; {', '.join(differ)} ignored (`kraftd cluster down` and remove it to start anew)")
+        _note_ignored(layout, args, out)
         forget_dead(layout)
         start_nodes(layout, [n for n in layout.nodes if not is_alive(n)], args.timeout_s)
     else:
         layout = _create(root, args, out)
     _print_status(layout, out)
+    if getattr(args, "workload", False):
+        _start_workload(layout, args, out)
     out(f"bootstrap.servers={layout.bootstrap('broker')}")
     out(f"bootstrap.controllers={layout.bootstrap('controller')}")
     if layout.settings.security_protocol != "PLAINTEXT":
@@ -204,13 +203,61 @@ def cmd_up(args: argparse.Namespace, out: Out) -> int:
     return 0
 
 
+def port_range(nodes: list[Node]) -> str:
+    """The nodes' ports in words: ``19091-19093`` when they run on, else listed in node order."""
+    ports = [n.port for n in nodes]
+    if len(ports) > 1 and ports == list(range(ports[0], ports[0] + len(ports))):
+        return f"{ports[0]}-{ports[-1]}"
+    return ",".join(map(str, ports)) or "none"
+
+
+def _note_ignored(layout: Layout, args: argparse.Namespace, out: Out) -> None:
+    """One line naming what ``up`` was asked for that the cluster in the directory is not (its
+    size, brokers, security, ports): the cluster stays as it was made, exit code 0, as a second
+    ``up`` means "make sure it runs"; the bootstrap lines that follow give its real addresses."""
+    ports = [n.port for n in layout.nodes]  # controllers first, as --base-port numbers them
+    asked = {"controllers": args.controllers, "brokers": args.brokers, "kafka-brokers": args.kafka_brokers,
+             "security": getattr(args, "security", None), "base-port": getattr(args, "base_port", None)}
+    have = {"controllers": len(layout.of_role("controller")), "brokers": len(layout.of_role("broker")),
+            "kafka-brokers": layout.settings.kafka_version, "security": layout.settings.security_protocol,
+            "base-port": ports[0] if ports else None}
+    differ = [f"--{k} {v}" for k, v in asked.items() if v is not None and v != have[k]]
+    if differ:
+        out(f"note: {layout.root} holds a cluster already: {have['controllers']} controllers on ports "
+            f"{port_range(layout.of_role('controller'))}, {have['brokers']} brokers on ports "
+            f"{port_range(layout.of_role('broker'))}; {', '.join(differ)} ignored, it keeps them "
+            "(`kraftd cluster down` and remove the directory to start anew, or choose another --dir)")
+
+
+def _start_workload(layout: Layout, args: argparse.Namespace, out: Out) -> None:
+    from engine.cluster import workload_process
+
+    if not layout.of_role("broker"):
+        out("workload: not started: the cluster has no broker to administer")
+        return
+    process = workload_process.running(layout)
+    if process is not None:
+        out(f"workload: already running (pid {process.pid}), log {workload_process.log_path(layout)}")
+        return
+    options = ["--interval-ms", str(args.workload_interval_ms)]
+    if args.workload_seed is not None:
+        options += ["--seed", str(args.workload_seed)]
+    process = workload_process.start(layout, options)
+    out(f"workload: started (pid {process.pid}): topics created, configs changed, leaders moved and partitions "
+        f"reassigned until `kraftd cluster down`; log {workload_process.log_path(layout)}")
+
+
 def cmd_status(args: argparse.Namespace, out: Out) -> int:
     _print_status(load_layout(Path(args.dir)), out)
     return 0
 
 
 def cmd_down(args: argparse.Namespace, out: Out) -> int:
+    from engine.cluster import workload_process
+
     layout = load_layout(Path(args.dir))
+    if workload_process.stop(layout, timeout_s=args.timeout_s):  # first: its requests need the brokers
+        out("workload: stopped")
     running = [n for n in layout.nodes if is_alive(n)]
     for role in ("broker", "controller"):  # brokers first: their controlled shutdown needs the quorum
         nodes = [n for n in running if n.role == role]

@@ -1,4 +1,4 @@
-"""``kraftd cluster up | status | down | start | stop | kill | pause | resume | lag | disk-fail | chaos``.
+"""``kraftd cluster up | status | down | start | stop | kill | pause | resume | lag | disk-fail | chaos | workload``.
 
 A local KRaft cluster of ``kraftd start`` processes: controllers (one dynamic quorum) and
 simulated brokers, kept in a state directory (engine.cluster.layout) that every
@@ -93,10 +93,18 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                          "SCRAM-SHA-512; a CA, certificates and passwords are made in --dir, with the controllers' "
                          "StandardAuthorizer, and --dir/client.properties is the --command-config to attach with")
     up.add_argument("--racks", type=_non_negative, help="broker.rack values dealt round-robin (default 3; 0: none)")
-    up.add_argument("--base-port", type=_positive, help="controllers on BASE.., then brokers (default: free ports)")
+    up.add_argument("--base-port", type=_positive,
+                    help="controllers on BASE.., then brokers (default: free ports); a cluster already in --dir "
+                         "keeps its ports, and a note says this one is ignored")
     up.add_argument("--release-version", "-r", help="metadata.version to format with (default: latest production)")
     up.add_argument("--heartbeat-interval-ms", type=_positive, default=2000, help="broker.heartbeat.interval.ms")
     up.add_argument("--session-timeout-ms", type=_positive, default=9000, help="broker.session.timeout.ms")
+    up.add_argument("--workload", action="store_true",
+                    help="also start `kraftd cluster workload` in the background (its lines in DIR/logs/workload.log; "
+                         "`down` stops it): topics to watch on the dashboard without any Kafka client")
+    up.add_argument("--workload-interval-ms", type=_positive, default=1000, metavar="MS",
+                    help="the background workload's --interval-ms (default 1000)")
+    up.add_argument("--workload-seed", type=int, metavar="N", help="the background workload's --seed")
     command("status", "commands:cmd_status", "every node: pid, state as the controllers see it, metadata lag")
     command("down", "commands:cmd_down",
             "stop every node: brokers, then controllers (SIGTERM, SIGKILL after --timeout-s)", STOP_TIMEOUT_S)
@@ -121,6 +129,29 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
     chaos.add_argument("--seconds", type=float, default=60.0, help="how long to make faults (default 60)")
     chaos.add_argument("--seed", type=int, default=0, help="the random choices' seed (default 0)")
     chaos.add_argument("--interval-ms", type=_positive, default=1000, help="time between actions (default 1000)")
+
+    workload = command("workload", "workload:cmd_workload",
+                       "create topics, change configs, move leaders and reassign partitions through the brokers' "
+                       "admin path (as Kafka's admin client), one line per step, until stopped (Ctrl-C, SIGTERM)")
+    workload.add_argument("--seconds", type=_positive_seconds, metavar="S",
+                          help="stop after S seconds (default: run until stopped)")
+    workload.add_argument("--steps", type=_positive, metavar="N", help="stop after N steps (default: no limit)")
+    workload.add_argument("--seed", type=int, help="the random choices' seed (default: a random one, printed)")
+    workload.add_argument("--interval-ms", type=_positive, default=1000, help="time between steps (default 1000)")
+    workload.add_argument("--max-topics", type=_positive, default=6,
+                          help="workload-* topics at most: beyond, the oldest is deleted (default 6)")
+    workload.add_argument("--request-timeout-ms", type=_positive, default=15000,
+                          help="how long one broker has to answer before the next is asked (default 15000)")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
 
 
 __all__ = ["READY_TIMEOUT_S", "STOP_TIMEOUT_S", "add_parser", "default_dir", "run_cluster"]

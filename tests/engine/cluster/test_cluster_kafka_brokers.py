@@ -114,6 +114,20 @@ def test_a_kafka_broker_gone_is_fenced_and_unfenced_after_start(cluster, how):
     assert cluster.state(name) == "unfenced" and ours(cluster.pids()[name], cluster.root)
 
 
+def test_the_workload_administers_kafkas_brokers(cluster):
+    """``kraftd cluster workload`` through Kafka's own brokers (they forward to our controller):
+    what it prints is what the image then holds. Two brokers: a reassignment is a leader move."""
+    from tests.engine.cluster.test_cluster_workload import SAFETY_S, expected_state, image_holds, steps
+
+    result = cluster.run("workload", "--steps", "20", "--seed", "4", "--interval-ms", "150")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = steps(result.stdout)
+    assert len(lines) == 20 and not [line for line in lines if "refused" in line[2] or "failed" in line[2]], lines
+    assert {"create", "config", "leader"} <= {kind for kind, _, _ in lines}, lines
+    want = expected_state(lines)
+    poll(lambda: image_holds(cluster, want), "the image holding what the workload printed", timeout_s=SAFETY_S)
+
+
 def test_down_leaves_no_process(cluster):
     pids = cluster.pids()
     out = cluster.ok("down")
