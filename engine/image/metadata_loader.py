@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from engine.common.errors import MetadataError, StorageError
+from engine.common.errors import CorruptRecordError, MetadataError, OffsetOutOfRange, StorageError
 from engine.storage.log_reader import (
     LogDirListing, LogEntry, entries_by_batch, entries_of_batch, is_snapshot_file, list_log_dir, read_file,
     resolve_metadata_dir,
@@ -196,8 +196,42 @@ def _starting_snapshot(listing, offset: int | None, time_ms: int | None, segment
     if listing.snapshots and segments_start not in (None, 0):
         oldest = listing.snapshots[0][0].end_offset
         point = f"offset {offset}" if offset is not None else f"time {time_ms}"
-        raise StorageError(f"{point} is before the oldest data here (snapshot at {oldest}, "
-                           f"log from {segments_start})", path=str(listing.path))
+        last = _log_end_offset(listing) - 1
+        raise OffsetOutOfRange(f"{point} is before the oldest data here (snapshot at {oldest}, log from "
+                               f"{segments_start}): {reachable_words(oldest - 1, last)}",
+                               first=oldest - 1, last=last, path=str(listing.path))
+    return None
+
+
+def reachable_words(first: int, last: int) -> str:
+    """How an out-of-range error names what can be reached."""
+    if last < max(first, 0):
+        return "the log holds no records"
+    named = f"{first} (before the first record)" if first == -1 else str(first)
+    return f"offsets {named} to {last} can be reached"
+
+
+def first_reachable(listing: LogDirListing) -> int:
+    """The offset of the earliest image a replay of the directory gives: the last offset of the
+    oldest snapshot the segments continue from, or -1 (the empty image, before the first record)
+    when the log reaches back to offset 0. Reads nothing."""
+    begin = earliest_offset(listing)
+    if begin > 0 and any(s.end_offset == begin for s, _ in listing.snapshots):
+        return begin - 1
+    return -1 if begin == 0 else begin
+
+
+def first_reachable_time(listing: LogDirListing) -> int | None:
+    """The time of the earliest image: the oldest snapshot's (its header's), or the first record's
+    when the log reaches back to offset 0 (earlier times are before the log). Reads one batch;
+    None when there is no record."""
+    begin = earliest_offset(listing)
+    if begin > 0:
+        snapshot = next((s for s in listing.snapshots if s[0].end_offset == begin), None)
+        if snapshot is not None:
+            return _snapshot_time_ms(snapshot[1])
+    for batch in segment_batches(listing, begin, []):
+        return batch[0].timestamp_ms
     return None
 
 
@@ -236,12 +270,28 @@ def _quorum_before(listing, end_offset: int) -> QuorumImage:
 
 
 TORN_TAIL_NOTE = "not read, cut short or still being written"
+DAMAGE_NOTE = "not read from here on, damaged"
 
 
 def segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: int | None = None,
-                    files_read: list[Path] | None = None) -> Iterator[list[LogEntry]]:
+                    files_read: list[Path] | None = None,
+                    damage: list[CorruptRecordError] | None = None) -> Iterator[list[LogEntry]]:
     """The segments' records at offsets ``begin`` <= offset < ``end``, a list per batch. A torn
-    tail of the last segment is noted, not read. Each file opened is added to ``files_read``."""
+    tail of the last segment is noted, not read. Damage (a batch that fails its CRC or does not
+    parse, with the log going on after it) ends the records there: what comes before it is still
+    the log's history, what comes after cannot be replayed onto it (a batch is missing), so it is
+    noted (and added to ``damage``), as Kafka's recovery would cut the log there. The file is never
+    changed. Each file opened is added to ``files_read``."""
+    try:
+        yield from _segment_batches(listing, begin, notes, end, files_read)
+    except CorruptRecordError as exc:
+        notes.append(f"{DAMAGE_NOTE}: {exc.one_line()}")
+        if damage is not None:
+            damage.append(exc)
+
+
+def _segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: int | None,
+                     files_read: list[Path] | None) -> Iterator[list[LogEntry]]:
     segments = listing.segments
     for index, (base, segment) in enumerate(segments):
         if index + 1 < len(segments) and segments[index + 1][0] <= begin:
