@@ -346,7 +346,7 @@ class MetadataHistory:
         of the log, read once (from the newest snapshot at or before it, as the loader would)."""
         self._window.check(offset, time_ms)  # a point a growing history dropped: the more telling error
         if offset is not None or time_ms is not None:
-            self._check_reachable(offset, time_ms)
+            self.check_point(offset=offset, time_ms=time_ms)
         history = self._span_for(offset, time_ms)
         if offset is not None:
             index = history.index_of(offset)
@@ -388,11 +388,13 @@ class MetadataHistory:
             self._first = (first, time_ms if time_ms is not None else 0)
         return self._first
 
-    def _check_reachable(self, offset: int | None, time_ms: int | None) -> None:
+    def check_point(self, *, offset: int | None = None, time_ms: int | None = None) -> None:
         """OffsetOutOfRange for a point the log cannot answer: an offset outside the reachable run,
         a time before its earliest point, or, when damage cut the log short, a time after its last
         record (that time's records may be past the damage). A time after the last record of a
         whole log is the latest image: nothing changed after it (as Kafka's tools read "as of T")."""
+        if offset is None and time_ms is None:
+            return  # the latest: always there
         (first, first_ts), last, damage = self._first_point(), self.last_offset, self.damage
         range_words = reachable_words(first, last)
 
