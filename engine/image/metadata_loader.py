@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 from engine.common.errors import CorruptRecordError, MetadataError, OffsetOutOfRange, StorageError
 from engine.storage.log_reader import (
     LogDirListing, LogEntry, entries_by_batch, entries_of_batch, is_snapshot_file, list_log_dir, read_file,
-    resolve_metadata_dir,
+    resolve_metadata_dir, unreadable_snapshot,
 )
 from engine.storage.log_segment import iter_batches, read_segment_bytes
 from engine.storage.meta_properties import MetaProperties, read_meta_properties
@@ -60,19 +60,27 @@ def load_file(path: Path) -> tuple[MetadataImage, LoadInfo]:
     snapshot (a SnapshotHeader first, or a snapshot's name) as a snapshot; anything else (a
     segment) replayed from its first batch, its records at their offsets, epochs and times."""
     path = Path(path)
-    if is_snapshot_file(path) or _starts_with_snapshot_header(path):
-        return load_snapshot(path)
+    try:
+        if is_snapshot_file(path) or _starts_with_snapshot_header(path):
+            return load_snapshot(path)
+    except CorruptRecordError as exc:  # not even a first batch reads
+        raise unreadable_snapshot(exc, path, "snapshot or segment") from None
     delta = MetadataDelta(MetadataImage())
     first = last = None
+    notes: list[str] = []
     with collector_paused():
-        for entry in read_file(path, snapshot=False):
-            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-            first = entry if first is None else first
-            last = entry
+        try:
+            for entry in read_file(path, snapshot=False):
+                delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+                first = entry if first is None else first
+                last = entry
+        except CorruptRecordError as exc:  # a segment damaged past its first batch: up to the damage, as a log
+            notes.append(f"{DAMAGE_NOTE}: {exc.one_line()}")
         image = delta.apply()
     end = last.offset + 1 if last else 0
+    notes.extend(open_transaction_notes(delta.open_transaction, end))
     return image, LoadInfo(path, None, first.offset if first else None, end, end, skipped_records=delta.skipped,
-                           notes=tuple(open_transaction_notes(delta.open_transaction, end)))
+                           notes=tuple(notes))
 
 
 def _starts_with_snapshot_header(path: Path) -> bool:
@@ -238,11 +246,14 @@ def first_reachable_time(listing: LogDirListing) -> int | None:
 def _snapshot_time_ms(path: Path) -> int:
     """The append time of the last record a snapshot holds (its header's), from the first batch only."""
     buf = read_segment_bytes(path)
-    for _, batch, _ in iter_batches(buf, str(path)):
-        for entry in entries_of_batch(batch, True):
-            if entry.record.type_name == "SNAPSHOT_HEADER":
-                return entry.record.message.last_contained_log_timestamp
-        break
+    try:
+        for _, batch, _ in iter_batches(buf, str(path)):
+            for entry in entries_of_batch(batch, True):
+                if entry.record.type_name == "SNAPSHOT_HEADER":
+                    return entry.record.message.last_contained_log_timestamp
+            break
+    except CorruptRecordError as exc:
+        raise unreadable_snapshot(exc, path) from None
     return -1
 
 
