@@ -206,26 +206,38 @@ def _batches_as_kafka_reads_them(path: Path, out: Callable[[str], None],
     buf = read_segment_bytes(path)
     pos = 0
     while pos < len(buf):
-        try:
-            batch, end = decode_batch(buf, pos)
-            yield pos, batch, True
-        except CorruptRecordError as exc:
-            error = exc.at(path=str(path))
-            if _runs_past_the_end(buf, pos):
-                out(f"Found {len(buf) - pos} invalid bytes at the end of {path.name}")
-                damaged.append(error)
-                return
-            if not exc.reason.startswith("batch CRC mismatch"):
-                raise error from None
-            damaged.append(error)
-            try:
-                batch, end = decode_batch(buf, pos, verify_crc=False)
-            except MetadataError as inner:  # Kafka's tool prints the batch line, then fails on its records
-                _print_header(buf, pos, out)
-                raise CorruptRecordError(f"{exc.reason}; its records do not parse ({inner.reason})",
-                                         path=str(path), byte_offset=pos) from None
-            yield pos, batch, False
+        read = _batch_at(buf, pos, path, out, damaged)
+        if read is None:
+            return
+        batch, end, valid = read
+        yield pos, batch, valid
         pos = end
+
+
+def _batch_at(buf: bytes, pos: int, path: Path, out: Callable[[str], None],
+              damaged: list[MetadataError]) -> tuple[RecordBatch, int, bool] | None:
+    """The batch at ``pos``, its end and whether its CRC holds; None where Kafka's iteration ends."""
+    try:
+        batch, end = decode_batch(buf, pos)
+        return batch, end, True
+    except CorruptRecordError as exc:
+        error = exc.at(path=str(path))
+    except MetadataError as exc:  # a codec this build cannot read, say: named with the file
+        raise exc.at(path=str(path)) from None
+    if _runs_past_the_end(buf, pos):
+        out(f"Found {len(buf) - pos} invalid bytes at the end of {path.name}")
+        damaged.append(error)
+        return None
+    if not error.reason.startswith("batch CRC mismatch"):
+        raise error
+    damaged.append(error)
+    try:
+        batch, end = decode_batch(buf, pos, verify_crc=False)
+    except MetadataError as inner:  # Kafka's tool prints the batch line, then fails on its records
+        _print_header(buf, pos, out)
+        raise CorruptRecordError(f"{error.reason}; its records do not parse ({inner.reason})",
+                                 path=str(path), byte_offset=pos) from None
+    return batch, end, False
 
 
 def _print_header(buf: bytes, pos: int, out: Callable[[str], None]) -> None:
