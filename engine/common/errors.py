@@ -56,3 +56,20 @@ class StorageError(MetadataError):
 
 class ConfigError(MetadataError):
     """A bad configuration file or command-line option."""
+
+
+class OffsetOutOfRange(ConfigError):
+    """A point (an offset or a time) outside what a log can answer: the reachable offsets ride along
+    (``first`` and ``last``, inclusive; ``last`` < ``first`` when there is nothing), so a caller (the
+    shell's seek, the dashboard's ``g``) can say so, or offer them, without parsing the line."""
+
+    def __init__(self, reason: str, *, first: int, last: int, damage: str | None = None,
+                 path: str | None = None, byte_offset: int | None = None):
+        self.first = first
+        self.last = last
+        self.damage = damage  # the one line naming where the log stopped reading, when damage cut it short
+        super().__init__(reason, path=path, byte_offset=byte_offset)
+
+    def at(self, path: str | None = None, base_offset: int | None = None) -> "OffsetOutOfRange":
+        return OffsetOutOfRange(self.reason, first=self.first, last=self.last, damage=self.damage,
+                                path=path if path is not None else self.path, byte_offset=self.byte_offset)

@@ -31,8 +31,22 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 def load_properties(path: StrPath) -> dict[str, str]:
     """The properties in the file at ``path``, read as ISO-8859-1 the way Java's
-    ``Properties.load(InputStream)`` reads Kafka's configs (other characters come as \\uXXXX)."""
-    return parse_properties(read_text_file(path, encoding="latin-1"), path=path)
+    ``Properties.load(InputStream)`` reads Kafka's configs (other characters come as \\uXXXX).
+
+    A file holding control bytes (a NUL, or any below 0x20 but tab, line breaks and form feed) is
+    refused: it is binary data, not a properties file, though Java would read keys out of it
+    (a wrong --command-config would connect with none of its settings, silently). High bytes stay
+    characters, as in Java: a Latin-1 or UTF-8 text file reads as Kafka reads it."""
+    text = read_text_file(path, encoding="latin-1")
+    found = _CONTROL_BYTE.search(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        raise StorageError(f"not a properties file: line {line} holds the control byte 0x{ord(found.group()):02x}, "
+                           "so this is binary data, not text", path=str(path), byte_offset=found.start())
+    return parse_properties(text, path=path)
+
+
+_CONTROL_BYTE = re.compile("[\x00-\x08\x0b\x0e-\x1f]")  # \t \n \f \r are Java's whitespace and line breaks
 
 
 def parse_properties(text: str, path: StrPath | None = None) -> dict[str, str]:

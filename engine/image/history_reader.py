@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from engine.image.metadata_loader import TORN_TAIL_NOTE, ReplayStart, segment_batches
+from engine.common.errors import CorruptRecordError
+from engine.image.metadata_loader import DAMAGE_NOTE, TORN_TAIL_NOTE, ReplayStart, segment_batches
 from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir
 
 
@@ -25,14 +26,21 @@ class LogDirReader:
         self.begin = start.begin  # the first offset replayed from the segments
         self.files_read: list[Path] = files_read if files_read is not None else []  # segments, once each
         self.notes: list[str] = list(start.info.notes)
+        self.damage: list[CorruptRecordError] = []  # where damage stopped the reading (engine.image.metadata_loader)
         self._listing = start.listing
         self._end = end
         # the segments' names and sizes before reading: what is appended meanwhile is new to read_appended
         self._size = segment_sizes(start.listing) if end is None else None
 
+    @property
+    def listing(self) -> LogDirListing:
+        """The directory's files as last listed."""
+        return self._listing
+
     def batches(self) -> Iterator[list[LogEntry]]:
         """The span's records, a list per batch (read as they are asked for)."""
-        return segment_batches(self._listing, self.begin, self.notes, end=self._end, files_read=self.files_read)
+        return segment_batches(self._listing, self.begin, self.notes, end=self._end, files_read=self.files_read,
+                               damage=self.damage)
 
     def finished(self, end_offset: int) -> None:
         """The span was read up to ``end_offset``: note a newest snapshot past it (Kafka would start from it)."""
@@ -51,9 +59,10 @@ class LogDirReader:
         if size == self._size:
             return False
         notes: list[str] = []
-        replay(segment_batches(listing, begin, notes, files_read=self.files_read))
-        self._listing, self._size = listing, size
-        self.notes = [n for n in self.notes if not n.startswith(TORN_TAIL_NOTE)] + notes
+        damage: list[CorruptRecordError] = []
+        replay(segment_batches(listing, begin, notes, files_read=self.files_read, damage=damage))
+        self._listing, self._size, self.damage = listing, size, damage
+        self.notes = [n for n in self.notes if not n.startswith((TORN_TAIL_NOTE, DAMAGE_NOTE))] + notes
         return True
 
 

@@ -39,17 +39,20 @@ Kafka, and the LoadInfo of that point says so in a note.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, NamedTuple, Protocol, Sequence
 
 from engine.image.history_checkpoints import HistoryCheckpoints, ReplayState
 from engine.image.history_reader import LogDirReader
 from engine.image.history_window import HistoryWindow, OutsideWindowError
+from engine.common.errors import OffsetOutOfRange
 from engine.image.change_set import ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import (
-    LoadInfo, collector_paused, load_file, open_transaction_notes, replay_start,
+    LoadInfo, collector_paused, first_reachable, first_reachable_time, load_file, open_transaction_notes,
+    reachable_words, replay_start,
 )
 from engine.storage.log_reader import LogEntry
 from engine.storage.meta_properties import MetaProperties
@@ -94,6 +97,7 @@ class MetadataHistory:
                                      reader.begin if reader is not None else start_offset + 1, window_records)
         self._checkpoints = HistoryCheckpoints(ReplayState(start, None, 0))
         self._older: list[MetadataHistory] = []  # spans before the starting snapshot, read on demand
+        self._first: tuple[int, int] | None = None  # the earliest point (offset, time ms), once asked
         self._observer = observer
         self._records_added = 0  # by extend since the history opened (a reset goes on counting)
         if observer is not None:
@@ -340,7 +344,9 @@ class MetadataHistory:
         """As ``load_log_dir``: the latest image, or the one at or before ``offset`` (inclusive) or
         ``time_ms``. A point before this history's starting snapshot is answered by an older span
         of the log, read once (from the newest snapshot at or before it, as the loader would)."""
-        self._window.check(offset, time_ms)
+        self._window.check(offset, time_ms)  # a point a growing history dropped: the more telling error
+        if offset is not None or time_ms is not None:
+            self.check_point(offset=offset, time_ms=time_ms)
         history = self._span_for(offset, time_ms)
         if offset is not None:
             index = history.index_of(offset)
@@ -349,6 +355,67 @@ class MetadataHistory:
         else:
             index = len(history.entries) - 1
         return history.image_at_index(index), history.info_at(index)
+
+    # -- what can be reached ---------------------------------------------------------------------
+
+    def reachable(self) -> tuple[int, int]:
+        """The offsets ``image_at`` answers, (first, last) inclusive; last < first: none. A log
+        directory's run from its earliest point (its first record, or the oldest snapshot its
+        segments continue from) to the last record read; a growing history's from its window's start."""
+        return self._first_point()[0], self.last_offset
+
+    @property
+    def damage(self) -> str | None:
+        """Where damage stopped the reading of a log directory (one line naming file and byte
+        offset), or None: the log ended, or was read to its torn tail."""
+        damage = self._reader.damage if self._reader is not None else []
+        return damage[0].one_line() if damage else None
+
+    def _first_point(self) -> tuple[int, int]:
+        """(offset, time in ms) of the earliest image; a log directory's is found once, reading
+        nothing when this history starts there (each segment is opened once)."""
+        if self._reader is None:  # a growing history's start moves (trims, resets): asked each time
+            return self.start_offset, self.start_image.provenance.last_timestamp_ms
+        if self._first is None:
+            listing = self._reader.listing
+            first = first_reachable(listing)
+            if first != self.start_offset:
+                time_ms = first_reachable_time(listing)
+            elif first >= 0:
+                time_ms = self.start_image.provenance.last_timestamp_ms  # the starting snapshot's
+            else:
+                time_ms = self.entries[0].timestamp_ms if self.entries else None
+            self._first = (first, time_ms if time_ms is not None else 0)
+        return self._first
+
+    def check_point(self, *, offset: int | None = None, time_ms: int | None = None) -> None:
+        """OffsetOutOfRange for a point the log cannot answer: an offset outside the reachable run,
+        a time before its earliest point, or, when damage cut the log short, a time after its last
+        record (that time's records may be past the damage). A time after the last record of a
+        whole log is the latest image: nothing changed after it (as Kafka's tools read "as of T")."""
+        if offset is None and time_ms is None:
+            return  # the latest: always there
+        (first, first_ts), last, damage = self._first_point(), self.last_offset, self.damage
+        range_words = reachable_words(first, last)
+
+        def refuse(reason: str) -> OffsetOutOfRange:
+            return OffsetOutOfRange(f"{reason}: {range_words}", first=first, last=last, damage=damage)
+
+        if offset is not None:
+            if first <= offset <= last:
+                return
+            if offset < first:
+                raise refuse(f"offset {offset} is before the log's earliest point")
+            raise refuse(f"offset {offset} is past the damage the log stops at ({damage})" if damage
+                         else f"offset {offset} is past the log's end")
+        if last < max(first, 0):
+            raise refuse(f"time {_iso(time_ms)}")
+        if time_ms < first_ts:
+            raise refuse(f"time {_iso(time_ms)} is before the log's earliest point (offset {first}, {_iso(first_ts)})")
+        ts_max = self._window.ts_max
+        if damage and ts_max and time_ms > ts_max[-1]:
+            raise refuse(f"time {_iso(time_ms)} is after the last record read (offset {last}, {_iso(ts_max[-1])}) "
+                         f"and the log stops at damage ({damage}): its records may be past it")
 
     # -- reaching back -------------------------------------------------------------------------
 
@@ -375,6 +442,15 @@ class MetadataHistory:
         self._older.append(span)
         self._older.sort(key=lambda h: h.start_offset, reverse=True)
         return span
+
+
+def _iso(time_ms: int) -> str:
+    """A time as an operator types it: ISO 8601 in UTC."""
+    try:
+        moment = datetime.fromtimestamp(time_ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return f"{time_ms} ms"
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _image_cost(before: MetadataImage, after: MetadataImage, delta: MetadataDelta) -> int:

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from engine.common.errors import MetadataError, StorageError
+from engine.common.errors import CorruptRecordError, MetadataError, OffsetOutOfRange, StorageError
 from engine.storage.log_reader import (
     LogDirListing, LogEntry, entries_by_batch, entries_of_batch, is_snapshot_file, list_log_dir, read_file,
-    resolve_metadata_dir,
+    resolve_metadata_dir, unreadable_snapshot,
 )
 from engine.storage.log_segment import iter_batches, read_segment_bytes
 from engine.storage.meta_properties import MetaProperties, read_meta_properties
@@ -60,19 +60,27 @@ def load_file(path: Path) -> tuple[MetadataImage, LoadInfo]:
     snapshot (a SnapshotHeader first, or a snapshot's name) as a snapshot; anything else (a
     segment) replayed from its first batch, its records at their offsets, epochs and times."""
     path = Path(path)
-    if is_snapshot_file(path) or _starts_with_snapshot_header(path):
-        return load_snapshot(path)
+    try:
+        if is_snapshot_file(path) or _starts_with_snapshot_header(path):
+            return load_snapshot(path)
+    except CorruptRecordError as exc:  # not even a first batch reads
+        raise unreadable_snapshot(exc, path, "snapshot or segment") from None
     delta = MetadataDelta(MetadataImage())
     first = last = None
+    notes: list[str] = []
     with collector_paused():
-        for entry in read_file(path, snapshot=False):
-            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-            first = entry if first is None else first
-            last = entry
+        try:
+            for entry in read_file(path, snapshot=False):
+                delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+                first = entry if first is None else first
+                last = entry
+        except CorruptRecordError as exc:  # a segment damaged past its first batch: up to the damage, as a log
+            notes.append(f"{DAMAGE_NOTE}: {exc.one_line()}")
         image = delta.apply()
     end = last.offset + 1 if last else 0
+    notes.extend(open_transaction_notes(delta.open_transaction, end))
     return image, LoadInfo(path, None, first.offset if first else None, end, end, skipped_records=delta.skipped,
-                           notes=tuple(open_transaction_notes(delta.open_transaction, end)))
+                           notes=tuple(notes))
 
 
 def _starts_with_snapshot_header(path: Path) -> bool:
@@ -196,19 +204,56 @@ def _starting_snapshot(listing, offset: int | None, time_ms: int | None, segment
     if listing.snapshots and segments_start not in (None, 0):
         oldest = listing.snapshots[0][0].end_offset
         point = f"offset {offset}" if offset is not None else f"time {time_ms}"
-        raise StorageError(f"{point} is before the oldest data here (snapshot at {oldest}, "
-                           f"log from {segments_start})", path=str(listing.path))
+        last = _log_end_offset(listing) - 1
+        raise OffsetOutOfRange(f"{point} is before the oldest data here (snapshot at {oldest}, log from "
+                               f"{segments_start}): {reachable_words(oldest - 1, last)}",
+                               first=oldest - 1, last=last, path=str(listing.path))
+    return None
+
+
+def reachable_words(first: int, last: int) -> str:
+    """How an out-of-range error names what can be reached."""
+    if last < max(first, 0):
+        return "the log holds no records"
+    named = f"{first} (before the first record)" if first == -1 else str(first)
+    return f"offsets {named} to {last} can be reached"
+
+
+def first_reachable(listing: LogDirListing) -> int:
+    """The offset of the earliest image a replay of the directory gives: the last offset of the
+    oldest snapshot the segments continue from, or -1 (the empty image, before the first record)
+    when the log reaches back to offset 0. Reads nothing."""
+    begin = earliest_offset(listing)
+    if begin > 0 and any(s.end_offset == begin for s, _ in listing.snapshots):
+        return begin - 1
+    return -1 if begin == 0 else begin
+
+
+def first_reachable_time(listing: LogDirListing) -> int | None:
+    """The time of the earliest image: the oldest snapshot's (its header's), or the first record's
+    when the log reaches back to offset 0 (earlier times are before the log). Reads one batch;
+    None when there is no record."""
+    begin = earliest_offset(listing)
+    if begin > 0:
+        snapshot = next((s for s in listing.snapshots if s[0].end_offset == begin), None)
+        if snapshot is not None:
+            return _snapshot_time_ms(snapshot[1])
+    for batch in segment_batches(listing, begin, []):
+        return batch[0].timestamp_ms
     return None
 
 
 def _snapshot_time_ms(path: Path) -> int:
     """The append time of the last record a snapshot holds (its header's), from the first batch only."""
     buf = read_segment_bytes(path)
-    for _, batch, _ in iter_batches(buf, str(path)):
-        for entry in entries_of_batch(batch, True):
-            if entry.record.type_name == "SNAPSHOT_HEADER":
-                return entry.record.message.last_contained_log_timestamp
-        break
+    try:
+        for _, batch, _ in iter_batches(buf, str(path)):
+            for entry in entries_of_batch(batch, True):
+                if entry.record.type_name == "SNAPSHOT_HEADER":
+                    return entry.record.message.last_contained_log_timestamp
+            break
+    except CorruptRecordError as exc:
+        raise unreadable_snapshot(exc, path) from None
     return -1
 
 
@@ -236,12 +281,28 @@ def _quorum_before(listing, end_offset: int) -> QuorumImage:
 
 
 TORN_TAIL_NOTE = "not read, cut short or still being written"
+DAMAGE_NOTE = "not read from here on, damaged"
 
 
 def segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: int | None = None,
-                    files_read: list[Path] | None = None) -> Iterator[list[LogEntry]]:
+                    files_read: list[Path] | None = None,
+                    damage: list[CorruptRecordError] | None = None) -> Iterator[list[LogEntry]]:
     """The segments' records at offsets ``begin`` <= offset < ``end``, a list per batch. A torn
-    tail of the last segment is noted, not read. Each file opened is added to ``files_read``."""
+    tail of the last segment is noted, not read. Damage (a batch that fails its CRC or does not
+    parse, with the log going on after it) ends the records there: what comes before it is still
+    the log's history, what comes after cannot be replayed onto it (a batch is missing), so it is
+    noted (and added to ``damage``), as Kafka's recovery would cut the log there. The file is never
+    changed. Each file opened is added to ``files_read``."""
+    try:
+        yield from _segment_batches(listing, begin, notes, end, files_read)
+    except CorruptRecordError as exc:
+        notes.append(f"{DAMAGE_NOTE}: {exc.one_line()}")
+        if damage is not None:
+            damage.append(exc)
+
+
+def _segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: int | None,
+                     files_read: list[Path] | None) -> Iterator[list[LogEntry]]:
     segments = listing.segments
     for index, (base, segment) in enumerate(segments):
         if index + 1 < len(segments) and segments[index + 1][0] <= begin:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from engine.common.errors import MetadataError, StorageError
+from engine.common.errors import CorruptRecordError, MetadataError, StorageError
 from engine.storage.log_segment import TornTailHandler, iter_batches, parse_segment_name, read_segment_bytes
 from engine.records.compression import NONE
 from engine.records.metadata_record_serde import AnyRecord, FAST_READER_TABLE, decode_record
@@ -161,15 +161,42 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
         raise StorageError("is a directory, not a segment or snapshot file", path=str(path))
     snapshot = is_snapshot_file(path) if snapshot is None else snapshot
     last = None
-    for entries in entries_by_batch(path, on_torn_tail, snapshot):
-        if snapshot and last is None and entries and entries[0].record.type_name != "SNAPSHOT_HEADER":
-            raise StorageError("snapshot does not start with a SnapshotHeader", path=str(path), byte_offset=0)
-        if entries:
-            last = entries[-1]
-        yield from entries
+    try:
+        for entries in entries_by_batch(path, on_torn_tail, snapshot):
+            if snapshot and last is None and entries and entries[0].record.type_name != "SNAPSHOT_HEADER":
+                raise StorageError("not a readable snapshot: it does not start with a SnapshotHeader",
+                                   path=str(path), byte_offset=0)
+            if entries:
+                last = entries[-1]
+            yield from entries
+    except CorruptRecordError as exc:
+        if not snapshot:
+            raise
+        raise unreadable_snapshot(exc, path) from None
     if snapshot and (last is None or last.record.type_name != "SNAPSHOT_FOOTER"):
         raise StorageError("snapshot ends without a SnapshotFooter: cut short or not a snapshot",
                            path=str(path), byte_offset=path.stat().st_size)
+
+
+def unreadable_snapshot(error: MetadataError, path: Path, what: str = "snapshot") -> StorageError:
+    """A snapshot (or ``what``) whose batches do not read: said so first, then why in words (the raw
+    reason alone, "absurd batch length -1460230223", says little to an operator)."""
+    return StorageError(f"not a readable {what}: {_in_words(error.reason)}", path=str(path),
+                        byte_offset=error.byte_offset)
+
+
+def _in_words(reason: str) -> str:
+    if reason.startswith("absurd batch length"):
+        claimed = reason.rsplit(" ", 1)[-1]
+        return (f"the record batch there claims a length of {claimed} bytes, which no batch has: the file "
+                "is not Kafka record batches, or is damaged")
+    if reason.startswith("truncated"):
+        return f"the file ends inside a record batch ({reason}): it was cut short"
+    if reason.startswith("batch CRC mismatch"):
+        return f"a record batch fails its checksum ({reason}): the file is damaged"
+    if "magic" in reason:
+        return f"the bytes there are not Kafka's record batch format v2 ({reason})"
+    return f"a record batch there does not read ({reason})"
 
 
 def entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,

@@ -203,7 +203,7 @@ def _seek(session: Session, args: argparse.Namespace) -> int:
         session.load(time_ms=parse_time_ms(args.time))
     elif args.offset in (None, "latest"):
         session.load()
-    elif args.offset.isdigit():
+    elif args.offset.removeprefix("-").isdigit():  # a negative one is refused with the range, as any outside it
         session.load(offset=int(args.offset))
     else:
         raise ShellError(f"{args.offset}: expected an offset, 'latest' or --time TIME")

@@ -69,9 +69,10 @@ class Session:
         return True
 
     def prompt(self) -> str:
-        """``metashell:/topics> ``; live: ``[live @18234] metashell:/topics> `` (see LiveSource.tag)."""
-        where = f"{self.source.tag(self.image.provenance.last_offset)} " if self.source.live else ""
-        return f"{where}metashell:{self.cwd}> "
+        """``metashell:/topics> ``; after a seek ``[seek @1200] metashell:/topics> ``; live:
+        ``[live @18234] metashell:/topics> `` (see Source.tag and LiveSource.tag)."""
+        tag = self.source.tag(self.image.provenance.last_offset)
+        return f"{tag} metashell:{self.cwd}> " if tag else f"metashell:{self.cwd}> "
 
     def load(self, offset: int | None = None, time_ms: int | None = None) -> None:
         image, info = self.source.load(offset=offset, time_ms=time_ms)
@@ -80,15 +81,29 @@ class Session:
     def set_image(self, image: MetadataImage, info: LoadInfo | None, changes: ChangeSet | None = None) -> None:
         """Swap in another image (time travel, or the live feed). The tree is rebuilt lazily over
         it, keeping what ``changes`` (from the image shown to this one; None: unknown) left as it
-        was; the current directory stays if it still exists."""
+        was; the current directory stays if it still exists, else the session moves to its nearest
+        ancestor that does and says so (a note on ``err``)."""
         self.image, self.info = image, info
         self._tree = self._tree.carried(image, info, changes)
         self.root = tree_root(self._tree)
+        if self._is_directory(self.cwd):
+            return
+        gone, self.cwd = self.cwd, self._nearest_directory(self.cwd)
+        self.err(f"metashell: note: {gone} does not exist at offset {image.provenance.last_offset}: now in {self.cwd}")
+
+    def _is_directory(self, path: str) -> bool:
         try:
-            if not resolve(self.root, self.cwd).is_directory:
-                self.cwd = "/"
+            return resolve(self.root, path).is_directory
         except NodeError:
-            self.cwd = "/"
+            return False
+
+    def _nearest_directory(self, path: str) -> str:
+        """The closest ancestor of ``path`` that is a directory of the current image (``/`` at worst)."""
+        while path != "/":
+            path = path.rsplit("/", 1)[0] or "/"
+            if self._is_directory(path):
+                return path
+        return "/"
 
     # -- paths ---------------------------------------------------------------------
 

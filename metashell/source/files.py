@@ -30,19 +30,29 @@ class Source:
     snapshot: Path | None = None
     log_dir: Path | None = None
     _history: MetadataHistory | None = field(default=None, init=False, repr=False, compare=False)
+    at_point: bool = field(default=False, init=False, compare=False)  # at a point a seek chose, not the latest
 
     live = False
 
     def load(self, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
+        """The image at a point (the latest without one). A point the log cannot answer is an
+        OffsetOutOfRange naming the reachable offsets, and the source stays where it was."""
         if self.log_dir is not None:
             if self._history is None:
                 self._history = MetadataHistory.open_log_dir(self.log_dir, offset=offset, time_ms=time_ms)
             elif offset is None and time_ms is None:
                 self._history.read_new()  # the latest: what a running node appended since
-            return self._history.image_at(offset=offset, time_ms=time_ms)
+            answer = self._history.image_at(offset=offset, time_ms=time_ms)
+            self.at_point = offset is not None or time_ms is not None
+            return answer
         if offset is not None or time_ms is not None:
             raise ConfigError("seek needs a log directory (--log-dir): a snapshot holds one point in time")
         return load_file(self.snapshot)
+
+    def tag(self, shown_offset: int) -> str:
+        """Where the shell stands, for its prompt: [seek @N] once a seek (or --offset / --time) moved
+        it to a point of the log; nothing at the latest, as the live shell's [live @N] is."""
+        return f"[seek @{shown_offset}]" if self.at_point else ""
 
     def entries(self) -> Iterable[LogEntry]:
         """Every record of the source, in log order (the segments', not a snapshot's, for a log directory)."""

@@ -33,7 +33,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Protocol
 
-from engine.common.errors import ConfigError
+from engine.common.errors import ConfigError, OffsetOutOfRange
 from engine.image.change_set import ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_history import MetadataHistory, ReplayObserver
@@ -240,12 +240,18 @@ class LiveSource:
         if offset is not None and offset < first:
             since = (f"in its window of {self.window_records:,} records" if self.trimmed else
                      "since it fetched a snapshot again" if history.resets else "since attach")
-            raise ConfigError(f"offset {offset} is before what this session fetched {since}: seek {first}..{last}")
+            raise OffsetOutOfRange(f"offset {offset} is before what this session fetched {since}: "
+                                   f"seek {first}..{last}", first=first, last=last)
+        if offset is not None and offset > last:  # not a silent clamp to the newest, and still following
+            raise OffsetOutOfRange(f"offset {offset} is past the newest record this session fetched: "
+                                   f"seek {first}..{last}, or live", first=first, last=last)
         if time_ms is not None and time_ms < history.start_image.provenance.last_timestamp_ms:
-            raise ConfigError(f"time {time_ms} is before what this session fetched (from offset {first}, "
-                              f"stamped {history.start_image.provenance.last_timestamp_ms} ms)")
-        self.following = False
-        return history.image_at(offset=offset, time_ms=time_ms)
+            raise OffsetOutOfRange(f"time {time_ms} is before what this session fetched (from offset {first}, "
+                                   f"stamped {history.start_image.provenance.last_timestamp_ms} ms)",
+                                   first=first, last=last)
+        answer = history.image_at(offset=offset, time_ms=time_ms)
+        self.following = False  # only once the point is answered: a refused seek leaves the shell following
+        return answer
 
     @property
     def window(self) -> tuple[int, int]:

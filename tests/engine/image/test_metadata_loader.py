@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.records import metadata_records as m
-from engine.common.errors import StorageError
+from engine.common.errors import OffsetOutOfRange, StorageError
 from engine.records.kio_codec import i32
 from engine.image.metadata_loader import load_file, load_log_dir, load_snapshot
 from engine.storage.metadata_log import MetadataLog
@@ -86,8 +86,10 @@ def test_offset_before_the_oldest_data_is_an_error(tmp_path: Path) -> None:
         log.write_snapshot(SnapshotId(4, 2), [], last_contained_log_timestamp_ms=4000, now_ms=9)
         log.roll()
         log.delete_before_latest_snapshot()
-    with pytest.raises(StorageError, match="offset 1 is before the oldest data here"):
+    with pytest.raises(OffsetOutOfRange, match="offset 1 is before the oldest data here .*: offsets 3 to 4 can be "
+                                               "reached") as refused:
         load_log_dir(directory, offset=1)
+    assert (refused.value.first, refused.value.last) == (3, 4)
 
 
 def test_node_files_come_along(corpus: Path, tmp_path: Path) -> None:

@@ -258,7 +258,7 @@ def test_missing_meta_properties(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("content, reason", [
     ("", "missing required key 'version'"),
-    ("\x00\x01garbage", "missing required key 'version'"),
+    ("\x00\x01garbage", "not a properties file: line 1 holds the control byte 0x00"),  # binary, refused as such
     ("node.id=1\ncluster.id=c\n", "missing required key 'version'"),
     ("version=2\nnode.id=1\ncluster.id=c\n", "unknown meta.properties version 2"),
     ("version=one\n", "'version' is not a 32-bit integer"),
@@ -275,3 +275,24 @@ def test_bad_meta_properties(tmp_path: Path, content: str, reason: str) -> None:
     with pytest.raises(StorageError) as e:
         read_meta_properties(path)
     assert str(path) in str(e.value) and reason in str(e.value)
+
+
+@pytest.mark.parametrize("content, where", [
+    (bytes(range(256)) * 8, "line 1 holds the control byte 0x00"),
+    (b"security.protocol=SSL\nssl.keystore.location=\x00\x00\x01\n", "line 2 holds the control byte 0x00"),
+    (b"a=1\n\x1b[31mred\n", "line 2 holds the control byte 0x1b"),
+])
+def test_binary_data_is_not_a_properties_file(tmp_path: Path, content: bytes, where: str) -> None:
+    """A wrong --command-config (a keystore, random bytes) is refused, not read as garbage keys."""
+    path = tmp_path / "client.properties"
+    path.write_bytes(content)
+    with pytest.raises(StorageError) as refused:
+        load_properties(path)
+    assert str(refused.value).startswith(f"{path}, byte offset ")
+    assert str(refused.value).endswith(f": not a properties file: {where}, so this is binary data, not text")
+
+
+def test_tabs_form_feeds_and_line_breaks_are_text(tmp_path: Path) -> None:
+    path = tmp_path / "client.properties"
+    path.write_bytes(b"a\t=\t1\r\n\x0cb:2\rc 3\n")
+    assert load_properties(path) == {"a": "1", "b": "2", "c": "3"}

@@ -403,6 +403,7 @@ def test_a_terminal_opens_the_dashboard(monkeypatch, demo_dir: Path) -> None:
 
     class FakeHistory:
         info = types.SimpleNamespace(notes=("a note",))
+        replay = types.SimpleNamespace(check_point=lambda **point: None)  # every point in range here
 
         @classmethod
         def open_log_dir(cls, path):

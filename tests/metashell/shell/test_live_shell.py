@@ -173,6 +173,21 @@ def test_seek_before_the_window_is_one_line(cluster):
         source.close()
 
 
+def test_seek_past_the_newest_is_one_line_and_the_shell_goes_on_following(cluster):
+    session, lines = live_session(cluster)
+    try:
+        before = (session.image, session.cwd)
+        lines.clear()
+        assert session.run_line("seek 99999999") == 1
+        first, last = session.source.window
+        assert lines == [f"metashell: seek: offset 99999999 is past the newest record this session fetched: "
+                         f"seek {first}..{last}, or live"]
+        assert session.source.following and (session.image, session.cwd) == before
+        assert session.prompt().startswith("[live @")
+    finally:
+        session.source.close()
+
+
 def test_one_shot_commands_answer_from_attach_time(cluster):
     """Commands from stdin without a terminal: the state at attach, however long the session."""
     shell = subprocess.Popen([sys.executable, "-m", "metashell.cli", "--bootstrap-controller", bootstrap(cluster)],
@@ -293,6 +308,23 @@ def test_dash_opens_the_live_dashboard_in_a_terminal(cluster):
     try:
         terminal.read_until("● live @")  # the header, following (docs/dashboard.md)
         terminal.type("q")
+        assert terminal.close() == 0
+    finally:
+        terminal.kill()
+
+
+def test_a_refused_seek_keeps_the_live_prompt_in_a_terminal(cluster, tmp_path):
+    env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1",
+           "METASHELL_HISTORY": str(tmp_path / "history"), "COLUMNS": "160", "LINES": "40"}
+    env.pop("CI", None)
+    terminal = Terminal(["--bootstrap-controller", bootstrap(cluster)], env)
+    try:
+        row, _ = terminal.expect(r"^\[live @\d+(?: lag \d+)?\] metashell:/>$")
+        terminal.type("seek 99999999\r")
+        refused, _ = terminal.expect(r"^metashell: seek: offset 99999999 is past the newest record this session "
+                                     r"fetched: seek -?\d+\.\.\d+, or live$", row)
+        terminal.expect(r"^\[live @\d+(?: lag \d+)?\] metashell:/>$", refused + 1)  # still following
+        terminal.type("exit\r")
         assert terminal.close() == 0
     finally:
         terminal.kill()
