@@ -240,6 +240,7 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
             return run_bench_attach(build_bench_attach_parser().parse_args(argv[2:]))
         if argv and argv[0] == "export":
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
+        _refuse_mistyped_subcommand(argv)
         args = build_parser().parse_args(argv)
         one_shot = args.commands is not None or bool(args.command) or not sys.stdin.isatty()
         # interactive: the terminal echoes nothing from here on, or a command typed while the source
@@ -257,6 +258,27 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
                 source.close()
 
     return run_guarded("metashell", work, err)
+
+
+SUBCOMMANDS = (*DASHBOARD_COMMANDS, "export", "bench")
+
+
+def _refuse_mistyped_subcommand(argv: list[str]) -> None:
+    """``metashell dahs --log-dir D`` would otherwise be read as the shell running the command
+    "dahs", and answer about the source instead of the typo; a shell command (``ls``) is left alone."""
+    from metashell.shell.commands import COMMANDS
+    from metashell.shell.suggest import close_names, did_you_mean
+
+    if argv and argv[0] == "bench":
+        if argv[1:2] and argv[1] not in BENCH_COMMANDS:
+            raise ConfigError(f"unknown bench: {argv[1]}{did_you_mean(close_names(argv[1], BENCH_COMMANDS))}"
+                              f"; give one of: {', '.join(BENCH_COMMANDS)}")
+        raise ConfigError(f"bench needs one of: {', '.join(BENCH_COMMANDS)} (metashell bench dash --help)")
+    if not argv or argv[0].startswith("-") or argv[0] in COMMANDS:
+        return
+    close = close_names(argv[0], SUBCOMMANDS)
+    if close:
+        raise ConfigError(f"unknown command: {argv[0]}{did_you_mean(close)}")
 
 
 def _quiet_terminal(one_shot: bool):

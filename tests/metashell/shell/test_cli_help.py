@@ -77,3 +77,19 @@ def test_docs_tree_table_has_every_root_node() -> None:
     section = _section((ROOT / "docs" / "shell.md").read_text(), "The tree")
     documented = {name for cell in _first_cells(section) for name in re.findall(r"`/([a-z-]+)", cell)}
     assert documented == set(Session(Source()).root.child_names())
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["dahs", "--log-dir", "/nonexistent"], "metashell: unknown command: dahs (did you mean dash?)"),
+    (["exprt", "--demo", "/topics"], "metashell: unknown command: exprt (did you mean export?)"),
+    (["bench"], "metashell: bench needs one of: dash, export, attach (metashell bench dash --help)"),
+    (["bench", "dsh"], "metashell: unknown bench: dsh (did you mean dash?); give one of: dash, export, attach"),
+])
+def test_a_mistyped_subcommand_is_named_before_the_source_is_asked_for(argv: list[str], line: str) -> None:
+    done = _metashell(*argv)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (1, "", [line])
+
+
+def test_a_shell_command_as_the_first_word_still_runs_in_the_shell() -> None:
+    done = _metashell("pwd", "--demo")
+    assert (done.returncode, done.stdout.strip()) == (0, "/"), done.stderr
