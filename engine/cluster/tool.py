@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -30,7 +31,30 @@ def default_dir() -> Path:
 def run_cluster(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     """Run the subcommand ``args`` names (``module:function`` in ``args.cluster_run``)."""
     module, _, function = args.cluster_run.partition(":")
-    return getattr(importlib.import_module(f"engine.cluster.{module}"), function)(args, out)
+    return getattr(importlib.import_module(f"engine.cluster.{module}"), function)(args, ReaderMayLeave(out))
+
+
+class ReaderMayLeave:
+    """The output of a command that acts: a reader that goes away (``kraftd cluster down | head -1``)
+    ends the output, not the action. Half a ``down`` would leave the controllers running, so a
+    broken pipe stops the writing and the command carries on to its end, silently."""
+
+    def __init__(self, out: Callable[[str], None]):
+        self._out = out
+        self.reader_gone = False
+
+    def __call__(self, line: str) -> None:
+        if self.reader_gone:
+            return
+        try:
+            self._out(line)
+            sys.stdout.flush()  # a line as it happens, and a gone reader noticed here, not at exit
+        except BrokenPipeError:
+            self.reader_gone = True
+            # the interpreter flushes stdout once more at exit: let that go nowhere, quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
 
 def _non_negative(text: str) -> int:
