@@ -179,8 +179,11 @@ def _try_send(send: Send, address: Address, request: Any) -> tuple[Any, str | No
     except (MetadataError, OSError) as exc:  # engine.net.errors are MetadataErrors
         if isinstance(exc, OSError):
             from engine.net.connect import failure_words
-            return None, f"cannot ask {address[0]}:{address[1]}: {failure_words(exc)}"  # words, not an errno repr
-        return None, str(exc) or type(exc).__name__
+            return None, failure_words(exc)  # words, not an errno repr
+        why = str(exc) or type(exc).__name__
+        for said in (f"cannot connect to {format_address(address)}: ", f"cannot ask {format_address(address)}: "):
+            why = why.removeprefix(said)  # the caller names the address once
+        return None, why
 
 
 def error_line(code: Any, message: str | None) -> str:
@@ -296,7 +299,7 @@ def find_leader(bootstrap: Sequence[Address], send: Send,
         else:
             failures.append(f"{format_address(address)}: {error_line(p.error_code, p.error_message)}")
     raise QuorumToolError("no quorum leader reached through " + ", ".join(map(format_address, bootstrap))
-                          + (f" ({failures[-1]})" if failures else ""))
+                          + (f" ({'; '.join(failures)})" if failures else ""))
 
 
 def describe(bootstrap: Sequence[Address], *, status: bool = True, human_readable: bool = False,

@@ -258,7 +258,7 @@ def test_all_bootstrap_addresses_failing_is_one_line(fake, capsys):
                             "describe", "--status")
     assert (code, out) == (1, [])
     assert err == ["kraftd: no quorum leader reached through localhost:9093, localhost:9095 "
-                   "(localhost:9095: [Errno 111] Connection refused)"]
+                   "(localhost:9093: connection refused; localhost:9095: connection refused)"]
 
 
 def test_not_leader_with_no_leader_anywhere(fake, capsys):
