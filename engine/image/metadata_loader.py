@@ -132,15 +132,39 @@ def replay_start(path: Path, *, offset: int | None = None, time_ms: int | None =
         start = next((s for s in listing.snapshots if s[0].end_offset == begin), None)
     else:
         start = _starting_snapshot(listing, offset, time_ms, segments_start)
-    image, info = (MetadataImage(), LoadInfo(directory)) if start is None else load_snapshot(start[1])
+    notes: list[str] = []
+    start, image, info = _readable_start(listing, start, segments_start, directory, notes)
+    if start is None and earliest:
+        begin = segments_start or 0
     begin = (0 if not earliest else begin) if start is None else start[0].end_offset
     if start is not None and segments_start is not None and segments_start < begin:
         image = replace(image, quorum=_quorum_before(listing, begin))
-    notes: list[str] = []
     info = replace(info, source=directory, snapshot=start[0] if start else None, first_offset=None,
                    end_offset=begin, log_end_offset=begin, quorum_state=_quorum_state(directory, notes),
                    meta=_meta(directory, notes), notes=tuple(notes))
     return ReplayStart(listing, image, info, begin)
+
+
+def _readable_start(listing: LogDirListing, start, segments_start: int | None, directory: Path,
+                    notes: list[str]) -> tuple:
+    """(start, image, info) from the snapshot ``start`` names; when it does not read, from the
+    next older snapshot or the log's start that the segments continue from, with a note: one
+    damaged snapshot does not lock away a log whose segments still hold its records. When the
+    segments do not reach back that far, the snapshot's own error stands."""
+    while start is not None:
+        try:
+            image, info = load_snapshot(start[1])
+            return start, image, info
+        except MetadataError as exc:
+            older = [s for s in listing.snapshots if s[0].end_offset < start[0].end_offset]
+            fallback = older[-1] if older else None
+            fallback_end = fallback[0].end_offset if fallback else 0
+            if segments_start is None or segments_start > fallback_end:
+                raise
+            instead = f"the snapshot {fallback[1].name}" if fallback else "the log's start"
+            notes.append(f"{exc.one_line()}; replayed from {instead} instead")
+            start = fallback
+    return None, MetadataImage(), LoadInfo(directory)
 
 
 def earliest_offset(listing: LogDirListing) -> int:

@@ -108,9 +108,12 @@ def test_a_garbage_snapshot_says_so_in_words(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="not a readable snapshot or segment: the record batch there claims"):
         load_file(unnamed)
     directory = write_demo_log_dir(tmp_path / "demo")
+    intact, _ = Source(log_dir=directory).load()
     shutil.copy(garbage, directory / "__cluster_metadata-0" / "00000000000000000010-0000000001.checkpoint")
-    with pytest.raises(StorageError, match="byte offset 0: not a readable snapshot: the record batch"):
-        Source(log_dir=directory).load()
+    image, info = Source(log_dir=directory).load()  # the segments hold what it would: they are replayed
+    assert image == intact
+    assert [n for n in info.notes if "byte offset 0: not a readable snapshot: the record batch" in n
+            and n.endswith("; replayed from the log's start instead")], info.notes
 
 
 @pytest.mark.slow
@@ -131,3 +134,35 @@ def test_the_command_line_on_a_damaged_log(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr.count("\n")) == (1, "", 1)
     assert done.stderr.startswith(f"metashell: offset 20 is past the damage the log stops at ({segment}, byte "
                                   f"offset {pos}: batch CRC mismatch")
+
+
+@pytest.mark.corpus
+def test_a_damaged_newest_snapshot_falls_back_to_an_older_one_the_segments_continue(tmp_path: Path) -> None:
+    """A real Kafka directory (segments from offset 0, snapshots at 15232 and 22428): a garbage
+    newest snapshot, then both garbage, each open to the same latest image, with a note naming
+    the file and what was replayed instead; neither snapshot is changed."""
+    from tests.conftest import corpus_file
+
+    original = corpus_file("djsoler__Big_Data_Proye_Docker")
+    expected, _ = Source(log_dir=original).load()
+    directory = tmp_path / "dj"
+    shutil.copytree(original, directory)
+    metadata = directory / "__cluster_metadata-0"
+    newest, older = (metadata / "00000000000000022428-0000000005.checkpoint",
+                     metadata / "00000000000000015232-0000000005.checkpoint")
+    for garbled, instead in ((newest, f"the snapshot {older.name}"), (older, "the log's start")):
+        garbled.chmod(0o644)
+        garbled.write_bytes(b"\x9f" * 12 + garbled.read_bytes()[12:])
+        image, info = Source(log_dir=directory).load()
+        assert image == expected
+        assert [n for n in info.notes if n.startswith(f"{garbled}, byte offset 0: not a readable snapshot")
+                and n.endswith(f"; replayed from {instead} instead")], info.notes
+
+
+def test_a_damaged_snapshot_the_segments_do_not_reach_back_past_stays_an_error(tmp_path: Path) -> None:
+    """Without segments that cover what the snapshot held, there is nothing to fall back to."""
+    directory = tmp_path / "only-snapshot" / "__cluster_metadata-0"
+    directory.mkdir(parents=True)
+    (directory / "00000000000000000100-0000000001.checkpoint").write_bytes(os.urandom(64))
+    with pytest.raises(StorageError, match="not a readable snapshot"):
+        Source(log_dir=directory).load()
