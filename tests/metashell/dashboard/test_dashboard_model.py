@@ -310,7 +310,11 @@ def test_header_voters_and_leader_history(demo: History) -> None:
     assert (header.leader, header.position, header.record_time) == \
         ("3 (epoch 2)", "offset 23 / 23", "2026-01-01T00:00:10Z")
     empty = panels.header_info(demo.first(), demo.info)
-    assert (empty.metadata_version, empty.kraft_version, empty.leader, empty.record_time) == ("-", "-", "none", "-")
+    # before the first record: no offset -1, no "quorum leader none" (the header leaves them out)
+    assert (empty.metadata_version, empty.kraft_version, empty.leader, empty.record_time) == ("-", "-", "", "-")
+    assert empty.position == "before the first record · last 23"
+    leaderless = panels.header_info(demo.frame_at(1), demo.info)  # a record applied, still no leader known
+    assert leaderless.position == "offset 1 / 23"
     assert [(v.node_id, v.role, v.directory_id, v.lag) for v in panels.voter_rows(last, demo.info)] == \
         [(1, "voter", "-", "-"), (2, "voter", "-", "-"), (3, "leader", "-", "-")]
     assert panels.voter_rows(demo.first(), demo.info) == []
