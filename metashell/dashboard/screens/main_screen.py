@@ -392,9 +392,9 @@ def parse_offset(text: str, start_offset: int, first_offset: int, last_offset: i
         raise ValueError(f"{text or 'nothing'} is not an offset: give one of {low}..{high}")
     offset = int(text)
     if offset > last_offset:
-        raise ValueError(f"offset {offset} is past the last record: offsets {low}..{high} can be reached")
+        raise ValueError(f"offset {offset} is past the end: offsets {low}..{high} can be reached")
     if offset < start_offset:
-        raise ValueError(f"offset {offset} is before this history: offsets {low}..{high} can be reached")
+        raise ValueError(f"offset {offset} is before the start: offsets {low}..{high} can be reached")
     return offset
 
 

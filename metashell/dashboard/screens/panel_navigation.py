@@ -71,8 +71,14 @@ class PanelNavigation(_Base):
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         panel = _panel_of(event.widget)
-        if panel is not None and panel.id in layout.PANEL_IDS:
-            self.bring_forward(panel.id)
+        if panel is None or panel.id not in layout.PANEL_IDS or panel.id == self.active_panel:
+            return
+        if self.layout_mode == TABBED and not panel.display:
+            # Textual handing the focus of a widget just hidden to a sibling of it (as hidden):
+            # not the user's move. The focus goes back to the panel in front.
+            self.call_after_refresh(self.focus_target(self.active_panel).focus)
+            return
+        self.bring_forward(panel.id)
 
     def action_show_panel(self, panel_id: str) -> None:
         self.bring_forward(panel_id)

@@ -159,6 +159,34 @@ def test_frames_stream_in_woken_or_polled_and_the_feed_and_charts_grow(batches, 
     run(source, body)
 
 
+def test_the_header_says_playing_or_paused_never_both(batches) -> None:
+    """Away from the newest frame the header says where the view is: paused, or playing while
+    play mode moves it; both at once (``⏸ paused @N ... ▶ playing 1x``) contradicts itself."""
+    feed = PushedFeed()
+    source = attached(feed, batches[:6])
+    play = ManualTicker()
+
+    async def main() -> None:
+        async with DashboardApp(source, poll_ticker=ManualTicker(), ticker=play).run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            screen = pilot.app.main
+            await pilot.press("left")
+            assert "⏸ paused @" in header(screen) and "playing" not in header(screen)
+            await pilot.press("home", "space")  # play from the start of what was fetched
+            assert screen.playing and not screen.following
+            text = header(screen)
+            assert "▶ playing 1x before the first record, +0 new" in text and "paused" not in text
+            play.tick()
+            await pilot.pause()
+            text = header(screen)
+            assert f"▶ playing 1x @{screen.frame.offset}, +0 new" in text and "paused" not in text
+            assert text.count("playing") == 1
+            await pilot.press("space")  # paused by hand: the same place, the word changes
+            text = header(screen)
+            assert f"⏸ paused @{screen.frame.offset}, +0 new" in text and "playing" not in text
+    asyncio.run(main())
+
+
 def test_looking_back_pauses_end_follows_again_and_the_feed_status_shows(batches) -> None:
     feed = PushedFeed()
     source = attached(feed, batches[:4])
