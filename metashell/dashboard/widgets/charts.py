@@ -103,7 +103,8 @@ class Chart(Vertical):
             self._peak = max(self._peak, points[k][1])
         self._peaked = len(points)
         self._now = None  # redraw the label at the next show()
-        self.query_one(Sparkline).data = resample(points, start_ms, end_ms, x_at=x_at) if points else [0.0]
+        # an empty series too: a lone sample would draw as a full bar, zeros draw as the floor
+        self.query_one(Sparkline).data = resample(points, start_ms, end_ms, x_at=x_at)
 
     def show(self, x: int) -> None:
         """The value at ``x`` (in the series' own unit: a time or an offset) in the label."""

@@ -28,9 +28,9 @@ def _ids(ids: tuple[int, ...]) -> str:
 
 # Narrow, the columns give way in this order (metashell.dashboard.widgets.columns): the leader
 # epoch, the last-known ELR, the replicas, the ELR; the topic shrinks (to 12 cells). The flags
-# never give way: they are what the table is read for in an incident. Up to AUTO_WIDTH_LIMIT
-# rows the columns fit their content (replica ids are short in most clusters); past it, the
-# widths given here.
+# never give way: they are what the table is read for in an incident. Up to FIT_LIMIT rows
+# (row_table) the columns fit their content (replica ids are short in most clusters); past it,
+# the widths given here.
 PARTITION_COLUMNS = (
     Column("topic", "topic", width=18, fit=True, shrink=True, min_width=12),
     Column("partition", "part", width=5, align="right"), Column("leader", "leader", width=6, align="right"),
