@@ -38,7 +38,7 @@ from metashell.dashboard.screens.panel_navigation import PanelNavigation
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
 from metashell.dashboard.widgets import (BrokersPanel, Charts, EventsFeed, HeaderBar, NodeBrowser, PartitionsPanel,
-                                         QuorumPanel, RowTable)
+                                         QuorumPanel)
 from metashell.dashboard.widgets.controller_panel import ControllerPanel
 from metashell.dashboard.widgets.panel_tabs import PanelTabs
 
