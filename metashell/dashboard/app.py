@@ -10,13 +10,15 @@ each panel is a widget of its own (metashell/dashboard/widgets/), the keys are o
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 
 import themes
+from metashell.dashboard.failure import one_line
 from metashell.dashboard.model import Frame, FrameSource
 from metashell.dashboard.screens import HelpScreen, MainScreen
 from metashell.dashboard.widgets import PartitionsTable, RowTable
@@ -33,15 +35,19 @@ class DashboardApp(App):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("t", "toggle_theme", "Theme"),
-        Binding("question_mark", "help", "Help"),
     ]
 
     def __init__(self, source: FrameSource, *, theme: str = "metashell-dark", offset: int | None = None,
-                 ticker: "Ticker | None" = None, poll_ticker: "Ticker | None" = None) -> None:
+                 ticker: "Ticker | None" = None, poll_ticker: "Ticker | None" = None,
+                 screenshot_dir: Path | None = None, clock: Callable[[], datetime] | None = None) -> None:
         """``offset``: the record to open at (default: the last one); ``ticker``: what play mode
         ticks on, ``poll_ticker`` what a growing source is polled on (default: Textual's timers;
-        tests pass ManualTickers and tick them themselves)."""
+        tests pass ManualTickers and tick them themselves). ``screenshot_dir``: where ``w`` saves
+        the screen (default: the working directory); ``clock``: the wall clock its file name is
+        stamped with (tests fix it)."""
         super().__init__()
+        self.screenshot_dir = screenshot_dir
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
         for definition in THEMES.values():
             self.register_theme(definition)
         self.theme = theme
@@ -74,7 +80,21 @@ class DashboardApp(App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_scopes()))
 
+    def action_save_screen(self) -> Path | None:
+        """Save the screen as an SVG (for an incident ticket) and say where; None if it failed."""
+        frame = self.frame
+        stamp = self._clock().astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        at = f"offset-{frame.offset}" if frame is not None and frame.offset >= 0 else "start"
+        directory = self.screenshot_dir if self.screenshot_dir is not None else Path.cwd()
+        try:
+            written = Path(self.save_screenshot(filename=f"metashell-{at}-{stamp}.svg", path=str(directory)))
+        except OSError as exc:
+            self.notify(f"the screen was not saved: {one_line(exc)}", severity="error", timeout=10)
+            return None
+        self.notify(f"screen saved to {written}", title="screenshot", timeout=10)
+        return written
+
     def help_scopes(self) -> list[tuple[str, list[BindingType]]]:
         """Where each key works, straight from the classes' BINDINGS."""
-        return [("anywhere", list(self.BINDINGS)), ("dashboard", list(MainScreen.BINDINGS)),
+        return [("dashboard", list(MainScreen.BINDINGS)), ("anywhere", list(self.BINDINGS)),
                 ("partitions", list(PartitionsTable.BINDINGS)), ("tables", list(RowTable.BINDINGS))]

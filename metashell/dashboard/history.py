@@ -329,6 +329,22 @@ class History:
         """Brokers registered at some point up to ``frame``: those gone since show as unregistered."""
         return frozenset(b for b, seen in self._broker_seen.items() if seen <= frame.offset)
 
+    def time_span(self) -> tuple[int, int]:
+        """(first, last) record time held, in ms (the last no earlier than the first); the
+        starting image's time twice when no record is held."""
+        entries = self.entries
+        if not entries:
+            moment = self.replay.start_image.provenance.last_timestamp_ms
+            return moment, moment
+        first = entries[0].timestamp_ms
+        return first, max(first, entries[-1].timestamp_ms)
+
+    def offset_at_time(self, time_ms: int) -> int:
+        """The offset of the last record stamped at or before ``time_ms`` (the starting image's
+        below the first), as ``at_time`` finds it but without building the frame."""
+        index = self.replay.index_at_time(time_ms)
+        return self.entries[index].offset if index >= 0 else self.start_offset
+
     def series(self) -> dict[str, list[tuple[int, float]]]:
         """records_per_s: (second start ms, records stamped in it), seconds with none left out;
         fenced_brokers, under_min_isr: (offset, count) at the start and where a batch changed it.

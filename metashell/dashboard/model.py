@@ -116,6 +116,10 @@ class FrameSource(Protocol):
 
     def series(self) -> dict[str, list[tuple[int, float]]]: ...
 
+    def time_span(self) -> tuple[int, int]: ...
+
+    def offset_at_time(self, time_ms: int) -> int: ...
+
 
 @dataclass(frozen=True, slots=True)
 class HeaderInfo:

@@ -69,6 +69,9 @@ def header_info(frame: Frame, info: LoadInfo | None) -> HeaderInfo:
     else:
         leader_text = "none"
     kraft = image.quorum.kraft_version
+    if frame.offset < 0:  # nothing applied: no position, time or leader to speak of
+        leader_text = ""
+    position = position_text(frame.offset, frame.last_offset)
     return HeaderInfo(
         cluster_id=_cluster_id(info),
         metadata_version=f"{version_name(level)} ({level})" if level is not None else "-",
@@ -77,9 +80,16 @@ def header_info(frame: Frame, info: LoadInfo | None) -> HeaderInfo:
         # no KRaftVersionRecord means kraft.version 0, once there is a cluster at all
         kraft_version=str(kraft) if kraft is not None else ("0" if level is not None else "-"),
         leader=leader_text,
-        position=f"offset {frame.offset} / {frame.last_offset}",
+        position=position,
         record_time=iso_utc(frame.timestamp_ms),
     )
+
+
+def position_text(offset: int, last_offset: int) -> str:
+    """``offset 120 / 340``; before any record is applied, ``before the first record · last 340``."""
+    if offset < 0:
+        return f"before the first record · last {last_offset}"
+    return f"offset {offset} / {last_offset}"
 
 
 def _cluster_id(info: LoadInfo | None) -> str:
@@ -132,15 +142,21 @@ def live_voter_rows(image: MetadataImage, quorum: Any, now_ms: int) -> list[Vote
     return rows
 
 
-def live_state(status: Any, *, following: bool, offset: int, new_records: int) -> tuple[str, str]:
-    """The header's word on a live feed (an AttachStatus): (text, kind: live, paused or down)."""
-    paused = f"⏸ paused @{offset}, +{new_records:,} new"
+def live_state(status: Any, *, following: bool, offset: int, new_records: int,
+               playing: float | None = None) -> tuple[str, str]:
+    """The header's word on a live feed (an AttachStatus): (text, kind: live, paused or down).
+    Away from the newest frame it says where the view is and what arrived meanwhile: ``⏸
+    paused`` there, or ``▶ playing 2x`` while play mode (``playing``: its speed) moves it — one
+    or the other, never both."""
+    where = f"@{offset}" if offset >= 0 else "before the first record"
+    moving = f"▶ playing {playing:g}x" if playing is not None else "⏸ paused"
+    behind = f"{moving} {where}, +{new_records:,} new"
     if status.error:
-        return f"✖ {status.error}" + ("" if following else f" · {paused}"), "down"
+        return f"✖ {status.error}" + ("" if following else f" · {behind}"), "down"
     if getattr(status, "catching_up", False):  # connecting, or fetching what was committed before attach
         return f"◌ {status.note}", "paused" if status.connected else "down"
     if not following:
-        return paused + ("" if status.connected else f" · {status.note}"), "paused" if status.connected else "down"
+        return behind + ("" if status.connected else f" · {status.note}"), "paused" if status.connected else "down"
     if not status.connected:
         return f"◌ {status.note}", "down"
     lag = f" · lag {status.lag:,}" if status.lag else ""

@@ -1,4 +1,5 @@
-"""Every key, read from the bindings themselves (so the help cannot drift from the keys)."""
+"""The help: what the words, flags and markers on screen mean (metashell.dashboard.legend), then
+every key, read from the bindings themselves (so the help cannot drift from the keys)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ from typing import Iterable
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Grid, VerticalScroll
+from textual.markup import escape
 from textual.screen import ModalScreen
+from textual.widgets import Static
 
+from metashell.dashboard.legend import legend
 from metashell.dashboard.widgets.row_table import Column, RowTable
 
 HelpRow = tuple[str, str, str]  # keys, what they do, where they work
@@ -37,6 +41,12 @@ def _display(app, key: str, action: str) -> str:
     return f"{shown} {key}" if len(shown) == 1 and not shown.isascii() else shown
 
 
+def legend_text() -> str:
+    """The legend as plain text, one line per entry (tests, and a reader without the screen)."""
+    return "\n".join(f"{section}: " + "; ".join(f"{word}: {meaning}" for word, meaning in entries)
+                     for section, entries in legend())
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,question_mark,q", "close", "Close help")]
 
@@ -47,16 +57,28 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         self.rows = binding_rows(self.app, self.scopes + [("help", self.BINDINGS)])
-        with Vertical(id="help-box") as box:
-            box.border_title = "Keys  (escape closes)"
-            yield RowTable((Column("keys", "keys", max_width=30), Column("what", "what", max_width=40),
-                            Column("where", "where", max_width=16)),
-                           lambda row: [(row[0], "leader"), (row[1], None), (row[2], "muted")], id="help-table")
+        with VerticalScroll(id="help-box") as box:
+            box.border_title = "Legend and keys  (↑↓ scroll · escape closes)"
+            for section, entries in legend():
+                yield Static(f"[b $accent]{escape(section)}[/]", classes="help-heading")
+                with Grid(classes="legend"):  # word | meaning, the meaning wrapping in its column
+                    for word, meaning in entries:
+                        yield Static(word, markup=False, classes="legend-word")
+                        yield Static(meaning, markup=False, classes="legend-meaning")
+            yield Static("[b $accent]Keys[/]", classes="help-heading")
+            table = RowTable((Column("keys", "keys", max_width=30), Column("what", "what", max_width=40),
+                              Column("where", "where", max_width=16)),
+                             lambda row: [(row[0], "leader"), (row[1], None), (row[2], "muted")], id="help-table")
+            table.can_focus = False  # the box scrolls as one: legend and keys
+            yield table
 
     def on_mount(self) -> None:
-        table = self.query_one(RowTable)
-        table.set_rows(self.rows)
-        table.focus()
+        self.query_one(RowTable).set_rows(self.rows)
+        self.query_one("#help-box").focus()
+
+    def legend_words(self) -> list[str]:
+        """The words the legend explains, as shown (tests)."""
+        return [str(word.render()) for word in self.query(".legend-word").results(Static)]
 
     def keys(self) -> list[str]:
         """Every key listed (tests)."""

@@ -28,17 +28,19 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.reactive import var
-from textual.widget import Widget
 from textual.widgets import Footer, Input
 
 from metashell.dashboard import panels
 from metashell.dashboard.failure import EndedOnError, one_line, report
+from metashell.dashboard.layout import PANELS
 from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
+from metashell.dashboard.screens.panel_navigation import PanelNavigation
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
 from metashell.dashboard.widgets import (BrokersPanel, Charts, EventsFeed, HeaderBar, NodeBrowser, PartitionsPanel,
-                                         QuorumPanel, RowTable)
+                                         QuorumPanel)
 from metashell.dashboard.widgets.controller_panel import ControllerPanel
+from metashell.dashboard.widgets.panel_tabs import PanelTabs
 
 POLL_SECONDS = 0.25  # a growing source is drained at least this often (and whenever it wakes us)
 SPEEDS = (0.5, 1, 2, 4, 8, 16, 32, 64)
@@ -49,6 +51,9 @@ ISR_KINDS = frozenset({"isr-shrink", "isr-expand"})
 # The travel keys are priority bindings (tables and the tree bind arrows, home/end and space
 # for scrolling); they stand down while an Input has focus, see check_action.
 TRAVEL_ACTIONS = frozenset({"step", "batch", "first", "last", "play"})
+RECORD_KEYS = Binding.Group("record", compact=True)
+BATCH_KEYS = Binding.Group("batch", compact=True)
+EVENT_KEYS = Binding.Group("event", compact=True)
 
 
 def play_cadence(speed: float) -> tuple[float, int]:
@@ -63,14 +68,18 @@ class SourceChanged(Message):
     """The source has something new to poll (posted from the live feed's thread)."""
 
 
-class MainScreen(Screen):
+class MainScreen(PanelNavigation, Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "step(-1)", "-1 record", priority=True),
-        Binding("right", "step(1)", "+1 record", priority=True),
-        Binding("shift+left,left_square_bracket", "batch(-1)", "-1 batch", priority=True),
-        Binding("shift+right,right_square_bracket", "batch(1)", "+1 batch", priority=True),
-        Binding("n", "event(1)", "Next event"),
-        Binding("p", "event(-1)", "Prev event"),
+        # first: the footer lists the focused widget's keys, then these in order, and cuts the
+        # rest on a narrow terminal; the key to every other key and the legend must stay
+        Binding("question_mark", "app.help", "Help · legend"),
+        # pairs share one footer label (Binding.Group): room for more keys on a narrow terminal
+        Binding("left", "step(-1)", "-1 record", priority=True, group=RECORD_KEYS),
+        Binding("right", "step(1)", "+1 record", priority=True, group=RECORD_KEYS),
+        Binding("left_square_bracket,shift+left", "batch(-1)", "-1 batch", priority=True, group=BATCH_KEYS),
+        Binding("right_square_bracket,shift+right", "batch(1)", "+1 batch", priority=True, group=BATCH_KEYS),
+        Binding("n", "event(1)", "Next event", group=EVENT_KEYS),
+        Binding("p", "event(-1)", "Prev event", group=EVENT_KEYS),
         Binding("f", "next_fence", "Next fence/unfence", show=False),
         Binding("i", "next_isr", "Next ISR change", show=False),
         Binding("g", "goto_offset", "Go to offset", show=False),
@@ -83,8 +92,10 @@ class MainScreen(Screen):
         Binding("slash", "filter", "Filter"),
         Binding("tab", "cycle_panel(1)", "Next panel", show=False),
         Binding("shift+tab", "cycle_panel(-1)", "Previous panel", show=False),
+        *(Binding(spec.key, f"show_panel('{spec.id}')", f"Show {spec.title}", show=False) for spec in PANELS),
         Binding("enter", "drill_down", "Drill down"),
-        Binding("escape", "escape", "Close filter"),
+        Binding("escape", "escape", "Clear filter"),
+        Binding("w", "app.save_screen", "Save screen (SVG)", show=False),
     ]
 
     playing = var(False, init=False)
@@ -110,15 +121,18 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
+        yield PanelTabs(id="panel-tabs")
         with Horizontal(id="body"):
+            # in the wide layout, top to bottom and left to right in the order of their keys
+            # (metashell.dashboard.layout.PANELS): the partitions first, as htop's process table
             with Vertical(id="left"):
-                yield QuorumPanel(id="quorum")
-                yield BrokersPanel(id="brokers-panel")
                 yield PartitionsPanel(id="partitions-panel")
+                yield BrokersPanel(id="brokers-panel")
+                yield QuorumPanel(id="quorum")
             with Vertical(id="right"):
-                yield Charts(id="charts")
-                yield ControllerPanel(id="controller")
                 yield EventsFeed(self.source, id="events-panel")
+                yield ControllerPanel(id="controller")
+                yield Charts(id="charts")
                 yield NodeBrowser(id="nodes")
         yield Footer()
 
@@ -127,7 +141,13 @@ class MainScreen(Screen):
         self.query_one(Charts).follow(src)
         frame = src.last() if self._start_offset is None else src.frame_at(self._start_offset)
         self.show(frame)
-        self.query_one(PartitionsPanel).table.focus()
+        for spec in PANELS:
+            self.panel(spec.id).border_title = f"{spec.key} {spec.title}"
+        self.apply_layout(*self.app.size)
+        self._mark_active()
+        # after the first refresh: the layout's classes must have taken effect, else the table
+        # would still be undisplayed and lose the focus again
+        self.call_after_refresh(self.query_one(PartitionsPanel).table.focus)
         if src.grows:
             src.watch(lambda: self.post_message(SourceChanged()))  # post_message is thread-safe
             self._polling = self._poll_ticker.start(POLL_SECONDS, self.poll_source)
@@ -194,7 +214,8 @@ class MainScreen(Screen):
         if src.live is None or frame is None:
             return "", ""
         return panels.live_state(src.live, following=self.following, offset=frame.offset,
-                                 new_records=src.records_in - self._paused_in)
+                                 new_records=src.records_in - self._paused_in,
+                                 playing=self.speed if self.playing else None)
 
     def _show_quorum(self, frame: Frame) -> None:
         """At a live source's last frame, the quorum as its leader tells it now; else the frame's."""
@@ -213,7 +234,7 @@ class MainScreen(Screen):
     def _header(self, frame: Frame) -> HeaderInfo:
         header = panels.header_info(frame, self.source.info)
         if frame.last_offset != self.source.last_offset:  # a frame shown before the source grew
-            header = replace(header, position=f"offset {frame.offset} / {self.source.last_offset}")
+            header = replace(header, position=panels.position_text(frame.offset, self.source.last_offset))
         status = self.source.live
         if status is not None and self.following and status.leader_id >= 0:
             header = replace(header, leader=f"{status.leader_id} (epoch {status.leader_epoch})")
@@ -245,7 +266,13 @@ class MainScreen(Screen):
             self.query_one(NodeBrowser).show(image, info)
 
     def play_state(self) -> str:
-        return f"▶ playing {self.speed:g}x" if self.playing else ""
+        """``▶ playing 2x``, unless the live state already says so (away from a live source's
+        newest frame it tells where the view is, playing or paused: the header says it once)."""
+        if not self.playing:
+            return ""
+        if self.source.live is not None and self.feed_failure is None and not self.following:
+            return ""
+        return f"▶ playing {self.speed:g}x"
 
     def _go(self, frame: Frame) -> None:
         if frame is not self.frame:
@@ -256,8 +283,8 @@ class MainScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in TRAVEL_ACTIONS and isinstance(self.focused, Input):
             return False  # let the Input have its arrows, home/end and space
-        if action == "escape":  # only while there is a filter bar to close (and only then in the footer)
-            return bool(self.is_mounted and self.query_one(PartitionsPanel).filter_bar.display)
+        if action == "escape":  # only while there is a filter to clear (and only then in the footer)
+            return self.is_mounted and self.escape_enabled()
         return True
 
     def action_step(self, records: int) -> None:
@@ -293,13 +320,12 @@ class MainScreen(Screen):
         self._go(self.source.at_time(time_ms, self.frame))
 
     def action_goto_offset(self) -> None:
-        low, high = self.source.first_offset, self.source.last_offset
-
-        def parse(text: str) -> int:
-            if not text.lstrip("-").isdigit():
-                raise ValueError(f"an offset, {low}..{high}")
-            return int(text)
-        self.app.push_screen(PromptScreen(f"Go to offset ({low}..{high})", "offset", parse),
+        src = self.source
+        low, high = reachable(src.start_offset, src.first_offset, src.last_offset)
+        # the range is read again at the answer: a live source may have grown (or its window moved)
+        self.app.push_screen(PromptScreen(f"Go to offset ({low}..{high})", "offset",
+                                          lambda text: parse_offset(text, src.start_offset, src.first_offset,
+                                                                    src.last_offset)),
                              lambda value: self.goto_offset(value) if isinstance(value, int) else None)
 
     def action_goto_time(self) -> None:
@@ -352,74 +378,30 @@ class MainScreen(Screen):
         if self.frame is not None:
             self.query_one(HeaderBar).show(self._header(self.frame), self.play_state(), self.live_state())
 
-    # -- panels ------------------------------------------------------------------------------------
-
-    def panel_widgets(self) -> list[Widget]:
-        """The focusable widget of each panel, in tab order."""
-        return [*self.query(RowTable), self.query_one(NodeBrowser).tree]
-
-    def action_cycle_panel(self, direction: int) -> None:
-        widgets = self.panel_widgets()
-        here = _panel_of(self.focused)  # the filter Input counts as the partitions panel
-        index = next((i for i, w in enumerate(widgets) if here is not None and _panel_of(w) is here),
-                     -1 if direction > 0 else 0)
-        widgets[(index + direction) % len(widgets)].focus()
-
-    def action_filter(self) -> None:
-        self.query_one(PartitionsPanel).open_filter()
-
-    def action_escape(self) -> None:
-        panel = self.query_one(PartitionsPanel)
-        if panel.filter_bar.display:
-            panel.close_filter()
-
-    def action_drill_down(self) -> None:
-        path = self.selected_path()
-        browser = self.query_one(NodeBrowser)
-        if path is not None and not browser.select_path(path):
-            self.notify(f"{path}: not in this image", severity="warning")
-
-    def selected_path(self) -> str | None:
-        """The node-tree path of the row under the cursor of the focused panel."""
-        focused = self.focused
-        partitions = self.query_one(PartitionsPanel)
-        if focused is partitions.table:
-            return partitions.selected_path()
-        if focused is self.query_one(BrokersPanel).table:
-            row = focused.cursor_value
-            return None if row is None else f"/brokers/{row.broker_id}"
-        if focused is self.query_one(QuorumPanel).table:
-            row = focused.cursor_value
-            return None if row is None else f"/quorum/voters/{row.node_id}"
-        if focused is self.query_one(EventsFeed).table:
-            row = focused.cursor_value
-            return None if row is None else subject_path(row[0].subject)
-        return None
-
-
 def _changed_from(frame: Frame) -> int:
     """The offset before the first record applied since the frame shown before."""
     return frame.changed[0].offset - 1 if frame.changed else frame.offset - 1
 
 
-def _panel_of(widget: Widget | None) -> Widget | None:
-    for node in ([widget, *widget.ancestors] if widget is not None else []):
-        if isinstance(node, Widget) and node.has_class("panel"):
-            return node
-    return None
+def reachable(start_offset: int, first_offset: int, last_offset: int) -> tuple[int, int]:
+    """The offsets ``g`` takes, as told to the user: from the starting snapshot's (when there is
+    one) or the first record's to the last one's. -1, before the first record of a log that
+    starts at 0, is taken too but not advertised (``home`` goes there)."""
+    return (start_offset if start_offset >= 0 else first_offset), last_offset
 
 
-def subject_path(subject: str) -> str | None:
-    """An event's subject as a node path: "broker 2", "topic orders", "orders-0", "voter 3"."""
-    kind, _, name = subject.partition(" ")
-    if kind == "broker" and name:
-        return f"/brokers/{name}"
-    if kind == "topic" and name:
-        return f"/topics/{name}"
-    if kind in ("voter", "quorum", "voters"):
-        return f"/quorum/voters/{name}" if name else "/quorum"
-    topic, dash, partition = subject.rpartition("-")
-    return f"/topics/{topic}/{partition}" if dash and partition.isdigit() else None
+def parse_offset(text: str, start_offset: int, first_offset: int, last_offset: int) -> int:
+    """An offset the history holds; a ValueError of one line naming the reachable range otherwise
+    (never clamped: ``g 99999`` on a log ending at 214 is an error, not the end)."""
+    low, high = reachable(start_offset, first_offset, last_offset)
+    if not text.lstrip("-").isdigit():
+        raise ValueError(f"{text or 'nothing'} is not an offset: give one of {low}..{high}")
+    offset = int(text)
+    if offset > last_offset:
+        raise ValueError(f"offset {offset} is past the end: offsets {low}..{high} can be reached")
+    if offset < start_offset:
+        raise ValueError(f"offset {offset} is before the start: offsets {low}..{high} can be reached")
+    return offset
 
 
 def parse_time(text: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 
 from metashell.dashboard.model import BrokerRow
 from metashell.dashboard.widgets.row_table import Cell, Column, RowTable
@@ -11,11 +12,13 @@ from metashell.dashboard.widgets.row_table import Cell, Column, RowTable
 # Markers make the state readable without colour (monochrome terminals, screenshots in print).
 STATE_MARKERS = {"active": "● active", "fenced": "✖ fenced", "controlled-shutdown": "◐ shutdown",
                  "unregistered": "○ unregistered"}
+# Narrow, the incarnation goes first, then the epoch, the endpoints and the rack; id, state and
+# the load stay.
 BROKER_COLUMNS = (
-    Column("broker_id", "id", align="right"), Column("rack", "rack", max_width=12),
-    Column("state", "state"), Column("epoch", "epoch", align="right"),
-    Column("incarnation", "incarnation", max_width=24, shrink=True),
-    Column("endpoints", "endpoints", max_width=60, shrink=True),
+    Column("broker_id", "id", align="right"), Column("rack", "rack", max_width=12, drop=4),
+    Column("state", "state"), Column("epoch", "epoch", align="right", drop=2),
+    Column("incarnation", "incarnation", max_width=24, shrink=True, drop=1),
+    Column("endpoints", "endpoints", max_width=60, shrink=True, min_width=16, drop=3),
     Column("leader_of", "leads", align="right"), Column("replicas", "replicas", align="right"))
 
 
@@ -41,6 +44,11 @@ class BrokersPanel(Vertical):
     @property
     def table(self) -> RowTable:
         return self.query_one("#brokers", RowTable)
+
+    @property
+    def focus_target(self) -> Widget:
+        """What takes the focus when the panel comes forward."""
+        return self.table
 
     def show(self, rows: list[BrokerRow]) -> None:
         if list(self.table.rows) != rows:

@@ -44,13 +44,16 @@ class HeaderBar(Widget):
             return f"[$text-muted]{label}[/] [b]{escape(value)}[/b]"
 
         features = " ".join(f"{escape(name)}={level}" for name, level in i.features) or "-"
-        # the line that changes with every frame first; the long feature list last (cut if need be)
+        # the status first (the feed's state, play mode: what an operator must not miss, also on a
+        # narrow terminal), then the position; the long feature list last (cut if need be)
         live_text, live_kind = self.live
         line1 = "   ".join(filter(None, [
             "[b $accent]metashell[/]",
             f"[{LIVE_STYLES.get(live_kind, 'b')}]{escape(live_text)}[/]" if live_text else "",
-            f"[b $primary]{escape(i.position)}[/]", field("record time", i.record_time),
-            field("quorum leader", i.leader), f"[b $warning]{escape(self.play_state)}[/]" if self.play_state else ""]))
+            f"[b $warning]{escape(self.play_state)}[/]" if self.play_state else "",
+            f"[b $primary]{escape(i.position)}[/]",
+            field("record time", i.record_time) if i.record_time != "-" else "",
+            field("quorum leader", i.leader) if i.leader else ""]))
         line2 = "   ".join([
             field("cluster", i.cluster_id), field("metadata.version", i.metadata_version),
             field("kraft.version", i.kraft_version), f"[$text-muted]features[/] {features}"])

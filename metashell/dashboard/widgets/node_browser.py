@@ -16,6 +16,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
@@ -48,12 +49,20 @@ class NodeBrowser(Vertical):
     def tree(self) -> Tree[Data]:
         return self.query_one("#node-tree", Tree)
 
+    @property
+    def focus_target(self) -> Widget:
+        """What takes the focus when the panel comes forward."""
+        return self.tree
+
     def show(self, image: MetadataImage, info: LoadInfo | None) -> None:
         """Swap in the image of a new frame; the tree is brought in line only while visible."""
         self.root_node = build_tree(image, info)
         self._stale = True
         if self.is_mounted and self.display:
             self.rebuild()
+
+    def on_show(self) -> None:
+        self.rebuild()  # frames shown while it was hidden (the tabbed layout) left its tree behind
 
     def rebuild(self) -> None:
         """Bring the listed directories in line with the current image: a directory whose names

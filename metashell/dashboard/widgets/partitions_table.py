@@ -14,6 +14,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
 from textual.widgets import Input, Select
 
 from metashell.dashboard import panels
@@ -25,11 +26,18 @@ def _ids(ids: tuple[int, ...]) -> str:
     return "[" + ",".join(map(str, ids)) + "]"
 
 
+# Narrow, the columns give way in this order (metashell.dashboard.widgets.columns): the leader
+# epoch, the last-known ELR, the replicas, the ELR; the topic shrinks (to 12 cells). The flags
+# never give way: they are what the table is read for in an incident. Up to FIT_LIMIT rows
+# (row_table) the columns fit their content (replica ids are short in most clusters); past it,
+# the widths given here.
 PARTITION_COLUMNS = (
-    Column("topic", "topic", width=18, shrink=True), Column("partition", "part", width=5, align="right"),
-    Column("leader", "leader", width=6, align="right"), Column("leader_epoch", "epoch", width=6, align="right"),
-    Column("replicas", "replicas", width=11), Column("isr", "ISR", width=11), Column("elr", "ELR", width=8),
-    Column("last_known_elr", "last ELR", width=8), Column("flags", "flags", width=18, flex=True))
+    Column("topic", "topic", width=18, fit=True, shrink=True, min_width=12),
+    Column("partition", "part", width=5, align="right"), Column("leader", "leader", width=6, align="right"),
+    Column("leader_epoch", "epoch", width=6, align="right", drop=1),
+    Column("replicas", "replicas", width=11, fit=True, drop=3), Column("isr", "ISR", width=11, fit=True),
+    Column("elr", "ELR", width=8, fit=True, drop=4), Column("last_known_elr", "last ELR", width=8, fit=True, drop=2),
+    Column("flags", "flags", width=18, fit=True, flex=True))
 # Short words for the table (the filter and the help use the full names of model.ALL_FLAGS).
 FLAG_WORDS = {"leaderless": "no-leader", "under-min-isr": "<min-isr", "isr-empty-elr": "elr-only",
               "reassigning": "reassign", "unclean-recovery": "unclean"}
@@ -95,6 +103,7 @@ class PartitionsPanel(Vertical):
         self.flag: str | None = None
         self.sort_key: str | None = None  # a column key; None: the data layer's order (topic, partition)
         self.descending = False
+        self._shown = 0  # rows the filter lets through
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="filter-bar"):
@@ -105,6 +114,11 @@ class PartitionsPanel(Vertical):
     @property
     def table(self) -> PartitionsTable:
         return self.query_one(PartitionsTable)
+
+    @property
+    def focus_target(self) -> Widget:
+        """What takes the focus when the panel comes forward."""
+        return self.table
 
     @property
     def filter_bar(self) -> Horizontal:
@@ -123,10 +137,22 @@ class PartitionsPanel(Vertical):
         if self.sort_key is not None:
             rows = panels.sort_partitions(rows, COLUMN_SORT[self.sort_key], self.descending)
         self.table.set_rows(list(rows))
-        shown = f"{len(rows):,} of {len(self.all_rows):,}" if len(rows) != len(self.all_rows) else f"{len(rows):,}"
+        self._shown = len(rows)
+        self._refresh_subtitle()
+
+    def _refresh_subtitle(self) -> None:
+        rows = self._shown
+        shown = f"{rows:,} of {len(self.all_rows):,}" if rows != len(self.all_rows) else f"{rows:,}"
         what = " ".join(filter(None, [self.topic_glob and f"topic {self.topic_glob}",
                                       self.flag and f"flag {self.flag}"]))
-        self.border_subtitle = f"{shown} partitions" + (f" · filter: {what}" if what else "")
+        hidden = self.table.hidden_columns
+        self.border_subtitle = f"{shown} partitions" + (f" · filter: {what}" if what else "") + \
+            (f" · {', '.join(hidden)} hidden (wider shows them)" if hidden else "")
+
+    @on(RowTable.ColumnsHidden)
+    def _columns_hidden(self, event: RowTable.ColumnsHidden) -> None:
+        event.stop()
+        self._refresh_subtitle()
 
     # -- filter and sort --------------------------------------------------------------------
 
@@ -154,6 +180,13 @@ class PartitionsPanel(Vertical):
     def close_filter(self) -> None:
         self.filter_bar.display = False
         self.table.focus()
+
+    def clear_filter(self) -> None:
+        """Every partition again: the typed glob and the chosen flag emptied, the bar closed."""
+        self.query_one("#filter-input", Input).value = ""
+        self.query_one("#flag-select", Select).clear()
+        self.set_filter("", None)
+        self.close_filter()
 
     @on(Input.Changed, "#filter-input")
     def _typed(self, event: Input.Changed) -> None:

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from metashell.dashboard.model import VoterRow
 from metashell.dashboard.widgets.row_table import Cell, Column, RowTable
 
+# Narrow, the directory id goes first, then the ages; the id, endpoint, role and progress stay.
 VOTER_COLUMNS = (
-    Column("node_id", "id", align="right"), Column("directory_id", "directory id", max_width=24, shrink=True),
-    Column("endpoint", "endpoint", max_width=40, shrink=True), Column("role", "role"),
+    Column("node_id", "id", align="right"),
+    Column("directory_id", "directory id", max_width=24, shrink=True, drop=1),
+    Column("endpoint", "endpoint", max_width=40, shrink=True, min_width=16), Column("role", "role"),
     Column("log_end_offset", "log end", align="right"), Column("lag", "lag", align="right"),
-    Column("last_fetch", "last fetch"), Column("caught_up_age", "caught up"))
+    Column("last_fetch", "last fetch", drop=3), Column("caught_up_age", "caught up", drop=2))
 HISTORY_LINES = 3
 ROLE_MARKERS = {"leader": "★ leader", "voter": "  voter", "observer": "  observer"}
 
@@ -39,6 +42,11 @@ class QuorumPanel(Vertical):
     @property
     def table(self) -> RowTable:
         return self.query_one("#voters", RowTable)
+
+    @property
+    def focus_target(self) -> Widget:
+        """What takes the focus when the panel comes forward."""
+        return self.table
 
     def show(self, voters: list[VoterRow], history: list[str], live: str = "") -> None:
         """``live``: the subtitle of a live quorum (its leader, epoch and high watermark)."""

@@ -13,10 +13,9 @@ dashboard.tcss with theme variables; a theme switch clears the cache and redraws
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Hashable, Sequence
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -29,6 +28,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from metashell.dashboard.model import ALL_FLAGS, EVENT_KINDS
+from metashell.dashboard.widgets.columns import Column, column_widths, fit, line_width
+
+__all__ = ["Cell", "Column", "RowTable", "fit"]
 
 BROKER_STATES = ("active", "fenced", "controlled-shutdown", "unregistered")
 # Style names a cell or a row may carry; each is the component class "row-table--<name>".
@@ -38,28 +40,10 @@ STYLE_NAMES = ("leader", "muted", "current", "flagged",
                *(f"event-{k}" for k in EVENT_KINDS))
 
 Cell = tuple[str, "str | None"]  # text, style name (or None: the table's own colours)
-MIN_SHRINK = 8
 AUTO_WIDTH_LIMIT = 2_000  # fitting columns to content scans every row: small tables only
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    key: str
-    label: str
-    width: int | None = None  # None: fit the content (header and rows), up to max_width
-    max_width: int = 40
-    align: str = "left"  # or "right"
-    flex: bool = False  # take the width the other columns leave (at least ``width``)
-    shrink: bool = False  # give up width (down to MIN_SHRINK) when the table does not fit
-
-
-def fit(text: str, width: int, align: str = "left") -> str:
-    """``text`` padded or cut (with an ellipsis) to exactly ``width`` cells."""
-    length = cell_len(text)
-    if length > width:
-        return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, width)
-    pad = " " * (width - length)
-    return pad + text if align == "right" else text + pad
+# A table whose content-sized columns are all ``fit`` ones (they have a width to fall back on)
+# scans fewer: its rows change with every step (the partitions), and 2,000 rows cost ~10 ms a step.
+FIT_LIMIT = 500
 
 
 class RowTable(ScrollView, can_focus=True):
@@ -82,6 +66,13 @@ class RowTable(ScrollView, can_focus=True):
         def __init__(self, table: "RowTable", column_key: str) -> None:
             super().__init__()
             self.table, self.column_key = table, column_key
+
+    class ColumnsHidden(Message):
+        """The columns hidden for want of width changed (``hidden``: their labels)."""
+
+        def __init__(self, table: "RowTable", hidden: list[str]) -> None:
+            super().__init__()
+            self.table, self.hidden = table, hidden
 
     class CursorMoved(Message):
         def __init__(self, table: "RowTable", row: Any) -> None:
@@ -146,15 +137,29 @@ class RowTable(ScrollView, can_focus=True):
         self.refresh(Region(0, 0, self.size.width, 1))
 
     def _fit_columns(self) -> bool:
-        """Fit auto-width columns to the content; True if any width changed."""
-        if not any(c.width is None for c in self._columns) or len(self._rows) > AUTO_WIDTH_LIMIT:
+        """Fit the content-sized columns (``width`` None, or ``fit``) to the rows; True if any
+        width changed. Past AUTO_WIDTH_LIMIT rows (FIT_LIMIT when every such column is ``fit``)
+        nothing is scanned: a ``fit`` column takes its ``width``, a ``width`` None one keeps the
+        width it had."""
+        columns = self._columns
+        if not any(c.width is None or c.fit for c in columns):
             return False
-        widths = [cell_len(c.label) + 1 for c in self._columns]  # +1: room for the sort arrow
-        for row in self._rows:
-            for i, (text, _) in enumerate(self._cells(row)):
-                widths[i] = max(widths[i], cell_len(text))
-        widths = [w if c.width is None else c.width for w, c in zip(widths, self._columns)]
-        widths = [min(w, c.max_width) for w, c in zip(widths, self._columns)]
+        limit = AUTO_WIDTH_LIMIT if any(c.width is None for c in columns) else FIT_LIMIT
+        scan = len(self._rows) <= limit
+        content = [cell_len(c.label) + 1 for c in columns]  # +1: room for the sort arrow
+        if scan:
+            for row in self._rows:
+                for i, (text, _) in enumerate(self._cells(row)):
+                    content[i] = max(content[i], cell_len(text))
+        widths = list(self._fitted)
+        for i, c in enumerate(columns):
+            if c.width is None:
+                widths[i] = content[i] if scan else widths[i]
+            elif c.fit:
+                widths[i] = content[i] if scan else max(c.width, content[i])
+            else:
+                widths[i] = max(c.width, cell_len(c.label) + 1)
+        widths = [min(w, c.max_width) for w, c in zip(widths, columns)]
         if widths == self._fitted:
             return False
         self._fitted = widths
@@ -162,25 +167,35 @@ class RowTable(ScrollView, can_focus=True):
         return True
 
     def _flex(self) -> bool:
-        """Give the spare width to the flex column(s); True if any width changed."""
-        widths = list(self._fitted)
-        flex = [i for i, c in enumerate(self._columns) if c.flex]
-        spare = self.scrollable_content_region.width - sum(widths) - len(widths)
-        if spare > 0 and flex:
-            widths[flex[-1]] += spare
-        elif spare < 0:  # too wide: the shrinkable columns give up width, widest first
-            for i in sorted((i for i, c in enumerate(self._columns) if c.shrink), key=lambda i: -widths[i]):
-                cut = min(-spare, max(0, widths[i] - MIN_SHRINK))
-                widths[i] -= cut
-                spare += cut
+        """Share the width among the columns (metashell.dashboard.widgets.columns: some hide,
+        some shrink, the flex column takes what is left); True if any width changed."""
+        widths = column_widths(self._columns, self._fitted, self.scrollable_content_region.width)
         if widths == self._widths:
             return False
+        hidden = [w == 0 for w in self._widths]
         self._widths = widths
+        if hidden != [w == 0 for w in widths]:
+            self.post_message(self.ColumnsHidden(self, self.hidden_columns))
         self._lines.clear()
         return True
 
+    @property
+    def hidden_columns(self) -> list[str]:
+        """The labels of the columns hidden for want of width."""
+        return [c.label for c, w in zip(self._columns, self._widths) if not w]
+
+    def set_columns(self, columns: Sequence[Column]) -> None:
+        """New columns (the same cells function must fill them)."""
+        self._columns = list(columns)
+        self._fitted = [max(cell_len(c.label) + 1, c.width or 0) for c in self._columns]
+        self._fit_columns()
+        self._flex()
+        self._lines.clear()
+        self._resize()
+        self.refresh()
+
     def _resize(self) -> None:
-        size = Size(sum(self._widths) + len(self._widths), max(len(self._rows), self.capacity) + 1)
+        size = Size(line_width(self._widths), max(len(self._rows), self.capacity) + 1)
         if size != self.virtual_size:  # a new virtual size relays out the whole screen
             self.virtual_size = size
 
@@ -243,8 +258,9 @@ class RowTable(ScrollView, can_focus=True):
             style = self.rich_style + self._style("header")
             texts = []
             for column, w in zip(self._columns, self._widths):
-                arrow = ("▼" if self.sort_descending else "▲") if column.key == self.sort_key else ""
-                texts.append(fit(column.label + arrow, w, column.align))
+                if w:  # 0: hidden for want of width
+                    arrow = ("▼" if self.sort_descending else "▲") if column.key == self.sort_key else ""
+                    texts.append(fit(column.label + arrow, w, column.align))
             strip = Strip([Segment(" ".join(texts) + " ", style)])
             self._lines[key] = strip
         return strip
@@ -259,6 +275,8 @@ class RowTable(ScrollView, can_focus=True):
                 base = base + self._style(row_style)
             segments = []
             for column, w, (text, style_name) in zip(self._columns, self._widths, self._cells(row)):
+                if not w:
+                    continue
                 segments.append(Segment(fit(text, w, column.align), base + self._style(style_name)))
                 segments.append(Segment(" ", base))
             if cursor:
@@ -308,6 +326,8 @@ class RowTable(ScrollView, can_focus=True):
         if y == 0:
             left = 0
             for column, w in zip(self._columns, self._widths):
+                if not w:
+                    continue
                 if left <= x < left + w + 1:
                     self.post_message(self.HeaderClicked(self, column.key))
                     return

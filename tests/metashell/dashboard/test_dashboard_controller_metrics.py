@@ -13,13 +13,21 @@ from typing import Awaitable, Callable
 
 import pytest
 
+from textual.content import Content
+
 from engine.controller.controller_metrics import controller_metrics
+from engine.image.metadata_delta import MetadataDelta
+from engine.image.metadata_image import MetadataImage
+from engine.records import metadata_records as m
+from engine.records.kio_codec import i8, i32, i64
 from metashell.dashboard.app import DashboardApp
 from metashell.dashboard.history import History
 from metashell.dashboard.model import FLAG_LEADERLESS
 from metashell.dashboard.screens import MainScreen
 from metashell.dashboard.widgets import BrokersPanel, PartitionsPanel
-from metashell.dashboard.widgets.controller_panel import ControllerPanel
+from metashell.dashboard.widgets.controller_panel import (ControllerPanel, broker_states, metrics_markup,
+                                                          shut_down_cleanly)
+from tests.broker_records import broker_fencing, broker_registration
 
 SIZE = (160, 50)
 
@@ -131,3 +139,68 @@ def test_every_batch_agrees_with_a_fresh_count(history: History) -> None:
                 break
         assert offset == history.last_offset
     run(DashboardApp(history), body)
+
+
+# -- broker counts: each broker once, in one state -------------------------------------------------
+
+def replayed(records: list) -> MetadataImage:
+    """The image after replaying ``records`` (one a batch, offsets from 0), as the log's reader does."""
+    delta = MetadataDelta(MetadataImage())
+    for offset, record in enumerate(records):
+        delta.replay(record, offset, 1, 1_767_225_600_000 + offset)
+    return delta.apply()
+
+
+def shutting_down(broker_id: int) -> m.BrokerRegistrationChangeRecordV1:
+    """What the controller writes when the broker asks to shut down (its heartbeat's wantShutDown)."""
+    return m.BrokerRegistrationChangeRecordV1(broker_id=i32(broker_id), broker_epoch=i64(10 + broker_id),
+                                              in_controlled_shutdown=i8(1))
+
+
+def brokers_line(image: MetadataImage) -> str:
+    text = Content.from_markup(metrics_markup(controller_metrics(image), shut_down_cleanly(image))).plain
+    return next(line for line in text.splitlines() if line.startswith("brokers"))
+
+
+FIVE_UP = [r for b in range(1, 6) for r in (broker_registration(b), broker_fencing(b, False))]
+
+
+@pytest.mark.parametrize("story,line", [
+    ([], "5 active · 0 fenced · 0 in shutdown"),
+    ([shutting_down(4)], "4 active · 0 fenced · 1 in shutdown"),
+    # kraftd cluster stop broker-4: its controlled shutdown completes, then it is fenced
+    ([shutting_down(4), broker_fencing(4, True)], "4 active · 1 fenced (1 shut down) · 0 in shutdown"),
+    # down: four shut down cleanly, the last one's session expired (no controller left to move leaders to)
+    ([*(r for b in range(1, 5) for r in (shutting_down(b), broker_fencing(b, True))), broker_fencing(5, True)],
+     "0 active · 5 fenced (4 shut down) · 0 in shutdown"),
+    # broker-4 started again: a new registration ends its controlled shutdown
+    ([shutting_down(4), broker_fencing(4, True), broker_registration(4), broker_fencing(4, False)],
+     "5 active · 0 fenced · 0 in shutdown"),
+])
+def test_each_broker_is_counted_once_in_one_state(story: list, line: str) -> None:
+    image = replayed(FIVE_UP + story)
+    assert brokers_line(image) == f"brokers    {line}"
+    active, in_shutdown, fenced = broker_states(controller_metrics(image))
+    assert active + in_shutdown + fenced == len(image.cluster.brokers) == 5
+    # Kafka's own counts, which overlap, stay as Kafka has them (the tooltip names them)
+    metrics = controller_metrics(image)
+    assert metrics.active_broker_count == sum(1 for b in image.cluster.brokers.values() if not b.fenced)
+    assert metrics.controlled_shutdown_broker_count == \
+        sum(1 for b in image.cluster.brokers.values() if b.in_controlled_shutdown)
+
+
+def test_the_demo_broker_that_shut_down_cleanly_is_fenced_once(history: History) -> None:
+    """Broker 1 of the bad day shuts down cleanly, then is fenced: one fenced broker, none in shutdown."""
+    shutdown = next(e for e in history.events if e.kind == "controlled-shutdown")
+    fence = next(e for e in history.events if e.kind == "fence" and e.subject == shutdown.subject
+                 and e.offset > shutdown.offset)
+
+    async def body(pilot, screen: MainScreen) -> None:
+        brokers = screen.frame.image.cluster.brokers
+        line = next(s for s in panel(screen).text().splitlines() if s.startswith("brokers"))
+        fenced = sum(1 for b in brokers.values() if b.fenced)
+        assert f"{len(brokers) - fenced} active · {fenced} fenced (1 shut down) · 0 in shutdown" in line
+        states = [r.state for r in screen.query_one(BrokersPanel).table.rows if r.state != "unregistered"]
+        assert line.endswith(f"{states.count('active')} active · {states.count('fenced')} fenced (1 shut down) · "
+                             f"{states.count('controlled-shutdown')} in shutdown")
+    run(DashboardApp(history, offset=fence.offset), body)

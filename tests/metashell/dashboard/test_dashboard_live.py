@@ -152,10 +152,39 @@ def test_frames_stream_in_woken_or_polled_and_the_feed_and_charts_grow(batches, 
         assert screen.frame.image == load_log_dir(demo_log_dir, offset=last)[0]
         assert len(events.texts()) > before and events.texts() == [e.text for e in reversed(source.events)]
         assert "quorum leader 3 (epoch 2)" in events.texts()  # a leader change, as it came
-        assert fenced.points is points and fenced.end == last > chart_end
+        # the same list, grown; the span is the records' times, up to the last one's
+        assert fenced.points is points and fenced.end == source.time_span()[1] > chart_end
         assert len(points) > 1
         assert f"offset {last} / {last}" in header(screen)
     run(source, body)
+
+
+def test_the_header_says_playing_or_paused_never_both(batches) -> None:
+    """Away from the newest frame the header says where the view is: paused, or playing while
+    play mode moves it; both at once (``⏸ paused @N ... ▶ playing 1x``) contradicts itself."""
+    feed = PushedFeed()
+    source = attached(feed, batches[:6])
+    play = ManualTicker()
+
+    async def main() -> None:
+        async with DashboardApp(source, poll_ticker=ManualTicker(), ticker=play).run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            screen = pilot.app.main
+            await pilot.press("left")
+            assert "⏸ paused @" in header(screen) and "playing" not in header(screen)
+            await pilot.press("home", "space")  # play from the start of what was fetched
+            assert screen.playing and not screen.following
+            text = header(screen)
+            assert "▶ playing 1x before the first record, +0 new" in text and "paused" not in text
+            play.tick()
+            await pilot.pause()
+            text = header(screen)
+            assert f"▶ playing 1x @{screen.frame.offset}, +0 new" in text and "paused" not in text
+            assert text.count("playing") == 1
+            await pilot.press("space")  # paused by hand: the same place, the word changes
+            text = header(screen)
+            assert f"⏸ paused @{screen.frame.offset}, +0 new" in text and "playing" not in text
+    asyncio.run(main())
 
 
 def test_looking_back_pauses_end_follows_again_and_the_feed_status_shows(batches) -> None:
@@ -174,7 +203,8 @@ def test_looking_back_pauses_end_follows_again_and_the_feed_status_shows(batches
         assert f"⏸ paused @{looking}, +{added} new" in header(screen)
         assert f"offset {looking} / {batches[5][-1].offset}" in header(screen)
         await pilot.press("home")  # time travel back to the start of what was fetched
-        assert screen.frame.offset == -1 and "paused @-1" in header(screen)
+        assert screen.frame.offset == -1 and "⏸ paused before the first record" in header(screen)
+        assert "@-1" not in header(screen) and "offset -1" not in header(screen)
         await pilot.press("end")
         assert screen.following and screen.frame.offset == batches[5][-1].offset
         assert "paused" not in header(screen) and "● live" in header(screen)
@@ -254,7 +284,7 @@ def test_the_window_bounds_memory_and_a_reset_starts_anew(batches, demo_log_dir:
         assert screen.query_one(EventsFeed).texts() == [e.text for e in reversed(source.events)]
         fenced = source.series()["fenced_brokers"]
         assert fenced[0][0] >= source.start_offset and screen.query_one("#chart-fenced-brokers", Chart).start == \
-            source.first_offset
+            source.entries[0].timestamp_ms  # the window's first record's time
         await pilot.press("home")  # back as far as the window reaches
         assert screen.frame.offset == source.start_offset
         assert screen.frame.image == load_log_dir(demo_log_dir, offset=source.start_offset)[0]

@@ -310,7 +310,11 @@ def test_header_voters_and_leader_history(demo: History) -> None:
     assert (header.leader, header.position, header.record_time) == \
         ("3 (epoch 2)", "offset 23 / 23", "2026-01-01T00:00:10Z")
     empty = panels.header_info(demo.first(), demo.info)
-    assert (empty.metadata_version, empty.kraft_version, empty.leader, empty.record_time) == ("-", "-", "none", "-")
+    # before the first record: no offset -1, no "quorum leader none" (the header leaves them out)
+    assert (empty.metadata_version, empty.kraft_version, empty.leader, empty.record_time) == ("-", "-", "", "-")
+    assert empty.position == "before the first record · last 23"
+    leaderless = panels.header_info(demo.frame_at(1), demo.info)  # a record applied, still no leader known
+    assert leaderless.position == "offset 1 / 23"
     assert [(v.node_id, v.role, v.directory_id, v.lag) for v in panels.voter_rows(last, demo.info)] == \
         [(1, "voter", "-", "-"), (2, "voter", "-", "-"), (3, "leader", "-", "-")]
     assert panels.voter_rows(demo.first(), demo.info) == []
@@ -441,3 +445,19 @@ def test_corpus_history_agrees_with_summary(node: str) -> None:
     middle = h.entries[len(h.entries) // 2].offset  # a replay from a checkpoint, as the loader's own
     assert h.frame_at(middle).image == load_log_dir(CORPUS / node, offset=middle)[0]
     assert panels.header_info(frame, h.info).leader != "none"
+
+
+def test_the_live_state_says_paused_or_playing_never_both() -> None:
+    from metashell.live.feed import AttachStatus
+
+    up = AttachStatus("c1:9093", connected=True, leader_id=1, leader_epoch=2, applied_offset=90, high_watermark=91,
+                      note="following leader 1 (epoch 2)")
+    paused = panels.live_state(up, following=False, offset=40, new_records=7)
+    assert paused == ("⏸ paused @40, +7 new", "paused")
+    playing = panels.live_state(up, following=False, offset=40, new_records=7, playing=2.0)
+    assert playing == ("▶ playing 2x @40, +7 new", "paused") and "paused" not in playing[0]
+    home = panels.live_state(up, following=False, offset=-1, new_records=0, playing=0.5)
+    assert home[0] == "▶ playing 0.5x before the first record, +0 new"
+    down = panels.live_state(AttachStatus("c1:9093", error="cluster id mismatch"), following=False, offset=3,
+                             new_records=0, playing=1.0)
+    assert down == ("✖ cluster id mismatch · ▶ playing 1x @3, +0 new", "down")

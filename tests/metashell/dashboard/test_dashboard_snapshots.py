@@ -1,8 +1,12 @@
-"""SVG snapshots of the dashboard's main screen, in both themes, at a fixed point of the demo.
+"""SVG snapshots of the dashboard at three terminal sizes and in both themes, at a fixed point of
+the bad day of ``metashell demo`` (metashell.demo.dashboard_demo): the moment payments-0 lost its
+last in-sync replica (leaderless, ISR empty, ELR [2, 4], last-known ELR [2]).
 
-Nothing on screen comes from a clock: times are the records' own, the demo's data is fixed,
-and no Input has focus (so no blinking cursor). The position is the demo's first fence, found
-from its events. Regenerate after a deliberate change with ``--snapshot-update``.
+80x24 and 120x35 are the tabbed layout (one panel filling the screen), 200x50 the wide one.
+Nothing on screen comes from a clock: times are the records' own, the demo's bytes are the same
+on every run, the history is a file (no live ages) and no Input has focus (no blinking cursor).
+The position is found from the history's events, not hard-coded. Regenerate after a
+deliberate change with ``--snapshot-update`` and look at the report before committing.
 """
 
 from __future__ import annotations
@@ -14,26 +18,44 @@ import pytest
 from metashell.dashboard.app import DashboardApp
 from metashell.dashboard.history import History
 
-SIZE = (160, 50)
-
 
 @pytest.fixture
-def history(demo_log_dir: Path) -> History:
-    return History.open_log_dir(demo_log_dir)
+def bad_day(dashboard_demo_dir: Path) -> History:
+    return History.open_log_dir(dashboard_demo_dir)
 
 
-def fence_offset(history: History) -> int:
-    return next(e.offset for e in history.events if e.kind == "fence")
+def elr_moment(history: History) -> int:
+    """Where payments-0's ISR emptied and its last-known ELR was set."""
+    return next(e.offset for e in history.events
+                if e.kind == "elr-change" and e.subject == "payments-0" and "last-known ELR [] →" in e.text)
 
 
-@pytest.mark.parametrize("theme", ["metashell-dark", "metashell-light"])
-def test_main_screen_at_the_first_fence(snap_compare, history: History, theme: str) -> None:
-    app = DashboardApp(history, theme=theme, offset=fence_offset(history))
-    assert snap_compare(app, terminal_size=SIZE)
+@pytest.mark.parametrize("size", [(80, 24), (120, 35), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_elr_moment_at_each_size(snap_compare, bad_day: History, size: tuple[int, int]) -> None:
+    app = DashboardApp(bad_day, offset=elr_moment(bad_day))
+    assert snap_compare(app, terminal_size=size)
+
+
+def test_the_light_theme(snap_compare, bad_day: History) -> None:
+    app = DashboardApp(bad_day, theme="metashell-light", offset=elr_moment(bad_day))
+    assert snap_compare(app, terminal_size=(200, 50))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 35)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_brokers_tab(snap_compare, bad_day: History, size: tuple[int, int]) -> None:
+    """2 brings the brokers forward (the tabbed layout)."""
+    app = DashboardApp(bad_day, offset=elr_moment(bad_day))
+    assert snap_compare(app, press=["2"], terminal_size=size)
 
 
 @pytest.mark.slow
-def test_drilled_into_a_partition(snap_compare, history: History) -> None:
-    """The node browser open at /topics/orders/1 (down, enter from the partitions table)."""
-    app = DashboardApp(history, offset=fence_offset(history))
-    assert snap_compare(app, press=["down", "enter"], terminal_size=SIZE)
+def test_drilled_into_a_partition(snap_compare, bad_day: History) -> None:
+    """The node browser open at the partition under the cursor (down, enter from the partitions)."""
+    app = DashboardApp(bad_day, offset=elr_moment(bad_day))
+    assert snap_compare(app, press=["down", "enter"], terminal_size=(120, 35))
+
+
+@pytest.mark.slow
+def test_the_legend(snap_compare, bad_day: History) -> None:
+    app = DashboardApp(bad_day, offset=elr_moment(bad_day))
+    assert snap_compare(app, press=["question_mark"], terminal_size=(120, 35))
