@@ -21,7 +21,7 @@ CORPUS_DIRS = sorted(str(p.parent.relative_to(CORPUS)) for p in CORPUS.glob("**/
 def _shell(node: str, offset: int, command: str) -> list[str]:
     lines: list[str] = []
     session = Session(Source(log_dir=CORPUS / node), out=lines.append, err=lines.append)
-    session.load(offset=offset + 1)
+    session.load(offset=offset)  # the image as of that offset, inclusive, as the frame shows it
     session.run_line(command)
     return lines
 
