@@ -1,4 +1,5 @@
-"""``metashell bench export``: how long exporting /topics of a million partitions to Parquet takes.
+"""``metashell bench export``: how long exporting /topics of a million partitions to Parquet takes;
+with ``--small``, how long a small export takes beside the Spark session's own start-up.
 
 Builds an image of ``partitions`` partitions directly (topics of 100 partitions, three replicas
 out of six brokers, the ISR one replica short on every 50th partition), then times each step of
@@ -8,11 +9,19 @@ conversion and ``createDataFrame``; ``to_dataframe`` is these two steps), a ``co
 the Parquet write. Prints each step's seconds and the total; asserts
 nothing. Lives under metashell, not in ``kraftd bench``: the engine never imports metashell
 (docs/architecture.md).
+
+``bench_small_export`` times whole processes instead, as a user waits for them: ``metashell
+export --demo /topics`` (3 rows, Parquet) against a process that only starts the same local
+Spark session and exits, the two taking turns (A B A B ...) so a machine's drift touches both.
+The difference of the medians is what the export costs beyond Spark's own start-up.
 """
 
 from __future__ import annotations
 
 import random
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -88,3 +97,38 @@ def bench_export(partitions: int = 1_000_000, out: Callable[[str], None] = print
     seconds["total"] = sum(seconds.values())
     out(f"{'total':<18} {seconds['total']:7.2f} s  (image build to Parquet written; count() = {count:,})")
     return seconds
+
+
+SESSION_ONLY = ("from metashell.export.spark_session import get_spark, preflight\n"
+                "preflight()\n"
+                "get_spark()\n")
+
+
+def small_export_commands(out_dir: Path) -> dict[str, list[str]]:
+    """The two processes ``bench_small_export`` times: the export, and the session alone."""
+    return {"export": [sys.executable, "-m", "metashell.cli", "export", "--demo", "/topics", "--out", str(out_dir)],
+            "session": [sys.executable, "-c", SESSION_ONLY]}
+
+
+def bench_small_export(runs: int = 5, out: Callable[[str], None] = print) -> dict[str, float]:
+    """Median wall seconds of ``metashell export --demo /topics`` and of the session alone over
+    ``runs`` turns (after one warm-up turn, not counted); a run that fails stops the bench."""
+    walls: dict[str, list[float]] = {"export": [], "session": []}
+    out(f"metashell bench export --small: {runs} turns of export --demo /topics, and of the Spark session alone")
+    with tempfile.TemporaryDirectory(prefix="metashell-bench-small-") as tmp:
+        commands = small_export_commands(Path(tmp))
+        for turn in range(runs + 1):
+            for name, argv in commands.items():
+                started = time.perf_counter()
+                done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                wall = time.perf_counter() - started
+                if done.returncode != 0:
+                    raise RuntimeError(f"{name} exited {done.returncode}: {(done.stderr or done.stdout).strip()}")
+                if turn:  # the first turn warms the disk cache and is not counted
+                    walls[name].append(wall)
+    medians = {name: statistics.median(values) for name, values in walls.items()}
+    for name, values in walls.items():
+        out(f"{name:<8} median {medians[name]:6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")
+    medians["beyond session"] = medians["export"] - medians["session"]
+    out(f"the export beyond the session's start-up: {medians['beyond session']:.2f} s")
+    return medians
