@@ -64,7 +64,8 @@ def test_no_pyspark_is_said_before_any_work(no_pyspark, damaged_log, tmp_path: P
 
 
 def test_no_pyspark_in_the_shell_export_command(no_pyspark, tmp_path: Path) -> None:
-    done = run(["--demo", "-c", f"export /topics --out {tmp_path / 'out'}"], no_pyspark)
+    # said before the export looks at its path (which is not in the tree either)
+    done = run(["--demo", "-c", f"export /nope --out {tmp_path / 'out'}"], no_pyspark)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"metashell: export: {NO_PYSPARK}\n"
 
