@@ -154,18 +154,15 @@ def jvm_cpu_s(spark: Any) -> float | None:
 
 
 def small_export_steps(out: Callable[[str], None] = print) -> None:
-    """One small export in this (fresh) process, step by step as ``metashell export --demo
-    /topics`` runs them: the session starting in a thread while the demo log is written and
-    loaded and the rows built, then the wait for it, the DataFrame and the Parquet write."""
+    """One small export in this (fresh) process, step by step as ``metashell export`` runs them:
+    the session starting in a thread while the image (3 partitions, as ``--demo``'s, built by
+    ``bench_image``) and its rows are made, then the wait for it, the DataFrame and the write."""
     started, cpu_started = time.perf_counter(), time.process_time()
     last = [started]
-    from metashell.demo.shell_demo import write_demo_log_dir
     from metashell.export import export, table_dataframe
     from metashell.export.spark_session import get_spark, preflight
     from metashell.export.spark_start import SparkStart
     from metashell.export.tables import table_for
-    from metashell.shell.session import Session
-    from metashell.source import Source
 
     def step(name: str, spark: Any = None) -> None:
         now = time.perf_counter()
@@ -178,15 +175,13 @@ def small_export_steps(out: Callable[[str], None] = print) -> None:
     preflight()
     step("preflight (pyspark, pyarrow, Java)")
     with SparkStart(small=True), tempfile.TemporaryDirectory(prefix="metashell-bench-steps-") as tmp:
-        session = Session(Source(log_dir=write_demo_log_dir(Path(tmp) / "log")), out=lambda line: None)
-        session.load()
-        table = table_for(session.image, "/topics")
-        step("demo log, image, rows (Spark starting)")
+        table = table_for(bench_image(3), "/topics")
+        step("image and rows (Spark starting)")
         spark = get_spark()
         step("waiting for the Spark session", spark)
         frame = table_dataframe(table, spark)
         step("DataFrame (createDataFrame)", spark)
-        export(frame, Path(tmp) / "out", "parquet")
+        export(frame, Path(tmp), "parquet", table="partitions")
         step("Parquet write", spark)
 
 

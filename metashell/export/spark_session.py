@@ -42,6 +42,21 @@ LOCAL_CONFIG = {
 SMALL_EXPORT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+# A session a front end is starting while it loads the image (metashell.export.spark_start's
+# SparkStart, which sets and clears this): get_spark() waits for it rather than start another.
+_pending: Any = None
+
+
+def set_pending(start: Any) -> None:
+    global _pending
+    _pending = start
+
+
+def pending() -> Any:
+    """The start a front end began and has not closed, if any."""
+    return _pending
+
+
 class ExportError(MetadataError):
     """An export that cannot run: pyspark or Java missing, a bad table name or format."""
 
@@ -94,12 +109,8 @@ def get_spark(master: str | None = None, remote: str | None = None,
     is asked for, or the one a front end is starting (metashell.export.spark_start); else a new
     one (see the module docstring). ``warn`` gets what Spark's JVM says that matters, one line
     each (default: ``metashell: warning: ...`` on stderr)."""
-    if master is None and remote is None:
-        from metashell.export.spark_start import pending
-
-        start = pending()
-        if start is not None:
-            return start.session()
+    if master is None and remote is None and _pending is not None:
+        return _pending.session()
     return spark_now(master, remote, warn)
 
 

@@ -13,9 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from metashell.export.spark_session import ExportError, first_line, spark_now
-
-_pending: SparkStart | None = None
+from metashell.export import spark_session
+from metashell.export.spark_session import ExportError, first_line, pending, spark_now
 # A log directory or snapshot under this many bytes makes a small export (see SparkStart's small)
 SMALL_SOURCE_BYTES = 64 << 20
 
@@ -33,11 +32,6 @@ def is_small(path: Path) -> bool:
     return True
 
 
-def pending() -> SparkStart | None:
-    """The start a front end began and has not closed, if any."""
-    return _pending
-
-
 class SparkStart:
     """``spark_now(master, remote, warn, small)`` in a daemon thread: a process that exits on an error of
     its own does not wait for Spark (its JVM ends with it). Spark Connect starts at once: it has
@@ -51,18 +45,16 @@ class SparkStart:
         self._thread = threading.Thread(target=self._start, name="metashell-spark-start", daemon=True)
 
     def __enter__(self) -> SparkStart:
-        global _pending
         if self._args[1] is not None:
             self._start()
         else:
             self._thread.start()
-        _pending = self
+        spark_session.set_pending(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        global _pending
-        if _pending is self:
-            _pending = None
+        if pending() is self:
+            spark_session.set_pending(None)
 
     def _start(self) -> None:
         try:
