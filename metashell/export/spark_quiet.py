@@ -48,14 +48,25 @@ def default_warn(line: str) -> None:
 
 
 def log4j2_file() -> Path:
-    """Our log4j2 configuration, written once per content into the temporary directory."""
+    """Our log4j2 configuration, written once per content into the user's cache directory
+    ($XDG_CACHE_HOME or ~/.cache, metashell/), not a shared /tmp another user could write first;
+    a private temporary directory when the cache cannot be written."""
     digest = hashlib.sha256(LOG4J2.encode()).hexdigest()[:12]
-    path = Path(tempfile.gettempdir()) / f"metashell-log4j2-{digest}.properties"
-    if not path.is_file():
-        fd, part = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
-        with os.fdopen(fd, "w") as out:
-            out.write(LOG4J2)
-        os.replace(part, path)  # atomic: a concurrent export reads the whole file or none
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "metashell"
+    try:
+        return _written(cache / f"log4j2-{digest}.properties")
+    except OSError:
+        return _written(Path(tempfile.mkdtemp(prefix="metashell-log4j2-")) / "log4j2.properties")
+
+
+def _written(path: Path) -> Path:
+    if path.is_file() and path.read_text() == LOG4J2:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, part = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+    with os.fdopen(fd, "w") as out:
+        out.write(LOG4J2)
+    os.replace(part, path)  # atomic: a concurrent export reads the whole file or none
     return path
 
 

@@ -105,3 +105,17 @@ def test_a_jvm_that_cannot_start_is_one_line(tmp_path: Path) -> None:
                           stdin=subprocess.DEVNULL, env=env)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "metashell: Spark's JVM did not start: Invalid thread stack size: -Xss1x\n"
+
+
+def test_the_log4j2_file_is_the_users_and_whole(tmp_path: Path, monkeypatch) -> None:
+    from metashell.export.spark_quiet import LOG4J2, log4j2_file
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = log4j2_file()
+    assert path.parent == tmp_path / "cache" / "metashell" and path.read_text() == LOG4J2
+    path.write_text("rootLogger.level = all\n")  # changed since: written again, not trusted by its name
+    assert log4j2_file() == path and path.read_text() == LOG4J2
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # a cache that cannot be made
+    other = log4j2_file()
+    assert other.read_text() == LOG4J2 and tmp_path not in other.parents
