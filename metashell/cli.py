@@ -166,6 +166,9 @@ def build_bench_export_parser() -> OneLineParser:
                            description="Time each step of exporting /topics of many partitions to Parquet.")
     parser.add_argument("--partitions", type=int, default=1_000_000)
     parser.add_argument("--spark-master", help="a Spark master URL (default: local[*])")
+    parser.add_argument("--small", action="store_true",
+                        help="time whole processes instead: export --demo /topics against the Spark session alone")
+    parser.add_argument("--runs", type=int, default=5, help="with --small: the turns counted (default 5)")
     return parser
 
 
@@ -181,6 +184,13 @@ def _bench_dash(args) -> int:
 def _bench_export(args) -> int:
     if args.partitions < 1:
         raise ConfigError("--partitions must be positive")
+    if args.runs < 1:
+        raise ConfigError("--runs must be positive")
+    if args.small:
+        from metashell.bench.export import bench_small_export
+
+        bench_small_export(args.runs)
+        return 0
     from metashell.bench.export import bench_export
 
     bench_export(args.partitions, spark_master=args.spark_master)
@@ -188,8 +198,14 @@ def _bench_export(args) -> int:
 
 
 def _export_command(args, err: Callable[[str], None]) -> int:
-    """``metashell export``: the shell's ``export`` command, once, over the given source."""
+    """``metashell export``: the shell's ``export`` command, once, over the given source.
+
+    What is missing for Spark is said first, before any work; then Spark starts in a thread
+    while the image loads (metashell.export.spark_start), and the export waits for it."""
+    from metashell.export.spark_session import preflight
+    from metashell.export.spark_start import SparkStart, is_small
     from metashell.shell.commands import COMMANDS
+    from metashell.shell.registry import ShellError
 
     time_ms = _time_ms(args.time)
     if args.history and args.path:
@@ -200,24 +216,26 @@ def _export_command(args, err: Callable[[str], None]) -> int:
         raise ConfigError("--offset and --time choose an image; --history exports the whole log")
     if args.snapshot and (args.offset is not None or time_ms is not None):
         raise ConfigError("--offset and --time need a log directory (--log-dir): a snapshot holds one point in time")
-    from metashell.export.spark_session import get_spark
-    from metashell.shell.registry import ShellError
+    preflight(remote=args.remote)
+    _command_config_needs_bootstrap(args)
+    if args.log_dir and not Path(args.log_dir).is_dir():
+        raise ConfigError(f"{args.log_dir}: no such directory")
 
     words = ["--out", args.out, "--format", args.format]
     words += ["--table", args.table] if args.table else []
     words += ["--history", args.history] if args.history else [args.path]
-    with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
+    files = args.log_dir or args.snapshot
+    small = bool(args.demo) or (files is not None and is_small(Path(files)))  # live: not known yet
+    with SparkStart(args.spark_master, args.remote, warn=lambda line: err(f"metashell: warning: {line}"),
+                    small=small), tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
         source = _source(args, Path(tmp), frozen=True)
         try:
             session = Session(source, out=print, err=err, show_secrets=args.show_secrets)
             if not args.history or source.live:
-                session.load(offset=args.offset, time_ms=time_ms)  # a bad source fails before Spark starts
+                session.load(offset=args.offset, time_ms=time_ms)
                 _attached(session, err)
-            elif source.log_dir is not None and not source.log_dir.is_dir():
-                raise ConfigError(f"{source.log_dir}: no such directory")
-            get_spark(master=args.spark_master, remote=args.remote)  # the session export then finds active
             try:
-                return COMMANDS["export"].run(session, words)
+                return COMMANDS["export"].run(session, words)  # its get_spark() waits for the start
             except ShellError as exc:
                 raise ConfigError(str(exc)) from None
         finally:

@@ -1,4 +1,5 @@
-"""``metashell bench export``: how long exporting /topics of a million partitions to Parquet takes.
+"""``metashell bench export``: how long exporting /topics of a million partitions to Parquet takes;
+with ``--small``, how long a small export takes beside the Spark session's own start-up.
 
 Builds an image of ``partitions`` partitions directly (topics of 100 partitions, three replicas
 out of six brokers, the ISR one replica short on every 50th partition), then times each step of
@@ -8,17 +9,29 @@ conversion and ``createDataFrame``; ``to_dataframe`` is these two steps), a ``co
 the Parquet write. Prints each step's seconds and the total; asserts
 nothing. Lives under metashell, not in ``kraftd bench``: the engine never imports metashell
 (docs/architecture.md).
+
+``bench_small_export`` times whole processes instead, as a user waits for them: ``metashell
+export --demo /topics`` (3 rows, Parquet) against a process that only starts the same local
+Spark session and exits, the two taking turns (A B A B ...) so a machine's drift touches both.
+The difference of the medians is what the export costs beyond Spark's own start-up. Then one
+more process (``small_export_steps``) runs the export's steps as ``metashell export`` does and
+says where the time goes: each step's wall seconds, with the Python process's CPU seconds and
+the JVM's (its /proc/PID/stat), which a loaded machine stretches less than wall time.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable
+from typing import Any, Callable
 
 from engine.common.directory_id import migrating_array
 from engine.common.config_resource import topic_resource
@@ -88,3 +101,89 @@ def bench_export(partitions: int = 1_000_000, out: Callable[[str], None] = print
     seconds["total"] = sum(seconds.values())
     out(f"{'total':<18} {seconds['total']:7.2f} s  (image build to Parquet written; count() = {count:,})")
     return seconds
+
+
+# the session exactly as ``export --demo`` starts it (a small export: SMALL_EXPORT_JAVA_OPTIONS)
+SESSION_ONLY = ("from metashell.export.spark_session import preflight, spark_now\n"
+                "preflight()\n"
+                "spark_now(small=True)\n")
+
+
+def small_export_commands(out_dir: Path) -> dict[str, list[str]]:
+    """The two processes ``bench_small_export`` times: the export, and the session alone."""
+    return {"export": [sys.executable, "-m", "metashell.cli", "export", "--demo", "/topics", "--out", str(out_dir)],
+            "session": [sys.executable, "-c", SESSION_ONLY]}
+
+
+def bench_small_export(runs: int = 5, out: Callable[[str], None] = print) -> dict[str, float]:
+    """Median wall seconds of ``metashell export --demo /topics`` and of the session alone over
+    ``runs`` turns (after one warm-up turn, not counted); a run that fails stops the bench."""
+    walls: dict[str, list[float]] = {"export": [], "session": []}
+    out(f"metashell bench export --small: {runs} turns of export --demo /topics, and of the Spark session alone")
+    with tempfile.TemporaryDirectory(prefix="metashell-bench-small-") as tmp:
+        commands = small_export_commands(Path(tmp))
+        for turn in range(runs + 1):
+            for name, argv in commands.items():
+                started = time.perf_counter()
+                done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                wall = time.perf_counter() - started
+                if done.returncode != 0:
+                    raise RuntimeError(f"{name} exited {done.returncode}: {(done.stderr or done.stdout).strip()}")
+                if turn:  # the first turn warms the disk cache and is not counted
+                    walls[name].append(wall)
+    medians = {name: statistics.median(values) for name, values in walls.items()}
+    for name, values in walls.items():
+        out(f"{name:<8} median {medians[name]:6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")
+    medians["beyond session"] = medians["export"] - medians["session"]
+    out(f"the export beyond the session's start-up: {medians['beyond session']:.2f} s")
+    steps = subprocess.run([sys.executable, "-m", "metashell.bench.export"], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
+    for line in (steps.stdout + steps.stderr).splitlines():
+        out(line)
+    return medians
+
+
+def jvm_cpu_s(spark: Any) -> float | None:
+    """The CPU seconds of the session's JVM so far (Linux: /proc), or None."""
+    try:
+        pid = spark.sparkContext._gateway.proc.pid
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def small_export_steps(out: Callable[[str], None] = print) -> None:
+    """One small export in this (fresh) process, step by step as ``metashell export`` runs them:
+    the session starting in a thread while the image (3 partitions, as ``--demo``'s, built by
+    ``bench_image``) and its rows are made, then the wait for it, the DataFrame and the write."""
+    started, cpu_started = time.perf_counter(), time.process_time()
+    last = [started]
+    from metashell.export import export, table_dataframe
+    from metashell.export.spark_session import get_spark, preflight
+    from metashell.export.spark_start import SparkStart
+    from metashell.export.tables import table_for
+
+    def step(name: str, spark: Any = None) -> None:
+        now = time.perf_counter()
+        jvm = jvm_cpu_s(spark) if spark is not None else None
+        out(f"{name:<40} {now - last[0]:6.2f} s  (at {now - started:6.2f} s; Python CPU "
+            f"{time.process_time() - cpu_started:5.2f} s" + (f", JVM CPU {jvm:5.2f} s)" if jvm is not None else ")"))
+        last[0] = now
+
+    step("imports (metashell's, and pyspark's)")
+    preflight()
+    step("preflight (pyspark, pyarrow, Java)")
+    with SparkStart(small=True), tempfile.TemporaryDirectory(prefix="metashell-bench-steps-") as tmp:
+        table = table_for(bench_image(3), "/topics")
+        step("image and rows (Spark starting)")
+        spark = get_spark()
+        step("waiting for the Spark session", spark)
+        frame = table_dataframe(table, spark)
+        step("DataFrame (createDataFrame)", spark)
+        export(frame, Path(tmp), "parquet", table="partitions")
+        step("Parquet write", spark)
+
+
+if __name__ == "__main__":
+    small_export_steps()

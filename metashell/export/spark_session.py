@@ -1,28 +1,64 @@
 """The Spark session exports run in: the active one when there is one, else a new one.
 
-``local[*]`` by default (no UI or progress bars, 4 shuffle partitions, Arrow transfers, quiet logs);
-``master="spark://host:7077"`` for a standalone cluster; ``remote="sc://host:15002"`` for
-Spark Connect. Missing pyspark or Java is an ``ExportError`` saying what to install.
+``local[*]`` by default (no UI or progress bars, few shuffle partitions, Arrow transfers, and the
+JVM's log kept off the terminal: metashell.export.spark_quiet); ``master="spark://host:7077"``
+for a standalone cluster; ``remote="sc://host:15002"`` for Spark Connect.
+
+``preflight()`` says in one line what is missing (pyspark, pyarrow, a Java runtime recent enough
+for the installed pyspark) before any work; ``SparkStart`` starts the session in a thread, so a
+front end loads its image meanwhile (metashell.export.spark_start).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from typing import Any
+import warnings
+from typing import Any, Callable
 
 from engine.common.errors import MetadataError
 
-NO_PYSPARK = "Spark export needs pyspark: pip install 'metashell[spark]'"
-NO_JAVA = "Spark export needs a Java runtime (17 or 21): install a JDK and set JAVA_HOME"
+# pyspark warns, on its first py4j call, that it does not support the installed pandas: exports
+# hand Spark Arrow tables, never pandas frames, so the warning would only alarm.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+INSTALL = "pip install 'metashell[spark]'"
+NO_PYSPARK = f"Spark export needs pyspark: {INSTALL}"
+NO_PYARROW = f"Spark export needs pyarrow: {INSTALL}"
+NO_JAVA = "Spark export needs a Java runtime"  # followed by what was found and how to get one
+NO_CONNECT = ("Spark Connect (--remote) needs pyspark's connect client: "
+              "pip install 'pyspark[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard, pandas)")
+
+# The session a local export runs in: no UI (its web server and port search cost start-up time
+# and give an export nothing), no progress bars on the terminal, few shuffle partitions.
+LOCAL_CONFIG = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+# A small export's JVM lives seconds: C2's compiles cost more CPU than they ever win back, on
+# two cores they compete with the export itself, and a parallel collector's threads are idle.
+# Not for large images (the rows' conversion and Parquet encoding run long enough for C2).
+# docs/performance.md ("A small export") has the figures.
+SMALL_EXPORT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+# A session a front end is starting while it loads the image (metashell.export.spark_start's
+# SparkStart, which sets and clears this): get_spark() waits for it rather than start another.
+_pending: Any = None
+
+
+def set_pending(start: Any) -> None:
+    global _pending
+    _pending = start
+
+
+def pending() -> Any:
+    """The start a front end began and has not closed, if any."""
+    return _pending
 
 
 class ExportError(MetadataError):
     """An export that cannot run: pyspark or Java missing, a bad table name or format."""
-
-
-NO_CONNECT = ("Spark Connect (--remote) needs pyspark's connect client: "
-              "pip install 'pyspark[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard, pandas)")
 
 
 def import_pyspark() -> Any:
@@ -34,16 +70,54 @@ def import_pyspark() -> Any:
     return sql
 
 
+def preflight(remote: str | None = None) -> None:
+    """Raise ExportError, one line, if pyspark, pyarrow or (without ``remote``) a Java runtime
+    that the installed pyspark runs on is missing. Real imports: a pyspark that is there but
+    cannot be imported is as missing as one that is not there."""
+    from metashell.export.java_runtime import JavaProblem, check_java, needed_major
+
+    import_pyspark()
+    try:
+        import pyarrow  # noqa: F401 - DataFrames are built from Arrow tables
+    except ImportError:
+        raise ExportError(NO_PYARROW) from None
+    if remote is not None:
+        return  # Spark Connect: the JVM is the server's
+    from pyspark.version import __version__ as version
+
+    try:
+        check_java(version)
+    except JavaProblem as exc:
+        raise ExportError(f"{NO_JAVA} ({exc}): install a JDK {needed_major(version)} or newer "
+                          "(e.g. apt install openjdk-17-jre-headless) and set JAVA_HOME") from None
+
+
 def java_available() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    if home and os.path.isfile(os.path.join(home, "bin", "java")):
-        return True
-    return shutil.which("java") is not None
+    """A java binary is where Spark's launcher looks (its version unchecked)."""
+    from metashell.export.java_runtime import JavaProblem, find_java
+
+    try:
+        find_java()
+    except JavaProblem:
+        return False
+    return True
 
 
-def get_spark(master: str | None = None, remote: str | None = None) -> Any:
+def get_spark(master: str | None = None, remote: str | None = None,
+              warn: Callable[[str], None] | None = None) -> Any:
     """A Spark Connect session for ``remote``; else the active SparkSession when no ``master``
-    is asked for; else a new one (see the module docstring)."""
+    is asked for, or the one a front end is starting (metashell.export.spark_start); else a new
+    one (see the module docstring). ``warn`` gets what Spark's JVM says that matters, one line
+    each (default: ``metashell: warning: ...`` on stderr)."""
+    if master is None and remote is None and _pending is not None:
+        return _pending.session()
+    return spark_now(master, remote, warn)
+
+
+def spark_now(master: str | None = None, remote: str | None = None,
+              warn: Callable[[str], None] | None = None, small: bool = False) -> Any:
+    """``get_spark`` without looking for a pending start: the start itself runs this. ``small``:
+    a new local JVM gets SMALL_EXPORT_JAVA_OPTIONS."""
     sql = import_pyspark()
     if remote is not None:
         try:
@@ -55,14 +129,34 @@ def get_spark(master: str | None = None, remote: str | None = None) -> Any:
     active = sql.SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active
-    builder = sql.SparkSession.builder.appName("metashell-export")
-    if not java_available():
-        raise ExportError(NO_JAVA)
-    spark = (builder.master(master or "local[*]")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    preflight()
+    return _new_session(sql, master or "local[*]", warn, SMALL_EXPORT_JAVA_OPTIONS if small else "")
+
+
+def _new_session(sql: Any, master: str, warn: Callable[[str], None] | None, java_options: str) -> Any:
+    from pyspark import SparkConf, SparkContext
+
+    from metashell.export.spark_quiet import JvmDidNotStart, default_warn, launch_quiet_gateway
+
+    conf = SparkConf().setAppName("metashell-export").setMaster(master).setAll(list(LOCAL_CONFIG.items()))
+    pump = None
+    if SparkContext._gateway is None:  # a JVM of ours; else this process's JVM is reused
+        try:
+            gateway, pump = launch_quiet_gateway(conf, warn or default_warn, java_options)
+        except JvmDidNotStart as exc:
+            raise ExportError(f"Spark's JVM did not start: {exc}") from None
+        SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    try:
+        spark = sql.SparkSession.builder.config(conf=conf).getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - a Java stack trace is no message for a user
+        raise ExportError(f"Spark did not start: {first_line(exc)}") from None
+    spark.sparkContext.setLogLevel("ERROR")  # for a JVM started before ours, with its own log4j
+    if pump is not None:
+        pump.release()
     return spark
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one line: Spark's carry Java stack traces."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -347,8 +347,9 @@ def _export(session: Session, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from metashell.export import export, table_dataframe
-    from metashell.export.spark_session import get_spark
+    from metashell.export.spark_session import get_spark, preflight
 
+    preflight()  # what Spark lacks is said before the rows are built
     started = time.perf_counter()
     progress = session.image.partition_count >= PROGRESS_PARTITIONS
 

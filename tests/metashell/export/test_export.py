@@ -8,7 +8,6 @@ tables are checked against the records they come from.
 
 from __future__ import annotations
 
-import builtins
 import json
 import uuid
 from pathlib import Path
@@ -26,7 +25,7 @@ from tests.broker_records import broker_fencing as _fence, broker_registration a
 from metashell.export import export, history_dataframe, to_dataframe
 from metashell.export.history_tables import history_rows
 from metashell.export.schemas import COLUMNS, SCHEMA_DOCS, spark_schema
-from metashell.export.spark_session import NO_JAVA, NO_PYSPARK, ExportError, get_spark
+from metashell.export.spark_session import ExportError
 from metashell.export.tables import table_for
 from metashell.tree.nodes import resolve
 from metashell.shell.session import Session
@@ -314,35 +313,6 @@ def test_schema_docs_cover_every_column() -> None:
     for kind, columns in COLUMNS.items():
         assert list(SCHEMA_DOCS[kind]) == [name for name, _, _ in columns]
         assert all(doc.split(": ", 1)[1] for doc in SCHEMA_DOCS[kind].values())
-
-
-def test_no_pyspark_says_what_to_install(monkeypatch) -> None:
-    real_import = builtins.__import__
-
-    def no_pyspark(name, *args, **kwargs):
-        if name == "pyspark" or name.startswith("pyspark."):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_pyspark)
-    with pytest.raises(ExportError) as err:
-        get_spark()
-    assert str(err.value) == NO_PYSPARK
-    with pytest.raises(ExportError, match="pip install"):
-        to_dataframe(MetadataImage(), "/topics")
-
-
-def test_no_java_says_what_to_install(monkeypatch) -> None:
-    from pyspark.sql import SparkSession
-
-    from metashell.export import spark_session
-
-    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setattr(spark_session.shutil, "which", lambda name: None)
-    with pytest.raises(ExportError) as err:
-        get_spark()
-    assert str(err.value) == NO_JAVA
 
 
 def test_a_path_not_in_the_tree_is_one_line_error() -> None:

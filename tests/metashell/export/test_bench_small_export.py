@@ -1,0 +1,26 @@
+"""``metashell bench export --small``: what it times (the export, and the session alone, started
+alike), and its options' errors in one line. Its figures are in docs/performance.md."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from metashell import cli
+from metashell.bench.export import SESSION_ONLY, small_export_commands
+
+
+def test_the_two_processes_timed(tmp_path: Path) -> None:
+    commands = small_export_commands(tmp_path)
+    assert commands["export"] == [sys.executable, "-m", "metashell.cli", "export", "--demo", "/topics",
+                                  "--out", str(tmp_path)]
+    assert commands["session"] == [sys.executable, "-c", SESSION_ONLY]
+    # the session alone is started as the export of --demo starts it: a small export's JVM
+    assert "spark_now(small=True)" in SESSION_ONLY and "preflight()" in SESSION_ONLY
+    compile(SESSION_ONLY, "<session-only>", "exec")
+
+
+def test_runs_must_be_positive(capsys) -> None:
+    errors: list[str] = []
+    assert cli.run(["bench", "export", "--small", "--runs", "0"], err=errors.append) == 1
+    assert errors == ["metashell: --runs must be positive"] and capsys.readouterr().out == ""
