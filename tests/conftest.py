@@ -105,6 +105,14 @@ def dashboard_demo_dir(_generated):
     yield from _read_only(_generated("dashboard-demo", write_dashboard_demo))
 
 
+@pytest.fixture
+def bad_day(dashboard_demo_dir):
+    """The dashboard demo's history (metashell.dashboard.history.History), opened from its files."""
+    from metashell.dashboard.history import History
+
+    return History.open_log_dir(dashboard_demo_dir)
+
+
 @pytest.fixture(scope="session")
 def _spark_session():
     from metashell.export.spark_session import ExportError, get_spark

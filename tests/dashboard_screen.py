@@ -25,3 +25,10 @@ def screen_lines(app: App) -> list[str]:
 def shows(app: App, pattern: str) -> bool:
     """Some line on screen matches ``pattern`` (a regular expression)."""
     return any(re.search(pattern, line) for line in screen_lines(app))
+
+
+def elr_moment(history) -> int:
+    """In the dashboard demo's bad day (metashell.demo.dashboard_demo): where payments-0's ISR
+    emptied and its last-known ELR was set (leaderless, ELR [2, 4], last-known ELR [2])."""
+    return next(e.offset for e in history.events
+                if e.kind == "elr-change" and e.subject == "payments-0" and "last-known ELR [] →" in e.text)

@@ -30,20 +30,11 @@ from metashell.dashboard.widgets import PartitionsPanel
 from metashell.dashboard.widgets.brokers_panel import STATE_MARKERS
 from metashell.dashboard.widgets.columns import Column, column_widths
 from metashell.dashboard.widgets.partitions_table import FLAG_WORDS
-from tests.dashboard_screen import screen_lines, shows
+from tests.dashboard_screen import elr_moment, screen_lines, shows
 
 SIZES = [(80, 24), (120, 35), (200, 50)]
 
 
-@pytest.fixture
-def bad_day(dashboard_demo_dir: Path) -> History:
-    return History.open_log_dir(dashboard_demo_dir)
-
-
-def elr_moment(history: History) -> int:
-    """Where payments-0's ISR emptied: leaderless, ELR [2, 4], last-known ELR [2]."""
-    return next(e.offset for e in history.events
-                if e.kind == "elr-change" and e.subject == "payments-0" and "last-known ELR [] →" in e.text)
 
 
 def run(app: DashboardApp, size: tuple[int, int], body: Callable[..., Awaitable[None]], *,

@@ -318,6 +318,18 @@ class LoopThread:
         self.thread.join(30)
         self.loop.close()
 
+    def drive(self, main: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]],
+              timeout_s: float = 120) -> None:
+        """Run the test's ``main`` on a loop of its own, then ``stop`` what runs here and close,
+        whatever happened (a safety net, never a performance claim)."""
+        try:
+            asyncio.run(asyncio.wait_for(main(), timeout_s))
+        finally:
+            try:
+                asyncio.run_coroutine_threadsafe(stop(), self.loop).result(60)
+            finally:
+                self.close()
+
 
 def test_attached_to_kraftd_controllers_the_dashboard_follows_what_they_commit(tmp_path: Path) -> None:
     from engine.net.kafka_client import KafkaClient
@@ -412,10 +424,4 @@ def test_attached_to_kraftd_controllers_the_dashboard_follows_what_they_commit(t
                 await asyncio.to_thread(source.close)
             await client.close()
 
-    try:
-        asyncio.run(asyncio.wait_for(main(), 120))
-    finally:
-        try:
-            asyncio.run_coroutine_threadsafe(stop(), quorum.loop).result(60)
-        finally:
-            quorum.close()
+    quorum.drive(main, stop)

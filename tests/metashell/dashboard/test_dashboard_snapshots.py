@@ -11,23 +11,12 @@ deliberate change with ``--snapshot-update`` and look at the report before commi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from metashell.dashboard.app import DashboardApp
 from metashell.dashboard.history import History
+from tests.dashboard_screen import elr_moment
 
-
-@pytest.fixture
-def bad_day(dashboard_demo_dir: Path) -> History:
-    return History.open_log_dir(dashboard_demo_dir)
-
-
-def elr_moment(history: History) -> int:
-    """Where payments-0's ISR emptied and its last-known ELR was set."""
-    return next(e.offset for e in history.events
-                if e.kind == "elr-change" and e.subject == "payments-0" and "last-known ELR [] →" in e.text)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 35), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")

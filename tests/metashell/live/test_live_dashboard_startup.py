@@ -231,10 +231,4 @@ def test_with_the_controller_started_after_the_app_it_connects_then_shows_the_da
         finally:
             await asyncio.to_thread(source.close)
 
-    try:
-        asyncio.run(asyncio.wait_for(main(), 120))
-    finally:
-        try:
-            asyncio.run_coroutine_threadsafe(stop(), quorum.loop).result(60)
-        finally:
-            quorum.close()
+    quorum.drive(main, stop)

@@ -246,10 +246,16 @@ def test_a_wrong_cluster_id_is_one_line(cluster, tmp_path):
 # -- the interactive shell in a pseudo-terminal ----------------------------------------------------
 
 
-def test_the_interactive_live_shell_in_a_terminal(cluster, tmp_path):
+def terminal_env(tmp_path, **more: str) -> dict[str, str]:
+    """A plain xterm for the shell, its history file in ``tmp_path``, CI unset (the shell asks)."""
     env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1",
-           "METASHELL_HISTORY": str(tmp_path / "history"), "COLUMNS": "120", "LINES": "40"}
+           "METASHELL_HISTORY": str(tmp_path / "history"), **more}
     env.pop("CI", None)
+    return env
+
+
+def test_the_interactive_live_shell_in_a_terminal(cluster, tmp_path):
+    env = terminal_env(tmp_path, COLUMNS="120", LINES="40")
     terminal = Terminal(["--bootstrap-controller", bootstrap(cluster)], env)
     try:
         row, first = terminal.expect(r"^\[live @(\d+)(?: lag \d+)?\] metashell:/>$")
@@ -274,9 +280,7 @@ def test_a_command_typed_while_the_live_shell_attaches_shows_once(cluster, tmp_p
     --command-config, a FIFO it reads: once this side's open returns, the shell is reading it."""
     config = tmp_path / "client.properties"
     os.mkfifo(config)
-    env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1",
-           "METASHELL_HISTORY": str(tmp_path / "history")}
-    env.pop("CI", None)
+    env = terminal_env(tmp_path)
     terminal = Terminal(["--bootstrap-controller", bootstrap(cluster), "--command-config", str(config)], env)
     try:
         with open(config, "w") as fifo:  # returns once the shell opened it
@@ -314,9 +318,7 @@ def test_dash_opens_the_live_dashboard_in_a_terminal(cluster):
 
 
 def test_a_refused_seek_keeps_the_live_prompt_in_a_terminal(cluster, tmp_path):
-    env = {**os.environ, "TERM": "xterm", "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1",
-           "METASHELL_HISTORY": str(tmp_path / "history"), "COLUMNS": "160", "LINES": "40"}
-    env.pop("CI", None)
+    env = terminal_env(tmp_path, COLUMNS="160", LINES="40")
     terminal = Terminal(["--bootstrap-controller", bootstrap(cluster)], env)
     try:
         row, _ = terminal.expect(r"^\[live @\d+(?: lag \d+)?\] metashell:/>$")
