@@ -111,6 +111,15 @@ class PartitionsPanel(Vertical):
             yield Select([(flag, flag) for flag in ALL_FLAGS], prompt="any flag", id="flag-select")
         yield PartitionsTable(id="partitions")
 
+    def on_mount(self) -> None:
+        self._filter_focusable(False)
+
+    def _filter_focusable(self, focusable: bool) -> None:
+        """The closed bar's Input and Select take no focus: Textual hands the focus to the first
+        focusable widget while the screen starts or a focused widget hides, and a closed Input
+        holding it swallowed keys typed then (``q`` just after a live dashboard caught up)."""
+        self.filter_bar.disabled = not focusable  # the bar and all within it (the Select's overlay too)
+
     @property
     def table(self) -> PartitionsTable:
         return self.query_one(PartitionsTable)
@@ -175,10 +184,12 @@ class PartitionsPanel(Vertical):
 
     def open_filter(self) -> None:
         self.filter_bar.display = True
+        self._filter_focusable(True)
         self.query_one("#filter-input", Input).focus()
 
     def close_filter(self) -> None:
         self.filter_bar.display = False
+        self._filter_focusable(False)
         self.table.focus()
 
     def clear_filter(self) -> None:
