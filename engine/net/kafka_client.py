@@ -115,6 +115,9 @@ class _Channel:
         self.tls_failure: str | None = None
         self.peer_closed = False
         self.speaks_tls = False  # a PLAINTEXT channel whose peer answered in TLS records
+        self.not_kafka: str | None = None  # before ApiVersions: what the peer answered instead, in words
+        self.received = 0  # bytes read of the frame being read (a peer that stops mid-frame)
+        self.announced: int | None = None  # the size of the frame being read, once its prefix came
         self.read_task = asyncio.create_task(self._read_loop(), name=f"kafka client reader {self.name}")
 
     @property
@@ -147,7 +150,9 @@ class _Channel:
         max_bytes = self.client.max_frame_bytes
         try:
             while True:
+                self.received, self.announced = 0, None
                 prefix = await self.reader.readexactly(4)
+                self.received = 4
                 try:
                     size = frame_size(prefix, max_bytes)
                 except ProtocolError:
@@ -157,26 +162,42 @@ class _Channel:
                         # listener refusing our plain bytes, not a 350 MB response
                         self.speaks_tls = True
                         raise ProtocolError("the peer answered with a TLS record: it is a TLS listener") from None
+                    if not self.ranges:
+                        # before ApiVersions was answered an absurd size is no Kafka frame at all: an
+                        # HTTP status line's "HTTP" reads as 1213486160 bytes
+                        self.not_kafka = not_kafka_words(prefix)
+                        raise ProtocolError(self.not_kafka) from None
                     raise
+                self.announced = size
                 payload = await self.reader.readexactly(size)
+                self.announced = None
                 correlation_id = peek_correlation_id(payload)
                 if not self.pending:
                     raise ProtocolError(f"unexpected response with correlation id {correlation_id}")
                 oldest = next(iter(self.pending))
                 if correlation_id != oldest:
-                    raise ProtocolError(f"response correlation id {correlation_id} does not match the oldest "
-                                        f"request's {oldest}")
+                    mismatch = f"response correlation id {correlation_id} does not match the oldest request's {oldest}"
+                    if not self.ranges:
+                        self.not_kafka = f"it answered something that is not Kafka's protocol ({mismatch})"
+                    raise ProtocolError(mismatch)
                 api_key, version, future = self.pending.pop(correlation_id)
                 try:
                     _, response = decode_response_frame(payload, api_key, version)
                 except ProtocolError as err:
+                    if api_key == ApiKeys.API_VERSIONS and not self.ranges:
+                        self.not_kafka = f"it answered something that is not Kafka's protocol ({err})"
                     if not future.done():
                         future.set_exception(err)
                     raise
                 if not future.done():
                     future.set_result(response)
-        except asyncio.IncompleteReadError:
+        except asyncio.IncompleteReadError as err:
             self.peer_closed = True
+            received = self.received + len(err.partial)
+            if received and not self.ranges:
+                # a few bytes and a hang-up where ApiVersions' answer should be
+                self.not_kafka = (f"it answered something that is not Kafka's protocol ({received:,} "
+                                  f"byte{'s' if received != 1 else ''}, then it closed the connection)")
             self.close("closed by the peer")
         except ProtocolError as err:
             self.close(f"closed: {err}")
@@ -205,6 +226,21 @@ class _Channel:
         if asyncio.current_task() is not self.read_task:
             self.read_task.cancel()
         self.client._channel_closed(self, failure)
+
+
+def not_kafka_words(prefix: bytes) -> str:
+    """What a peer answered, in words, when its first four bytes are no frame size: HTTP (an HTTP
+    response's status line starts with "HTTP"; Python's http.server takes our bytes for an HTTP/0.9
+    request and answers an HTML page without one), other text, else the size they would announce."""
+    if prefix == b"HTTP":
+        return "it answered in HTTP, not Kafka's protocol"
+    if prefix.lower() in (b"<!do", b"<htm"):
+        return "it answered in HTML (an HTTP server?), not Kafka's protocol"
+    if all(0x20 < byte < 0x7F for byte in prefix):
+        return f'it answered in text starting "{prefix.decode("ascii")}", not Kafka\'s protocol'
+    size = int.from_bytes(prefix, "big", signed=True)
+    what = f"a frame of {size:,} bytes" if size >= 0 else f"a frame size of {size:,}"
+    return f"it answered something that is not Kafka's protocol ({what})"
 
 
 TLS_CLOSE_WAIT_S = 0.05  # how long close() waits for a TLS peer's close_notify (see _closed)
@@ -366,7 +402,13 @@ class KafkaClient:
                     await authenticate_client(channel.call, channel.ranges, self.security, name)
         except TimeoutError:
             step = "SASL authentication" if channel.ranges else "ApiVersions response"
+            announced = channel.announced if not channel.ranges else None
             channel.close(f"closed: no {step}")
+            if announced is not None:
+                # a size came, never its frame: a peer speaking something else, waiting for more from us
+                raise ConnectError(address, f"it answered something that is not Kafka's protocol (a frame of "
+                                            f"{announced:,} bytes announced, not sent within "
+                                            f"{self.request_timeout_ms} ms)") from None
             raise ConnectError(address, f"no {step} within {self.request_timeout_ms} ms") from None
         except NetError as err:
             channel.close(f"closed: {err}")
@@ -379,6 +421,8 @@ class KafkaClient:
                 # certificate, so a TLS peer that hangs up before answering ApiVersions most likely did.
                 raise AuthenticationError(f"cannot connect to {name}: the peer closed the connection after the "
                                           f"TLS handshake (did it refuse our certificate?)") from None
+            if channel.not_kafka is not None:
+                raise ConnectError(address, channel.not_kafka) from None
             if channel.speaks_tls:
                 raise AuthenticationError(f"cannot connect to {name}: it is a TLS listener and we are not using "
                                           f"TLS (set security.protocol to SSL or SASL_SSL)") from None

@@ -53,7 +53,7 @@ from engine.storage.log_reader import LogEntry
 from engine.storage.snapshot_writer import SnapshotId
 from engine.admin import quorum_client
 from metashell.live.feed import AttachStatus, FeedUpdate
-from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch
+from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch, not_a_controller
 
 DESCRIBE_INTERVAL_S = 1.0
 CLIENT_ID = "metashell-attach"
@@ -290,7 +290,17 @@ class Attachment:
             if type(request).__name__ == "FetchRequest":
                 timeout_ms += self._settings.fetch_max_wait_ms
                 # bounded by the connection's own setup and ApiVersions timeouts (engine.net.connect)
-                served = (await client.api_versions(address)).get(ApiKeys.FETCH)
+                ranges = await client.api_versions(address)
+                why = not_a_controller(ranges)
+                if why is not None:
+                    # a broker's listener (or another Kafka service): no leader to follow there, ever
+                    self._watch.setup_failed(address, why)
+                    answer = InboundResponse(message.correlation_id, None,
+                                             f"{quorum_client.format_address(address)} is {why}")
+                    core.receive(self._clock_ms(), answer)
+                    self._wake.set()
+                    return
+                served = ranges.get(ApiKeys.FETCH)
                 self._watch.connected(self._clock_ms())
                 sent = fetch_at_version(request, served, core.high_watermark)
                 if sent is None:
