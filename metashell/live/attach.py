@@ -181,21 +181,45 @@ class Attachment:
             self._reset, self._batches = None, []
             return update
 
-    def wait_caught_up(self, timeout_s: float | None = None) -> FeedUpdate:
+    def wait_caught_up(self, timeout_s: float | None = None, *, slow_s: float | None = None,
+                       on_slow: Callable[[str], None] | None = None) -> FeedUpdate:
         """Block until the first high watermark seen is handed over; AttachError when the
         attachment stopped or gave up (metashell.live.startup), or at ``timeout_s`` if given (a
-        safety net: the attachment's own rules end the wait). Not for a UI thread."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        safety net: the attachment's own rules end the wait). Not for a UI thread.
+        ``on_slow``: called once with ``progress_line()`` when the wait has lasted ``slow_s``
+        (a person at a terminal should not stare at nothing)."""
+        start = time.monotonic()
+        deadline = None if timeout_s is None else start + timeout_s
+        slow_at = None if on_slow is None or slow_s is None else start + slow_s
         with self._lock:
             while True:
                 update = self._caught_up_update()
                 if update is not None:
                     return update
-                left = None if deadline is None else deadline - time.monotonic()
+                now = time.monotonic()
+                if slow_at is not None and now >= slow_at:
+                    slow_at = None
+                    on_slow(self._progress_line())  # type: ignore[misc]  # set with slow_at
+                left = None if deadline is None else deadline - now
                 if left is not None and left <= 0:
                     raise AttachError(f"not caught up with {self.bootstrap} after {timeout_s:g} s: "
                                       f"{self._status.note}")
+                if slow_at is not None:
+                    left = slow_at - now if left is None else min(left, slow_at - now)
                 self._lock.wait(left)
+
+    def progress_line(self) -> str:
+        """Where the attach stands, in one line: the status note and, while no controller was
+        reached yet, the connection setup timeout that bounds each attempt."""
+        with self._lock:
+            return self._progress_line()
+
+    def _progress_line(self) -> str:
+        note = self._status.note
+        watch = getattr(self, "_watch", None)
+        if self._status.error is None and not self._status.connected and (watch is None or not watch.reached):
+            note += f" (socket.connection.setup.timeout.ms={self._connection.setup_timeout_ms})"
+        return note
 
     def caught_up_update(self) -> FeedUpdate | None:
         """Without waiting: the first update once caught up (as ``wait_caught_up`` returns it),
