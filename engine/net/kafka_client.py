@@ -13,6 +13,8 @@ timeout, Kafka's ``socket.connection.setup.timeout.ms`` doubled after each faile
 to ``socket.connection.setup.timeout.max.ms`` (with jitter), and the TLS handshake by what is left
 of it; ApiVersions (and SASL) by the request timeout. A setup that fails raises ConnectError with
 the address and why in words. Without setup timeouts given, the request timeout bounds the setup.
+A peer that answers ApiVersions with something no Kafka peer sends (HTTP, text, an absurd frame
+size, a frame cut short) fails the setup too, saying what it answered (connect.not_kafka_words).
 
 Security (``ClientSecurity``): TLS is started on the connected TCP stream (so a refused connect stays a
 NetworkError with backoff, while a handshake that fails is an AuthenticationError naming the address and
@@ -33,7 +35,7 @@ from typing import Any, Callable
 from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode
 from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
-from engine.net.connect import failure_words, kafka_backoff, open_tcp
+from engine.net.connect import failure_words, kafka_backoff, not_kafka_words, open_tcp
 from engine.net.errors import (
     AuthenticationError, ConnectError, NetError, NetworkError, ProtocolError, RequestTimeoutError,
     UnsupportedVersionError,
@@ -226,21 +228,6 @@ class _Channel:
         if asyncio.current_task() is not self.read_task:
             self.read_task.cancel()
         self.client._channel_closed(self, failure)
-
-
-def not_kafka_words(prefix: bytes) -> str:
-    """What a peer answered, in words, when its first four bytes are no frame size: HTTP (an HTTP
-    response's status line starts with "HTTP"; Python's http.server takes our bytes for an HTTP/0.9
-    request and answers an HTML page without one), other text, else the size they would announce."""
-    if prefix == b"HTTP":
-        return "it answered in HTTP, not Kafka's protocol"
-    if prefix.lower() in (b"<!do", b"<htm"):
-        return "it answered in HTML (an HTTP server?), not Kafka's protocol"
-    if all(0x20 < byte < 0x7F for byte in prefix):
-        return f'it answered in text starting "{prefix.decode("ascii")}", not Kafka\'s protocol'
-    size = int.from_bytes(prefix, "big", signed=True)
-    what = f"a frame of {size:,} bytes" if size >= 0 else f"a frame size of {size:,}"
-    return f"it answered something that is not Kafka's protocol ({what})"
 
 
 TLS_CLOSE_WAIT_S = 0.05  # how long close() waits for a TLS peer's close_notify (see _closed)

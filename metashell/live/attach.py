@@ -22,7 +22,9 @@ only be refused again (and lock accounts where a server counts failures).
 Giving up before it caught up (metashell.live.startup): when every bootstrap controller failed its
 connection setup and none was reached, the attachment stops at once with one line naming each and
 why; once one was reached, when nothing moved for ``stall_timeout_ms``. Either way ``status.error``
-says it, and ``wait_caught_up`` raises it.
+says it, and ``wait_caught_up`` raises it. An address that is no controller (a broker's listener,
+or not Kafka at all) counts as a failed setup, said in words. ``wait_caught_up`` may report once
+on a slow wait (``on_slow``: the shell at a terminal prints ``progress_line()``).
 """
 
 from __future__ import annotations

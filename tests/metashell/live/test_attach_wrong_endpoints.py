@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from engine.net.errors import ConnectError
-from engine.net.kafka_client import KafkaClient, not_kafka_words
+from engine.net.connect import not_kafka_words
+from engine.net.kafka_client import KafkaClient
 from engine.server.broker_node import BrokerNode
 from engine.server.broker_settings import load_broker_settings
 from metashell.live.attach import AttachError, Attachment
