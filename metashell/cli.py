@@ -265,6 +265,10 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
         # loads (a live catch-up takes seconds) shows twice, echoed and then in the prompt (repl.py)
         with tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp, _quiet_terminal(one_shot):
             source = _source(args, Path(tmp), frozen=one_shot)
+            if isinstance(source, LiveSource) and sys.stderr.isatty():
+                # a slow controller at a terminal: one line after a moment, not a blank wait (stderr
+                # that is no terminal stays as scripts read it: the error alone, if any)
+                source.on_slow = lambda line: err(f"metashell: {line}")
             try:
                 session = Session(source, out=print, err=err, show_secrets=args.show_secrets)
                 _load(session, args)

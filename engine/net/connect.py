@@ -10,6 +10,7 @@ to ``reconnect.backoff.max.ms`` with the same jitter. ``kafka_backoff`` is that 
 
 ``failure_words`` turns what the socket layer raised into words an operator reads ("connection
 refused", "unknown host"): never asyncio's "Connect call failed ('127.0.0.1', 9093)".
+``not_kafka_words`` names what a peer that is no Kafka peer answered (HTTP, text, an absurd size).
 """
 
 from __future__ import annotations
@@ -80,6 +81,21 @@ def failure_words(err: BaseException) -> str:
     return "connection failed"
 
 
+def not_kafka_words(prefix: bytes) -> str:
+    """What a peer answered, in words, when its first four bytes are no frame size: HTTP (an HTTP
+    response's status line starts with "HTTP"; Python's http.server takes our bytes for an HTTP/0.9
+    request and answers an HTML page without one), other text, else the size they would announce."""
+    if prefix == b"HTTP":
+        return "it answered in HTTP, not Kafka's protocol"
+    if prefix.lower() in (b"<!do", b"<htm"):
+        return "it answered in HTML (an HTTP server?), not Kafka's protocol"
+    if all(0x20 < byte < 0x7F for byte in prefix):
+        return f'it answered in text starting "{prefix.decode("ascii")}", not Kafka\'s protocol'
+    size = int.from_bytes(prefix, "big", signed=True)
+    what = f"a frame of {size:,} bytes" if size >= 0 else f"a frame size of {size:,}"
+    return f"it answered something that is not Kafka's protocol ({what})"
+
+
 def _unique(infos: list) -> list[Address]:
     seen: list[Address] = []
     for _, _, _, _, sockaddr in infos:
@@ -110,4 +126,4 @@ async def open_tcp(address: Address) -> tuple[asyncio.StreamReader, asyncio.Stre
 
 
 __all__ = ["RECONNECT_BACKOFF_MAX_MS", "RECONNECT_BACKOFF_MS", "SETUP_TIMEOUT_MAX_MS", "SETUP_TIMEOUT_MS",
-           "failure_words", "kafka_backoff", "open_tcp"]
+           "failure_words", "kafka_backoff", "not_kafka_words", "open_tcp"]

@@ -13,6 +13,8 @@ timeout, Kafka's ``socket.connection.setup.timeout.ms`` doubled after each faile
 to ``socket.connection.setup.timeout.max.ms`` (with jitter), and the TLS handshake by what is left
 of it; ApiVersions (and SASL) by the request timeout. A setup that fails raises ConnectError with
 the address and why in words. Without setup timeouts given, the request timeout bounds the setup.
+A peer that answers ApiVersions with something no Kafka peer sends (HTTP, text, an absurd frame
+size, a frame cut short) fails the setup too, saying what it answered (connect.not_kafka_words).
 
 Security (``ClientSecurity``): TLS is started on the connected TCP stream (so a refused connect stays a
 NetworkError with backoff, while a handshake that fails is an AuthenticationError naming the address and
@@ -33,7 +35,7 @@ from typing import Any, Callable
 from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode
 from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
-from engine.net.connect import failure_words, kafka_backoff, open_tcp
+from engine.net.connect import failure_words, kafka_backoff, not_kafka_words, open_tcp
 from engine.net.errors import (
     AuthenticationError, ConnectError, NetError, NetworkError, ProtocolError, RequestTimeoutError,
     UnsupportedVersionError,
@@ -115,6 +117,9 @@ class _Channel:
         self.tls_failure: str | None = None
         self.peer_closed = False
         self.speaks_tls = False  # a PLAINTEXT channel whose peer answered in TLS records
+        self.not_kafka: str | None = None  # before ApiVersions: what the peer answered instead, in words
+        self.received = 0  # bytes read of the frame being read (a peer that stops mid-frame)
+        self.announced: int | None = None  # the size of the frame being read, once its prefix came
         self.read_task = asyncio.create_task(self._read_loop(), name=f"kafka client reader {self.name}")
 
     @property
@@ -147,7 +152,9 @@ class _Channel:
         max_bytes = self.client.max_frame_bytes
         try:
             while True:
+                self.received, self.announced = 0, None
                 prefix = await self.reader.readexactly(4)
+                self.received = 4
                 try:
                     size = frame_size(prefix, max_bytes)
                 except ProtocolError:
@@ -157,26 +164,42 @@ class _Channel:
                         # listener refusing our plain bytes, not a 350 MB response
                         self.speaks_tls = True
                         raise ProtocolError("the peer answered with a TLS record: it is a TLS listener") from None
+                    if not self.ranges:
+                        # before ApiVersions was answered an absurd size is no Kafka frame at all: an
+                        # HTTP status line's "HTTP" reads as 1213486160 bytes
+                        self.not_kafka = not_kafka_words(prefix)
+                        raise ProtocolError(self.not_kafka) from None
                     raise
+                self.announced = size
                 payload = await self.reader.readexactly(size)
+                self.announced = None
                 correlation_id = peek_correlation_id(payload)
                 if not self.pending:
                     raise ProtocolError(f"unexpected response with correlation id {correlation_id}")
                 oldest = next(iter(self.pending))
                 if correlation_id != oldest:
-                    raise ProtocolError(f"response correlation id {correlation_id} does not match the oldest "
-                                        f"request's {oldest}")
+                    mismatch = f"response correlation id {correlation_id} does not match the oldest request's {oldest}"
+                    if not self.ranges:
+                        self.not_kafka = f"it answered something that is not Kafka's protocol ({mismatch})"
+                    raise ProtocolError(mismatch)
                 api_key, version, future = self.pending.pop(correlation_id)
                 try:
                     _, response = decode_response_frame(payload, api_key, version)
                 except ProtocolError as err:
+                    if api_key == ApiKeys.API_VERSIONS and not self.ranges:
+                        self.not_kafka = f"it answered something that is not Kafka's protocol ({err})"
                     if not future.done():
                         future.set_exception(err)
                     raise
                 if not future.done():
                     future.set_result(response)
-        except asyncio.IncompleteReadError:
+        except asyncio.IncompleteReadError as err:
             self.peer_closed = True
+            received = self.received + len(err.partial)
+            if received and not self.ranges:
+                # a few bytes and a hang-up where ApiVersions' answer should be
+                self.not_kafka = (f"it answered something that is not Kafka's protocol ({received:,} "
+                                  f"byte{'s' if received != 1 else ''}, then it closed the connection)")
             self.close("closed by the peer")
         except ProtocolError as err:
             self.close(f"closed: {err}")
@@ -366,7 +389,13 @@ class KafkaClient:
                     await authenticate_client(channel.call, channel.ranges, self.security, name)
         except TimeoutError:
             step = "SASL authentication" if channel.ranges else "ApiVersions response"
+            announced = channel.announced if not channel.ranges else None
             channel.close(f"closed: no {step}")
+            if announced is not None:
+                # a size came, never its frame: a peer speaking something else, waiting for more from us
+                raise ConnectError(address, f"it answered something that is not Kafka's protocol (a frame of "
+                                            f"{announced:,} bytes announced, not sent within "
+                                            f"{self.request_timeout_ms} ms)") from None
             raise ConnectError(address, f"no {step} within {self.request_timeout_ms} ms") from None
         except NetError as err:
             channel.close(f"closed: {err}")
@@ -379,6 +408,8 @@ class KafkaClient:
                 # certificate, so a TLS peer that hangs up before answering ApiVersions most likely did.
                 raise AuthenticationError(f"cannot connect to {name}: the peer closed the connection after the "
                                           f"TLS handshake (did it refuse our certificate?)") from None
+            if channel.not_kafka is not None:
+                raise ConnectError(address, channel.not_kafka) from None
             if channel.speaks_tls:
                 raise AuthenticationError(f"cannot connect to {name}: it is a TLS listener and we are not using "
                                           f"TLS (set security.protocol to SSL or SASL_SSL)") from None

@@ -22,7 +22,9 @@ only be refused again (and lock accounts where a server counts failures).
 Giving up before it caught up (metashell.live.startup): when every bootstrap controller failed its
 connection setup and none was reached, the attachment stops at once with one line naming each and
 why; once one was reached, when nothing moved for ``stall_timeout_ms``. Either way ``status.error``
-says it, and ``wait_caught_up`` raises it.
+says it, and ``wait_caught_up`` raises it. An address that is no controller (a broker's listener,
+or not Kafka at all) counts as a failed setup, said in words. ``wait_caught_up`` may report once
+on a slow wait (``on_slow``: the shell at a terminal prints ``progress_line()``).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from engine.storage.log_reader import LogEntry
 from engine.storage.snapshot_writer import SnapshotId
 from engine.admin import quorum_client
 from metashell.live.feed import AttachStatus, FeedUpdate
-from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch
+from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch, not_a_controller
 
 DESCRIBE_INTERVAL_S = 1.0
 CLIENT_ID = "metashell-attach"
@@ -181,21 +183,45 @@ class Attachment:
             self._reset, self._batches = None, []
             return update
 
-    def wait_caught_up(self, timeout_s: float | None = None) -> FeedUpdate:
+    def wait_caught_up(self, timeout_s: float | None = None, *, slow_s: float | None = None,
+                       on_slow: Callable[[str], None] | None = None) -> FeedUpdate:
         """Block until the first high watermark seen is handed over; AttachError when the
         attachment stopped or gave up (metashell.live.startup), or at ``timeout_s`` if given (a
-        safety net: the attachment's own rules end the wait). Not for a UI thread."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        safety net: the attachment's own rules end the wait). Not for a UI thread.
+        ``on_slow``: called once with ``progress_line()`` when the wait has lasted ``slow_s``
+        (a person at a terminal should not stare at nothing)."""
+        start = time.monotonic()
+        deadline = None if timeout_s is None else start + timeout_s
+        slow_at = None if on_slow is None or slow_s is None else start + slow_s
         with self._lock:
             while True:
                 update = self._caught_up_update()
                 if update is not None:
                     return update
-                left = None if deadline is None else deadline - time.monotonic()
+                now = time.monotonic()
+                if slow_at is not None and now >= slow_at:
+                    slow_at = None
+                    on_slow(self._progress_line())  # type: ignore[misc]  # set with slow_at
+                left = None if deadline is None else deadline - now
                 if left is not None and left <= 0:
                     raise AttachError(f"not caught up with {self.bootstrap} after {timeout_s:g} s: "
                                       f"{self._status.note}")
+                if slow_at is not None:
+                    left = slow_at - now if left is None else min(left, slow_at - now)
                 self._lock.wait(left)
+
+    def progress_line(self) -> str:
+        """Where the attach stands, in one line: the status note and, while no controller was
+        reached yet, the connection setup timeout that bounds each attempt."""
+        with self._lock:
+            return self._progress_line()
+
+    def _progress_line(self) -> str:
+        note = self._status.note
+        watch = getattr(self, "_watch", None)
+        if self._status.error is None and not self._status.connected and (watch is None or not watch.reached):
+            note += f" (socket.connection.setup.timeout.ms={self._connection.setup_timeout_ms})"
+        return note
 
     def caught_up_update(self) -> FeedUpdate | None:
         """Without waiting: the first update once caught up (as ``wait_caught_up`` returns it),
@@ -290,7 +316,17 @@ class Attachment:
             if type(request).__name__ == "FetchRequest":
                 timeout_ms += self._settings.fetch_max_wait_ms
                 # bounded by the connection's own setup and ApiVersions timeouts (engine.net.connect)
-                served = (await client.api_versions(address)).get(ApiKeys.FETCH)
+                ranges = await client.api_versions(address)
+                why = not_a_controller(ranges)
+                if why is not None:
+                    # a broker's listener (or another Kafka service): no leader to follow there, ever
+                    self._watch.setup_failed(address, why)
+                    answer = InboundResponse(message.correlation_id, None,
+                                             f"{quorum_client.format_address(address)} is {why}")
+                    core.receive(self._clock_ms(), answer)
+                    self._wake.set()
+                    return
+                served = ranges.get(ApiKeys.FETCH)
                 self._watch.connected(self._clock_ms())
                 sent = fetch_at_version(request, served, core.high_watermark)
                 if sent is None:

@@ -13,11 +13,21 @@ in one line which failed and why. Once one is reached (it answered ApiVersions),
 failures are retried as before; then the attach gives up only when nothing moves — no leader
 learnt, no records, no snapshot bytes — for ``stall_timeout_ms`` (30 s by default) before it has
 caught up. After catching up it never gives up (it retries, and says it is disconnected).
+
+An address that answers ApiVersions without the controller's Raft APIs is not a controller (a
+broker's listener, most often: ``bootstrap.servers`` given where ``bootstrap.controllers`` was
+meant) and counts as a failed setup, not as reached: Kafka lists Vote, BeginQuorumEpoch,
+EndQuorumEpoch and FetchSnapshot on controller listeners only (ApiMessageType's listeners, 4.1-4.4),
+while a broker answers our Fetch of ``__cluster_metadata`` with no leader to follow, so the attach
+would wait for a stall. Kafka's admin client tells the same mistake from DescribeCluster's
+MISMATCHED_ENDPOINT_TYPE ("The request was sent to an endpoint of the wrong type.", KIP-919).
 """
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from typing import Hashable, Mapping, Sequence
+
+from engine.common.api_keys import ApiKeys
 
 Address = tuple[str, int]
 STALL_TIMEOUT_MS = 30_000
@@ -26,6 +36,21 @@ STALL_TIMEOUT_MS = 30_000
 def name(address: Address) -> str:
     host, port = address
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# Served on a controller listener only (Kafka's ApiMessageType listeners; ours the same)
+CONTROLLER_ONLY = (ApiKeys.VOTE, ApiKeys.BEGIN_QUORUM_EPOCH, ApiKeys.END_QUORUM_EPOCH, ApiKeys.FETCH_SNAPSHOT)
+NOT_A_CONTROLLER = "not a controller"
+
+
+def not_a_controller(served: Mapping[int, tuple[int, int]]) -> str | None:
+    """Why an endpoint with these ApiVersions ranges is no controller to attach to, in words; None
+    for a controller (it serves one of the Raft APIs only controllers serve)."""
+    if any(key in served for key in CONTROLLER_ONLY):
+        return None
+    if ApiKeys.METADATA in served:
+        return "a broker, not a controller: use the bootstrap.controllers addresses"
+    return f"{NOT_A_CONTROLLER}: its ApiVersions lists none of the Raft APIs"
 
 
 class StartupWatch:
@@ -69,7 +94,10 @@ class StartupWatch:
             return None
         if not self.reached:
             if self.bootstrap and all(a in self.failures for a in self.bootstrap):
-                return "cannot reach any bootstrap controller: " + ", ".join(
+                wrong = any(NOT_A_CONTROLLER in self.failures[a] for a in self.bootstrap)
+                head = ("no controller among the bootstrap addresses" if wrong
+                        else "cannot reach any bootstrap controller")
+                return f"{head}: " + ", ".join(
                     f"{name(a)} ({self.failures[a]})" for a in self.bootstrap)
             return None
         if now_ms - self._progress_ms >= self.stall_timeout_ms:
@@ -77,4 +105,4 @@ class StartupWatch:
         return None
 
 
-__all__ = ["STALL_TIMEOUT_MS", "StartupWatch"]
+__all__ = ["CONTROLLER_ONLY", "STALL_TIMEOUT_MS", "StartupWatch", "not_a_controller"]

@@ -51,6 +51,7 @@ LIVE_WINDOW_RECORDS = 100_000
 # before catching up, once a controller was reached: give up when nothing moved this long (a
 # refused or unresolvable controller is told apart at once, a silent one by its setup timeout)
 ATTACH_TIMEOUT_S = 30.0
+SLOW_AFTER_S = 2.0  # a wait this long at a terminal gets one line of progress (``LiveSource.on_slow``)
 CHANGES_MAX_RECORDS = 10_000  # changes_since replays at most this many records (more: unknown, show it all again)
 
 
@@ -105,6 +106,9 @@ class LiveSource:
         self._status: AttachStatus | None = None
         self._started = False  # attached: the first update taken
         self._feed_started = False
+        # ``attach``'s wait: after ``slow_after_s``, one line of progress to ``on_slow`` (a terminal's stderr)
+        self.on_slow: Callable[[str], None] | None = None
+        self.slow_after_s = SLOW_AFTER_S
 
     @classmethod
     def connect(cls, bootstrap: str, command_config: dict[str, str] | None = None, *,
@@ -141,7 +145,10 @@ class LiveSource:
         update, self._initial = self._initial, None
         if update is None:
             self.start()
-            update = self.feed.wait_caught_up(None)
+            if self.on_slow is not None:
+                update = self.feed.wait_caught_up(None, slow_s=self.slow_after_s, on_slow=self.on_slow)
+            else:
+                update = self.feed.wait_caught_up(None)
         self._started = True
         self._apply(update)
 

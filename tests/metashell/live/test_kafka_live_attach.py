@@ -6,7 +6,9 @@ a dynamic quorum of three controller-only nodes and a broker, so both layouts ar
 Checked: the attachment fetches at Fetch v18 (the newest it speaks, which both offer); after a
 topic is created through a Kafka broker, the image the drained batches rebuild equals the image
 of the Kafka leader's own log directory replayed to the same offset (engine.image.metadata_loader);
-the attachment shows up as no observer of Kafka's quorum. When the Kafka leader is killed, an
+the attachment shows up as no observer of Kafka's quorum. A Kafka broker's port given as the
+bootstrap controller is named as a broker at once (its ApiVersions lists no Raft API, and it
+refuses DescribeCluster for the controllers with MISMATCHED_ENDPOINT_TYPE). When the Kafka leader is killed, an
 attachment made right then (before a successor is elected) catches up to the successor's high
 watermark with the successor's files' image, and it and one attached before follow a topic
 created after the failover. The live shell (metashell.source.LiveSource in a Session) on the
@@ -17,6 +19,7 @@ Deadlines are safety nets, never claims.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -27,11 +30,13 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from engine.image.metadata_delta import replay_entries
 from engine.image.metadata_loader import load_log_dir
-from engine.net.kafka_client import request_once
+from engine.admin import quorum_client
+from engine.common.api_keys import ApiKeys
+from engine.net.kafka_client import KafkaClient, request_once
 from kafka_peer.cluster import KafkaCluster
 from kafka_peer.distribution import KafkaUnavailable, fetch
 from kafka_peer.fixtures import NEWEST_SERVERS, VERSIONS, unavailable
-from metashell.live.attach import Attachment
+from metashell.live.attach import AttachError, Attachment
 from metashell.live.feed import FeedUpdate
 from metashell.shell.session import Session
 from metashell.source import LiveSource
@@ -40,6 +45,7 @@ from tests.metashell.shell.test_live_shell import answer
 
 pytestmark = pytest.mark.kafka
 DEADLINE_S = 60
+MISMATCHED_ENDPOINT_TYPE = 114  # Kafka's Errors: "The request was sent to an endpoint of the wrong type."
 
 
 class Feed:
@@ -128,6 +134,33 @@ def test_the_attached_image_equals_the_kafka_leaders_files_at_the_same_offset(cl
         assert all(o.replica_id >= 0 for o in quorum.observers)  # Kafka tracks no replica id -1
     finally:
         feed.attachment.close()
+
+
+def test_a_kafka_brokers_port_is_named_as_a_broker_and_given_up_on_at_once(cluster: KafkaCluster) -> None:
+    broker = next(n for n in cluster.brokers if n.alive)
+    at = f"127.0.0.1:{broker.broker_port}"
+    # What tells it apart: Kafka's broker listener lists no Raft API (Vote, FetchSnapshot: controller
+    # listeners only), and its admin client's KIP-919 check, DescribeCluster for the controllers,
+    # is refused there with MISMATCHED_ENDPOINT_TYPE.
+    served = asyncio.run(_api_versions(broker.broker_address))
+    assert ApiKeys.FETCH in served and ApiKeys.VOTE not in served and ApiKeys.FETCH_SNAPSHOT not in served
+    answer = request_once(broker.broker_address, quorum_client.describe_cluster_request(), timeout_ms=30_000,
+                          adapt=True)
+    assert int(answer.error_code) == MISMATCHED_ENDPOINT_TYPE
+    attachment = Attachment(at)
+    try:
+        attachment.start()
+        with pytest.raises(AttachError) as caught:
+            attachment.wait_caught_up(DEADLINE_S)
+    finally:
+        attachment.close()
+    assert str(caught.value) == (f"no controller among the bootstrap addresses: {at} (a broker, not a controller: "
+                                 "use the bootstrap.controllers addresses)")
+
+
+async def _api_versions(address: tuple[str, int]) -> dict[int, tuple[int, int]]:
+    async with KafkaClient(client_id="test", request_timeout_ms=30_000) as client:
+        return await client.api_versions(address)
 
 
 def test_after_a_killed_kafka_leader_both_attachments_follow_the_successor_and_a_new_topic(
