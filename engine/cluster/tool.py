@@ -79,6 +79,12 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port from 1 to 65535, got {text!r}")
+    return int(text)
+
+
 def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
     """``kraftd cluster ...`` under ``sub``; every subcommand sets ``run`` (which is to call
     ``run_cluster(args, out)``)."""
@@ -117,7 +123,7 @@ def add_parser(sub, run: Callable[[argparse.Namespace], int]) -> None:
                          "SCRAM-SHA-512; a CA, certificates and passwords are made in --dir, with the controllers' "
                          "StandardAuthorizer, and --dir/client.properties is the --command-config to attach with")
     up.add_argument("--racks", type=_non_negative, help="broker.rack values dealt round-robin (default 3; 0: none)")
-    up.add_argument("--base-port", type=_positive,
+    up.add_argument("--base-port", type=_port,
                     help="controllers on BASE.., then brokers (default: free ports); a cluster already in --dir "
                          "keeps its ports, and a note says this one is ignored")
     up.add_argument("--release-version", "-r", help="metadata.version to format with (default: latest production)")

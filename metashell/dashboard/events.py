@@ -41,7 +41,7 @@ def events_of_changes(changes: ChangeSet, after: MetadataImage) -> list[Event]:
     for topic_id, change in changes.topics.items():
         if change.created:
             events.append(_event(change, "topic-create", f"topic {change.after}",
-                                 f"topic {change.after} created ({len(by_id[topic_id].partitions)} partitions)"))
+                                 f"topic {change.after} created ({_count(len(by_id[topic_id].partitions), 'partition')})"))
         elif change.deleted:
             events.append(_event(change, "topic-delete", f"topic {change.before}", f"topic {change.before} deleted"))
     for (topic_id, partition_id), change in changes.partitions.items():
@@ -123,3 +123,8 @@ def _partition_events(subject: str, change: Change[PartitionRegistration], event
         parts.append(f"last-known ELR {list(old.last_known_elr)} → {list(new.last_known_elr)}")
     if parts:
         events.append(_event(change, "elr-change", subject, f"{subject} " + ", ".join(parts)))
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 partition``, ``3 partitions``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

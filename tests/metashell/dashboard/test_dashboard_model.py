@@ -236,7 +236,7 @@ def test_events_of_a_transaction_with_a_clear_elr_are_at_its_end() -> None:
     ])
     assert [(e.offset, e.timestamp_ms, e.kind, e.text) for e in h.events] == [
         (0, START_MS, "topic-create", "topic pay created (2 partitions)"),
-        (3, START_MS, "topic-create", "topic new created (1 partitions)"),
+        (3, START_MS, "topic-create", "topic new created (1 partition)"),
         (7, START_MS + 2000, "leader-change", "quorum leader 2 (epoch 1)"),
         # a transaction's records take effect at its end, and so do their events: where a frame shows them
         (9, START_MS + 2000, "partition-leader", "pay-1 leader 1 → 2 (epoch 1)"),
