@@ -337,7 +337,7 @@ def _segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: 
             if index == len(segments) - 1 else None
         if files_read is not None:
             files_read.append(segment)
-        for entries in entries_by_batch(segment, on_torn, False):
+        for entries in entries_by_batch(segment, on_torn, False, begin if base < begin else None):
             if entries and entries[0].offset < begin:
                 entries = [e for e in entries if e.offset >= begin]
             if end is not None and entries and entries[-1].offset >= end:

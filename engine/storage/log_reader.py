@@ -200,17 +200,38 @@ def _in_words(reason: str) -> str:
 
 
 def entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
-                      in_snapshot: bool) -> Iterator[list[LogEntry]]:
-    """The decoded records of a file, a list per batch (fewer generator hops than per record)."""
-    for _, entries in batches_of_bytes(read_segment_bytes(path), str(path), on_torn_tail, in_snapshot):
+                     in_snapshot: bool, begin: int | None = None) -> Iterator[list[LogEntry]]:
+    """The decoded records of a file, a list per batch (fewer generator hops than per record);
+    with ``begin``, from the first batch holding an offset at or past it (see first_batch_at)."""
+    buf = read_segment_bytes(path)
+    start = first_batch_at(buf, begin) if begin is not None else 0
+    for _, entries in batches_of_bytes(buf, str(path), on_torn_tail, in_snapshot, start):
         yield entries
 
 
+def first_batch_at(buf: bytes | memoryview, begin: int) -> int:
+    """The byte position of the first batch whose last offset is at or past ``begin``. The batches
+    before it are walked by their headers only, their CRCs unchecked: a replay that starts after a
+    batch never needs its records, and damage inside them leaves the header's length, the walk's
+    step, intact. A header that does not read (its length cannot be trusted) ends the walk there:
+    the reading from that position reports it (or tolerates it as a torn tail)."""
+    pos = 0
+    while pos < len(buf):
+        try:
+            header, end = decode_batch(buf, pos, verify_crc=False, decode_records=False)
+        except MetadataError:
+            return pos
+        if header.last_offset >= begin:
+            return pos
+        pos = end
+    return pos
+
+
 def batches_of_bytes(buf: bytes | memoryview, where: str, on_torn_tail: TornTailHandler | None,
-                     in_snapshot: bool) -> Iterator[tuple[RecordBatch, list[LogEntry]]]:
-    """(batch header, its decoded records) for every batch of a file's or a Fetch answer's bytes;
-    damage raises an error naming ``where``."""
-    for pos, header, end in iter_batches(buf, where, decode_records=False, on_torn_tail=on_torn_tail):
+                     in_snapshot: bool, start: int = 0) -> Iterator[tuple[RecordBatch, list[LogEntry]]]:
+    """(batch header, its decoded records) for every batch of a file's or a Fetch answer's bytes
+    from byte ``start``; damage raises an error naming ``where``."""
+    for pos, header, end in iter_batches(buf, where, decode_records=False, on_torn_tail=on_torn_tail, start=start):
         entries = None
         if header.compression == NONE and not header.is_control:
             count = int.from_bytes(buf[pos + HEADER_SIZE - 4:pos + HEADER_SIZE], "big", signed=True)
