@@ -45,7 +45,7 @@ from typing import Iterable, NamedTuple, Protocol, Sequence
 from engine.image.history_checkpoints import HistoryCheckpoints, ReplayState, image_cost as _image_cost
 from engine.image.history_reader import LogDirReader
 from engine.image.history_window import HistoryWindow, OutsideWindowError
-from engine.image.log_runs import LogScan, damage_of, iso_time as _iso, point_words as _point, runs_of, runs_words, scan_log
+from engine.image.log_runs import Gap, LogScan, damage_of, iso_time as _iso, point_words as _point, runs_of, runs_words, scan_log
 from engine.common.errors import OffsetOutOfRange
 from engine.image.change_set import ChangeSet
 from engine.image.metadata_delta import MetadataDelta
@@ -378,6 +378,11 @@ class MetadataHistory:
         offset), or None: the log ended, or was read to its torn tail."""
         damage = self._reader.damage if self._reader is not None else []
         return damage[0].one_line() if damage else None
+
+    @property
+    def gaps(self) -> tuple[Gap, ...]:
+        """The damaged places of a log directory no replay gets past (engine.image.log_runs); () when none."""
+        return self._log_scan().gaps if self._reader is not None else ()
 
     def _log_scan(self) -> LogScan:
         if self._reader is None:
