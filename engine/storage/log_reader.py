@@ -164,7 +164,8 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
     try:
         for entries in entries_by_batch(path, on_torn_tail, snapshot):
             if snapshot and last is None and entries and entries[0].record.type_name != "SNAPSHOT_HEADER":
-                raise StorageError("not a readable snapshot: it does not start with a SnapshotHeader",
+                raise StorageError(f"not a readable snapshot: no SnapshotHeader (its first record is a "
+                                   f"{entries[0].record.type_name}, where a snapshot's is its SnapshotHeader)",
                                    path=str(path), byte_offset=0)
             if entries:
                 last = entries[-1]
@@ -173,6 +174,9 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
         if not snapshot:
             raise
         raise unreadable_snapshot(exc, path) from None
+    if snapshot and last is None and path.stat().st_size == 0:
+        # Kafka's snapshots always hold their SnapshotHeader and SnapshotFooter control records
+        raise StorageError("not a readable snapshot: the file is empty", path=str(path))
     if snapshot and (last is None or last.record.type_name != "SNAPSHOT_FOOTER"):
         raise StorageError("snapshot ends without a SnapshotFooter: cut short or not a snapshot",
                            path=str(path), byte_offset=path.stat().st_size)

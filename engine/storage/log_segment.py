@@ -136,6 +136,8 @@ def find_next_valid_batch(buf: bytes | memoryview, start: int) -> int | None:
 def read_segment_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
+    except FileNotFoundError:
+        raise StorageError("no such file", path=str(path)) from None
     except OSError as exc:
         raise StorageError(f"cannot read segment: {exc.strerror}", path=str(path)) from None
 
