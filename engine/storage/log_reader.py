@@ -185,11 +185,12 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
 def unreadable_snapshot(error: MetadataError, path: Path, what: str = "snapshot") -> StorageError:
     """A snapshot (or ``what``) whose batches do not read: said so first, then why in words (the raw
     reason alone, "absurd batch length -1460230223", says little to an operator)."""
-    return StorageError(f"not a readable {what}: {_in_words(error.reason)}", path=str(path),
+    return StorageError(f"not a readable {what}: {in_words(error.reason)}", path=str(path),
                         byte_offset=error.byte_offset)
 
 
-def _in_words(reason: str) -> str:
+def in_words(reason: str) -> str:
+    """A batch's damage (a decode_batch reason) said in words an operator reads."""
     if reason.startswith("absurd batch length"):
         claimed = reason.rsplit(" ", 1)[-1]
         return (f"the record batch there claims a length of {claimed} bytes, which no batch has: the file "
