@@ -160,3 +160,33 @@ def test_the_command_line_and_the_shell_agree_on_the_runs(tmp_path: Path) -> Non
     done = metashell("-c", "seek 9; seek 14; seek 12; seek 20")
     assert done.stdout.splitlines() == ["at offset 9", "at offset 14", "at offset 20"], done
     assert "seek: offset 12 is in a damaged part of the log" in done.stderr
+
+
+@pytest.mark.corpus
+def test_the_reviewers_damaged_corpus_log(tmp_path: Path) -> None:
+    """A real Kafka directory (segments from 0 to 26389, snapshots at 15232 and 22428) with one byte
+    flipped in the records of the batch at offset 13178: two runs, whatever the first point asked."""
+    from tests.conftest import corpus_file
+
+    original = corpus_file("djsoler__Big_Data_Proye_Docker")
+    directory = tmp_path / "dj"
+    shutil.copytree(original, directory)
+    segment = directory / "__cluster_metadata-0" / SEGMENT
+    segment.chmod(0o644)
+    pos, batch = next((p, b) for p, b in read_batches(segment) if b.base_offset == 13178)
+    data = bytearray(segment.read_bytes())
+    data[pos + 66] ^= 0xFF  # inside its records
+    segment.write_bytes(bytes(data))
+    words = "offsets -1 (before the first record) to 13177 and 15231 to 26389 can be reached"
+    for first in (None, 100, 13177, 15231, 20000):
+        source = Source(log_dir=directory)
+        if first is not None:
+            assert source.load(offset=first)[0].provenance.last_offset == first
+        for offset in (15231, 13177, 20000, 26389, 100):
+            assert source.load(offset=offset)[0] == Source(log_dir=original).load(offset=offset)[0], (first, offset)
+        for offset in (13178, 15000, 15230, 26390):
+            with pytest.raises(OffsetOutOfRange) as refused:
+                source.load(offset=offset)
+            assert str(refused.value).endswith(words)
+    image, info = Source(log_dir=directory).load()
+    assert image.provenance.last_offset == 26389 and any(n.endswith(words) for n in info.notes)
