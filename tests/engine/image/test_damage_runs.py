@@ -101,7 +101,9 @@ def test_a_seek_answers_the_point_asked_whatever_came_before(tmp_path: Path) -> 
     reads the span from the snapshot, not the last point before the damage."""
     intact, directory, _, _ = _damaged(tmp_path)
     source = Source(log_dir=directory)
-    assert source.load(offset=9)[0].provenance.last_offset == 9
+    image, info = source.load(offset=9)
+    assert image.provenance.last_offset == 9
+    assert not [n for n in info.notes if "past the log's end" in n], info.notes  # the newer snapshot is a run
     assert source.load(offset=14)[0] == load_log_dir(intact, offset=14)[0]
     assert source.load(offset=20)[0] == load_log_dir(intact, offset=20)[0]
     assert source.load(offset=3)[0] == load_log_dir(intact, offset=3)[0]
@@ -190,3 +192,12 @@ def test_the_reviewers_damaged_corpus_log(tmp_path: Path) -> None:
             assert str(refused.value).endswith(words)
     image, info = Source(log_dir=directory).load()
     assert image.provenance.last_offset == 26389 and any(n.endswith(words) for n in info.notes)
+
+
+def test_the_export_takes_the_runs_too(tmp_path: Path) -> None:
+    from metashell.export.history_tables import images_at
+
+    _, directory, _, _ = _damaged(tmp_path)
+    assert {row[0] for row in images_at(directory, [5, 20]).rows} == {20}  # no partitions before offset 11
+    with pytest.raises(OffsetOutOfRange, match="offset 12 is in a damaged part of the log"):
+        images_at(directory, [5, 12])
