@@ -14,11 +14,12 @@ are not decoded); ``runs_of`` turns it, and the starting points, into the runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Sequence
 
 from engine.common.errors import CorruptRecordError
+from engine.image.metadata_loader import DAMAGE_NOTE, LoadInfo
 from engine.records.record_batch import decode_batch, peek_batch_extent
 from engine.storage.log_reader import LogDirListing
 from engine.storage.log_segment import is_torn_tail, read_segment_bytes
@@ -110,6 +111,17 @@ def damage_of(scan: LogScan, offset: int) -> str | None:
     """The damage that keeps ``offset`` out of reach: the gap holding it, or the last one before it."""
     before = [gap for gap in scan.gaps if gap.first <= offset]
     return before[-1].damage if before else None
+
+
+def with_damage_note(info: LoadInfo, gaps: Sequence[Gap], runs: Sequence[tuple[int, int]]) -> LoadInfo:
+    """``info`` naming the damage and the runs that can be reached: on the note of the damage the
+    replay stopped at, or a note of its own (the replay answering never met it)."""
+    words = runs_words(runs)
+    notes = [f"{n}; {words}" if n.startswith(DAMAGE_NOTE) and not n.endswith(words) else n for n in info.notes]
+    if not any(n.startswith(DAMAGE_NOTE) for n in notes):
+        more = f" (and {len(gaps) - 1} more damaged places)" if len(gaps) > 1 else ""
+        notes.append(f"part of the log is damaged and cannot be replayed: {gaps[0].damage}{more}; {words}")
+    return replace(info, notes=tuple(notes))
 
 
 def point_words(offset: int | None, time_ms: int | None) -> str:

@@ -45,13 +45,15 @@ from typing import Iterable, NamedTuple, Protocol, Sequence
 from engine.image.history_checkpoints import HistoryCheckpoints, ReplayState, image_cost as _image_cost
 from engine.image.history_reader import LogDirReader
 from engine.image.history_window import HistoryWindow, OutsideWindowError
-from engine.image.log_runs import Gap, LogScan, damage_of, iso_time as _iso, point_words as _point, runs_of, runs_words, scan_log
+from engine.image.log_runs import (
+    Gap, LogScan, damage_of, iso_time as _iso, point_words as _point, runs_of, runs_words, scan_log, with_damage_note,
+)
 from engine.common.errors import OffsetOutOfRange
 from engine.image.change_set import ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import (
-    DAMAGE_NOTE, LoadInfo, collector_paused, first_reachable, first_reachable_time, load_file,
+    LoadInfo, collector_paused, first_reachable, first_reachable_time, load_file,
     open_transaction_notes, replay_start,
 )
 from engine.storage.log_reader import LogEntry
@@ -133,7 +135,8 @@ class MetadataHistory:
 
         if not self._reader.read_appended(self.last_offset + 1 if self.entries else self._window.begin, replay):
             return False
-        self._scan = None
+        scan = self._scan  # appending adds no damage before what was read: rescan only a damaged log
+        self._scan = LogScan((), self.last_offset) if scan is not None and not scan.gaps and not self.damage else None
         self._moved()
         return True
 
@@ -396,17 +399,9 @@ class MetadataHistory:
         return self._scan
 
     def _with_damage(self, info: LoadInfo) -> LoadInfo:
-        """``info`` with a note naming the damage and the runs that can be reached, when part of the
-        log is damaged: on the note of the damage the replay stopped at, or a note of its own."""
-        gaps = self._log_scan().gaps if self._reader is not None else ()
-        if not gaps:
-            return info
-        words = runs_words(self.reachable())
-        notes = [f"{n}; {words}" if n.startswith(DAMAGE_NOTE) and not n.endswith(words) else n for n in info.notes]
-        if not any(n.startswith(DAMAGE_NOTE) for n in notes):
-            more = f" (and {len(gaps) - 1} more damaged places)" if len(gaps) > 1 else ""
-            notes.append(f"part of the log is damaged and cannot be replayed: {gaps[0].damage}{more}; {words}")
-        return replace(info, notes=tuple(notes))
+        """``info`` with the damage and the runs that can be reached named (log_runs.with_damage_note)."""
+        gaps = self.gaps
+        return with_damage_note(info, gaps, self.reachable()) if gaps else info
 
     def _first_point(self) -> tuple[int, int]:
         """(offset, time in ms) of the earliest image; a log directory's is found once, reading

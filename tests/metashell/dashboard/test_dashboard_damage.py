@@ -10,7 +10,6 @@ then a byte flipped in that batch's records: the runs are -1..9 and 14..23.
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
