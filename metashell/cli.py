@@ -405,7 +405,8 @@ def _dashboard(source: Source, args, err: Callable[[str], None],
         from metashell.dashboard.history import History
     except ImportError as exc:
         raise ConfigError(f"the dashboard is not available here ({exc}); --print prints the summary") from None
-    history = History.open_log_dir(source.log_dir) if source.log_dir else History.open_snapshot(source.snapshot)
+    history = History.open_log_dir(source.log_dir, offset=args.offset, time_ms=time_ms) if source.log_dir \
+        else History.open_snapshot(source.snapshot)
     history.replay.check_point(offset=args.offset, time_ms=time_ms)  # out of range: one line before the app opens
     for note in history.info.notes:
         err(f"metashell: note: {note}")

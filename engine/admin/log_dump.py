@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from engine.common.errors import CorruptRecordError, MetadataError, StorageError
-from engine.storage.log_reader import is_snapshot_file, list_log_dir
+from engine.storage.log_reader import in_words, is_snapshot_file, list_log_dir
 from engine.storage.log_segment import parse_segment_name, read_segment_bytes
 from engine.records.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record
 from engine.records.record_batch import ATTR_DELETE_HORIZON, LOG_OVERHEAD, NO_SEQUENCE, RecordBatch, decode_batch
@@ -93,7 +93,7 @@ def dump_files(paths: Iterable[str], out: Callable[[str], None], note: Callable[
     if damaged:
         more = f" (and damage in {len(damaged) - 1} more places)" if len(damaged) > 1 else ""
         first = damaged[0]
-        raise type(first)(f"{first.reason}{more}", path=first.path, byte_offset=first.byte_offset)
+        raise type(first)(f"{_worded(first).reason}{more}", path=first.path, byte_offset=first.byte_offset)
     if unreadable:
         first = unreadable[0]
         more = f" ({len(unreadable) - 1} more records shown raw)" if len(unreadable) > 1 else ""
@@ -229,15 +229,23 @@ def _batch_at(buf: bytes, pos: int, path: Path, out: Callable[[str], None],
         damaged.append(error)
         return None
     if not error.reason.startswith("batch CRC mismatch"):
-        raise error
+        raise _worded(error)
     damaged.append(error)
     try:
         batch, end = decode_batch(buf, pos, verify_crc=False)
     except MetadataError as inner:  # Kafka's tool prints the batch line, then fails on its records
         _print_header(buf, pos, out)
-        raise CorruptRecordError(f"{error.reason}; its records do not parse ({inner.reason})",
-                                 path=str(path), byte_offset=pos) from None
+        raise _worded(CorruptRecordError(f"{error.reason}; its records do not parse ({inner.reason})",
+                                         path=str(path), byte_offset=pos)) from None
     return batch, end, False
+
+
+def _worded(error: MetadataError) -> MetadataError:
+    """``error`` said in words (log_reader.in_words: "absurd batch length 1669679574" alone says
+    little), the raw reason kept when the words do not carry it. Only stderr's line: stdout stays Kafka's."""
+    words = in_words(error.reason)
+    reason = words if error.reason in words else f"{words} ({error.reason})"
+    return type(error)(reason, path=error.path, byte_offset=error.byte_offset)
 
 
 def _print_header(buf: bytes, pos: int, out: Callable[[str], None]) -> None:

@@ -64,12 +64,16 @@ class OffsetOutOfRange(ConfigError):
     shell's seek, the dashboard's ``g``) can say so, or offer them, without parsing the line."""
 
     def __init__(self, reason: str, *, first: int, last: int, damage: str | None = None,
-                 path: str | None = None, byte_offset: int | None = None):
+                 path: str | None = None, byte_offset: int | None = None,
+                 runs: tuple[tuple[int, int], ...] | None = None):
         self.first = first
         self.last = last
+        # the runs of reachable offsets, (first, last) inclusive: more than one when damage cuts a gap
+        self.runs = runs if runs is not None else ((first, last),)
         self.damage = damage  # the one line naming where the log stopped reading, when damage cut it short
         super().__init__(reason, path=path, byte_offset=byte_offset)
 
     def at(self, path: str | None = None, base_offset: int | None = None) -> "OffsetOutOfRange":
         return OffsetOutOfRange(self.reason, first=self.first, last=self.last, damage=self.damage,
-                                path=path if path is not None else self.path, byte_offset=self.byte_offset)
+                                path=path if path is not None else self.path, byte_offset=self.byte_offset,
+                                runs=self.runs)

@@ -151,3 +151,20 @@ class HistoryCheckpoints:
         self._kept_cost -= sum(c for i, c in self._kept.items() if i <= cut)
         self._kept = {i - k: c for i, c in self._kept.items() if i > cut}
         self._tail = None if self._tail is None or self._tail <= cut else self._tail - k
+
+
+def image_cost(before: MetadataImage, after: MetadataImage, delta: MetadataDelta) -> int:
+    """About how many mapping entries ``after`` holds that ``before`` did not share."""
+    cost = 0
+    if after.topics is not before.topics:
+        by_id = after.topics.by_id
+        cost += 2 * len(by_id)
+        for topic_id in delta.changed_topic_ids():
+            topic = by_id.get(topic_id)
+            if topic is not None:
+                cost += len(topic.partitions)
+    if after.cluster is not before.cluster:
+        cost += len(after.cluster.brokers)
+    if after.configs is not before.configs:
+        cost += len(after.configs)
+    return cost

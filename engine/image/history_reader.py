@@ -33,6 +33,11 @@ class LogDirReader:
         self._size = segment_sizes(start.listing) if end is None else None
 
     @property
+    def reads_to_end(self) -> bool:
+        """Whether this span reads to the log's end (not up to where a newer span begins)."""
+        return self._end is None
+
+    @property
     def listing(self) -> LogDirListing:
         """The directory's files as last listed."""
         return self._listing
@@ -45,7 +50,8 @@ class LogDirReader:
     def finished(self, end_offset: int) -> None:
         """The span was read up to ``end_offset``: note a newest snapshot past it (Kafka would start from it)."""
         newest = self._listing.latest_snapshot
-        if self._end is None and newest is not None and newest[0].end_offset > end_offset:
+        # (stopped by damage, the history's damage note says more: the newest snapshot is another span)
+        if self._end is None and not self.damage and newest is not None and newest[0].end_offset > end_offset:
             self.notes.append(f"the newest snapshot ({newest[1].name}) is past the log's end ({end_offset}): "
                               "this history stops before it")
 

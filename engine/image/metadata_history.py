@@ -39,20 +39,22 @@ Kafka, and the LoadInfo of that point says so in a note.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, NamedTuple, Protocol, Sequence
 
-from engine.image.history_checkpoints import HistoryCheckpoints, ReplayState
+from engine.image.history_checkpoints import HistoryCheckpoints, ReplayState, image_cost as _image_cost
 from engine.image.history_reader import LogDirReader
 from engine.image.history_window import HistoryWindow, OutsideWindowError
+from engine.image.log_runs import (
+    Gap, LogScan, damage_of, iso_time as _iso, point_words as _point, runs_of, runs_words, scan_log, with_damage_note,
+)
 from engine.common.errors import OffsetOutOfRange
 from engine.image.change_set import ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import (
-    LoadInfo, collector_paused, first_reachable, first_reachable_time, load_file, open_transaction_notes,
-    reachable_words, replay_start,
+    LoadInfo, collector_paused, first_reachable, first_reachable_time, load_file,
+    open_transaction_notes, replay_start,
 )
 from engine.storage.log_reader import LogEntry
 from engine.storage.meta_properties import MetaProperties
@@ -98,6 +100,7 @@ class MetadataHistory:
         self._checkpoints = HistoryCheckpoints(ReplayState(start, None, 0))
         self._older: list[MetadataHistory] = []  # spans before the starting snapshot, read on demand
         self._first: tuple[int, int] | None = None  # the earliest point (offset, time ms), once asked
+        self._scan: LogScan | None = None  # where the directory's damage is (log_runs), once asked
         self._observer = observer
         self._records_added = 0  # by extend since the history opened (a reset goes on counting)
         if observer is not None:
@@ -132,6 +135,8 @@ class MetadataHistory:
 
         if not self._reader.read_appended(self.last_offset + 1 if self.entries else self._window.begin, replay):
             return False
+        scan = self._scan  # appending adds no damage before what was read: rescan only a damaged log
+        self._scan = LogScan((), self.last_offset) if scan is not None and not scan.gaps and not self.damage else None
         self._moved()
         return True
 
@@ -242,8 +247,8 @@ class MetadataHistory:
 
     @property
     def info(self) -> LoadInfo:
-        """What the loader would report for the latest image."""
-        return self._info
+        """What the loader would report for the latest image (with a note when part of the log is damaged)."""
+        return self._with_damage(self._info)
 
     @property
     def start_image(self) -> MetadataImage:
@@ -342,27 +347,33 @@ class MetadataHistory:
 
     def image_at(self, *, offset: int | None = None, time_ms: int | None = None) -> tuple[MetadataImage, LoadInfo]:
         """As ``load_log_dir``: the latest image, or the one at or before ``offset`` (inclusive) or
-        ``time_ms``. A point before this history's starting snapshot is answered by an older span
-        of the log, read once (from the newest snapshot at or before it, as the loader would)."""
+        ``time_ms``. A point outside this history's own span is answered by another span of the
+        log, read once (from the newest snapshot at or before it, as the loader would): an older
+        one, or, past damage, a newer one. Never another point than the one asked for."""
         self._window.check(offset, time_ms)  # a point a growing history dropped: the more telling error
-        if offset is not None or time_ms is not None:
-            self.check_point(offset=offset, time_ms=time_ms)
+        if offset is None and time_ms is None:
+            return self.image_at_index(len(self.entries) - 1), self.info
+        self.check_point(offset=offset, time_ms=time_ms)
         history = self._span_for(offset, time_ms)
-        if offset is not None:
-            index = history.index_of(offset)
-        elif time_ms is not None:
-            index = history.index_at_time(time_ms)
-        else:
-            index = len(history.entries) - 1
-        return history.image_at_index(index), history.info_at(index)
+        if not history._answers(offset, time_ms):  # the span stops before the point: never answer another
+            raise self._refuse(f"{_point(offset, time_ms)} cannot be replayed: the log's span from offset "
+                               f"{history.start_offset} stops at {history.last_offset}")
+        index = history.index_of(offset) if offset is not None else history.index_at_time(time_ms)
+        return history.image_at_index(index), self._with_damage(history.info_at(index))
 
     # -- what can be reached ---------------------------------------------------------------------
 
-    def reachable(self) -> tuple[int, int]:
-        """The offsets ``image_at`` answers, (first, last) inclusive; last < first: none. A log
-        directory's run from its earliest point (its first record, or the oldest snapshot its
-        segments continue from) to the last record read; a growing history's from its window's start."""
-        return self._first_point()[0], self.last_offset
+    def reachable(self) -> tuple[tuple[int, int], ...]:
+        """The runs of offsets ``image_at`` answers, (first, last) inclusive, in order. A log
+        directory's: from each starting point (its first record, or a snapshot its segments
+        continue from) up to the first damaged batch after it (engine.image.log_runs); one run
+        when nothing is damaged. A growing history's: its window."""
+        if self._reader is None:
+            return ((self._first_point()[0], self.last_offset),)
+        listing = self._reader.listing
+        first = first_reachable(listing)
+        starts = [first] + [s.end_offset - 1 for s, _ in listing.snapshots if s.end_offset - 1 > first]
+        return runs_of(starts, self._log_scan())
 
     @property
     def damage(self) -> str | None:
@@ -370,6 +381,27 @@ class MetadataHistory:
         offset), or None: the log ended, or was read to its torn tail."""
         damage = self._reader.damage if self._reader is not None else []
         return damage[0].one_line() if damage else None
+
+    @property
+    def gaps(self) -> tuple[Gap, ...]:
+        """The damaged places of a log directory no replay gets past (engine.image.log_runs); () when none."""
+        return self._log_scan().gaps if self._reader is not None else ()
+
+    def _log_scan(self) -> LogScan:
+        if self._reader is None:
+            return LogScan((), self.last_offset)
+        if self._scan is None:
+            reader = self._reader
+            if reader.reads_to_end and not reader.damage and self.start_offset == first_reachable(reader.listing):
+                self._scan = LogScan((), self.last_offset)  # this history read it all, undamaged: nothing to scan
+            else:  # its own span ended at damage, or the log before its start is unread: one pass over the CRCs
+                self._scan = scan_log(reader.listing)
+        return self._scan
+
+    def _with_damage(self, info: LoadInfo) -> LoadInfo:
+        """``info`` with the damage and the runs that can be reached named (log_runs.with_damage_note)."""
+        gaps = self.gaps
+        return with_damage_note(info, gaps, self.reachable()) if gaps else info
 
     def _first_point(self) -> tuple[int, int]:
         """(offset, time in ms) of the earliest image; a log directory's is found once, reading
@@ -388,83 +420,79 @@ class MetadataHistory:
             self._first = (first, time_ms if time_ms is not None else 0)
         return self._first
 
+    def _refuse(self, reason: str) -> OffsetOutOfRange:
+        runs = self.reachable()
+        return OffsetOutOfRange(f"{reason}: {runs_words(runs)}", first=runs[0][0], last=runs[-1][1],
+                                damage=self.damage or next((g.damage for g in self._log_scan().gaps), None), runs=runs)
+
     def check_point(self, *, offset: int | None = None, time_ms: int | None = None) -> None:
-        """OffsetOutOfRange for a point the log cannot answer: an offset outside the reachable run,
-        a time before its earliest point, or, when damage cut the log short, a time after its last
-        record (that time's records may be past the damage). A time after the last record of a
-        whole log is the latest image: nothing changed after it (as Kafka's tools read "as of T")."""
+        """OffsetOutOfRange for a point the log cannot answer: an offset in no reachable run (before
+        the log, in a damaged gap, past the end or the damage the log stops at), a time before its
+        earliest point, or one whose records may be in damage (after the last record a replay
+        reaches before damage). A time after the last record of a whole log is the latest image:
+        nothing changed after it (as Kafka's tools read "as of T")."""
         if offset is None and time_ms is None:
             return  # the latest: always there
-        (first, first_ts), last, damage = self._first_point(), self.last_offset, self.damage
-        range_words = reachable_words(first, last)
-
-        def refuse(reason: str) -> OffsetOutOfRange:
-            return OffsetOutOfRange(f"{reason}: {range_words}", first=first, last=last, damage=damage)
-
+        runs = self.reachable()
+        first, last = runs[0][0], runs[-1][1]
         if offset is not None:
-            if first <= offset <= last:
+            if any(low <= offset <= high for low, high in runs):
                 return
             if offset < first:
-                raise refuse(f"offset {offset} is before the log's earliest point")
-            raise refuse(f"offset {offset} is past the damage the log stops at ({damage})" if damage
-                         else f"offset {offset} is past the log's end")
+                raise self._refuse(f"offset {offset} is before the log's earliest point")
+            scan = self._log_scan()
+            damage = damage_of(scan, offset)
+            if offset > last:  # past the damage only when a gap cuts the last run short
+                damage = next((gap.damage for gap in scan.gaps if gap.resume is None or gap.resume > last + 1), None)
+                raise self._refuse(f"offset {offset} is past the damage the log stops at ({damage})" if damage
+                                   else f"offset {offset} is past the log's end")
+            raise self._refuse(f"offset {offset} is in a damaged part of the log, which no replay reaches ({damage})")
+        first_ts = self._first_point()[1]
         if last < max(first, 0):
-            raise refuse(f"time {_iso(time_ms)}")
+            raise self._refuse(f"time {_iso(time_ms)}")
         if time_ms < first_ts:
-            raise refuse(f"time {_iso(time_ms)} is before the log's earliest point (offset {first}, {_iso(first_ts)})")
-        ts_max = self._window.ts_max
-        if damage and ts_max and time_ms > ts_max[-1]:
-            raise refuse(f"time {_iso(time_ms)} is after the last record read (offset {last}, {_iso(ts_max[-1])}) "
-                         f"and the log stops at damage ({damage}): its records may be past it")
+            raise self._refuse(f"time {_iso(time_ms)} is before the log's earliest point (offset {first}, "
+                               f"{_iso(first_ts)})")
+        span = self._span_for(None, time_ms)
+        if not span._answers(None, time_ms):
+            ts_max = span._window.ts_max
+            read = f"offset {span.last_offset}, {_iso(ts_max[-1])}" if ts_max else f"offset {span.last_offset}"
+            damage = span.damage or damage_of(self._log_scan(), span.last_offset + 1)
+            raise self._refuse(f"time {_iso(time_ms)} is after the last record read ({read}) and the log stops "
+                               f"at damage ({damage}): its records may be past it")
 
-    # -- reaching back -------------------------------------------------------------------------
+    # -- other spans -----------------------------------------------------------------------------
 
-    def _before_start(self, offset: int | None, time_ms: int | None) -> bool:
-        if self.info.snapshot is None or self._reader is None:
-            return False  # nothing older to read: the start is the log's
+    def _answers(self, offset: int | None, time_ms: int | None) -> bool:
+        """Whether this span's own records answer the point exactly."""
+        window = self._window
         if offset is not None:
-            return offset < self.start_offset
-        return time_ms is not None and time_ms < self.start_image.provenance.last_timestamp_ms
+            return window.start_offset <= offset <= window.last_offset
+        if time_ms is None:
+            return True
+        if window.start_offset >= 0 and time_ms < window.start_ts_ms:
+            return False
+        if window.ts_max and time_ms < window.ts_max[-1]:
+            return True
+        # at or after its last record: only a span read to the log's very end knows nothing follows
+        return self._reader is None or (self._reader.reads_to_end and not self._reader.damage)
 
     def _span_for(self, offset: int | None, time_ms: int | None) -> MetadataHistory:
-        """This history, or the older span that starts last at or before the point (read now
-        if none does: up to where the next span begins)."""
-        if not self._before_start(offset, time_ms):
+        """The span that answers the point: this history, one read before, or one read now from
+        the newest snapshot at or before the point (up to where the next span begins)."""
+        spans = [self, *self._older]
+        if self._reader is None or (offset is None and time_ms is None):
             return self
-        for span in self._older:  # newest start first
-            if not span._before_start(offset, time_ms):
+        for span in spans:
+            if span._answers(offset, time_ms):
                 return span
-        start = replay_start(self.info.source, offset=offset, time_ms=time_ms)  # an error when nothing is older
-        end = min([span._window.begin for span in self._older if span._window.begin > start.begin]
-                  + [self._window.begin])
+        start = replay_start(self._info.source, offset=offset, time_ms=time_ms)  # an error when nothing is older
+        for span in spans:
+            if span._window.begin == start.begin:
+                return span  # read already, and it stops before the point: image_at refuses
+        end = min((span._window.begin for span in spans if span._window.begin > start.begin), default=None)
         reader = LogDirReader(start, end=end, files_read=self._reader.files_read)
         span = MetadataHistory(start.info, start.image, reader.batches(), start.start_offset, reader=reader)
         self._older.append(span)
         self._older.sort(key=lambda h: h.start_offset, reverse=True)
         return span
-
-
-def _iso(time_ms: int) -> str:
-    """A time as an operator types it: ISO 8601 in UTC."""
-    try:
-        moment = datetime.fromtimestamp(time_ms / 1000, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return f"{time_ms} ms"
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _image_cost(before: MetadataImage, after: MetadataImage, delta: MetadataDelta) -> int:
-    """About how many mapping entries ``after`` holds that ``before`` did not share."""
-    cost = 0
-    if after.topics is not before.topics:
-        by_id = after.topics.by_id
-        cost += 2 * len(by_id)
-        for topic_id in delta.changed_topic_ids():
-            topic = by_id.get(topic_id)
-            if topic is not None:
-                cost += len(topic.partitions)
-    if after.cluster is not before.cluster:
-        cost += len(after.cluster.brokers)
-    if after.configs is not before.configs:
-        cost += len(after.configs)
-    return cost

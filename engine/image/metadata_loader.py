@@ -61,7 +61,10 @@ def load_file(path: Path) -> tuple[MetadataImage, LoadInfo]:
     segment) replayed from its first batch, its records at their offsets, epochs and times."""
     path = Path(path)
     try:
-        if is_snapshot_file(path) or _starts_with_snapshot_header(path):
+        # an empty file is nothing Kafka writes (a snapshot holds at least its header and footer, a
+        # segment at least a batch): refused, not an empty image (kafka-metadata-shell 4.1 waits forever)
+        if is_snapshot_file(path) or path.suffix == ".checkpoint" or _is_empty(path) \
+                or _starts_with_snapshot_header(path):
             return load_snapshot(path)
     except CorruptRecordError as exc:  # not even a first batch reads
         raise unreadable_snapshot(exc, path, "snapshot or segment") from None
@@ -81,6 +84,13 @@ def load_file(path: Path) -> tuple[MetadataImage, LoadInfo]:
     notes.extend(open_transaction_notes(delta.open_transaction, end))
     return image, LoadInfo(path, None, first.offset if first else None, end, end, skipped_records=delta.skipped,
                            notes=tuple(notes))
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False  # the reading says why
 
 
 def _starts_with_snapshot_header(path: Path) -> bool:
@@ -337,7 +347,7 @@ def _segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: 
             if index == len(segments) - 1 else None
         if files_read is not None:
             files_read.append(segment)
-        for entries in entries_by_batch(segment, on_torn, False):
+        for entries in entries_by_batch(segment, on_torn, False, begin if base < begin else None):
             if entries and entries[0].offset < begin:
                 entries = [e for e in entries if e.offset >= begin]
             if end is not None and entries and entries[-1].offset >= end:

@@ -164,7 +164,8 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
     try:
         for entries in entries_by_batch(path, on_torn_tail, snapshot):
             if snapshot and last is None and entries and entries[0].record.type_name != "SNAPSHOT_HEADER":
-                raise StorageError("not a readable snapshot: it does not start with a SnapshotHeader",
+                raise StorageError(f"not a readable snapshot: no SnapshotHeader (its first record is a "
+                                   f"{entries[0].record.type_name}, where a snapshot's is its SnapshotHeader)",
                                    path=str(path), byte_offset=0)
             if entries:
                 last = entries[-1]
@@ -173,6 +174,9 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
         if not snapshot:
             raise
         raise unreadable_snapshot(exc, path) from None
+    if snapshot and last is None and path.stat().st_size == 0:
+        # Kafka's snapshots always hold their SnapshotHeader and SnapshotFooter control records
+        raise StorageError("not a readable snapshot: the file is empty", path=str(path))
     if snapshot and (last is None or last.record.type_name != "SNAPSHOT_FOOTER"):
         raise StorageError("snapshot ends without a SnapshotFooter: cut short or not a snapshot",
                            path=str(path), byte_offset=path.stat().st_size)
@@ -181,11 +185,12 @@ def read_file(path: Path, *, on_torn_tail: TornTailHandler | None = None,
 def unreadable_snapshot(error: MetadataError, path: Path, what: str = "snapshot") -> StorageError:
     """A snapshot (or ``what``) whose batches do not read: said so first, then why in words (the raw
     reason alone, "absurd batch length -1460230223", says little to an operator)."""
-    return StorageError(f"not a readable {what}: {_in_words(error.reason)}", path=str(path),
+    return StorageError(f"not a readable {what}: {in_words(error.reason)}", path=str(path),
                         byte_offset=error.byte_offset)
 
 
-def _in_words(reason: str) -> str:
+def in_words(reason: str) -> str:
+    """A batch's damage (a decode_batch reason) said in words an operator reads."""
     if reason.startswith("absurd batch length"):
         claimed = reason.rsplit(" ", 1)[-1]
         return (f"the record batch there claims a length of {claimed} bytes, which no batch has: the file "
@@ -200,17 +205,38 @@ def _in_words(reason: str) -> str:
 
 
 def entries_by_batch(path: Path, on_torn_tail: TornTailHandler | None,
-                      in_snapshot: bool) -> Iterator[list[LogEntry]]:
-    """The decoded records of a file, a list per batch (fewer generator hops than per record)."""
-    for _, entries in batches_of_bytes(read_segment_bytes(path), str(path), on_torn_tail, in_snapshot):
+                     in_snapshot: bool, begin: int | None = None) -> Iterator[list[LogEntry]]:
+    """The decoded records of a file, a list per batch (fewer generator hops than per record);
+    with ``begin``, from the first batch holding an offset at or past it (see first_batch_at)."""
+    buf = read_segment_bytes(path)
+    start = first_batch_at(buf, begin) if begin is not None else 0
+    for _, entries in batches_of_bytes(buf, str(path), on_torn_tail, in_snapshot, start):
         yield entries
 
 
+def first_batch_at(buf: bytes | memoryview, begin: int) -> int:
+    """The byte position of the first batch whose last offset is at or past ``begin``. The batches
+    before it are walked by their headers only, their CRCs unchecked: a replay that starts after a
+    batch never needs its records, and damage inside them leaves the header's length, the walk's
+    step, intact. A header that does not read (its length cannot be trusted) ends the walk there:
+    the reading from that position reports it (or tolerates it as a torn tail)."""
+    pos = 0
+    while pos < len(buf):
+        try:
+            header, end = decode_batch(buf, pos, verify_crc=False, decode_records=False)
+        except MetadataError:
+            return pos
+        if header.last_offset >= begin:
+            return pos
+        pos = end
+    return pos
+
+
 def batches_of_bytes(buf: bytes | memoryview, where: str, on_torn_tail: TornTailHandler | None,
-                     in_snapshot: bool) -> Iterator[tuple[RecordBatch, list[LogEntry]]]:
-    """(batch header, its decoded records) for every batch of a file's or a Fetch answer's bytes;
-    damage raises an error naming ``where``."""
-    for pos, header, end in iter_batches(buf, where, decode_records=False, on_torn_tail=on_torn_tail):
+                     in_snapshot: bool, start: int = 0) -> Iterator[tuple[RecordBatch, list[LogEntry]]]:
+    """(batch header, its decoded records) for every batch of a file's or a Fetch answer's bytes
+    from byte ``start``; damage raises an error naming ``where``."""
+    for pos, header, end in iter_batches(buf, where, decode_records=False, on_torn_tail=on_torn_tail, start=start):
         entries = None
         if header.compression == NONE and not header.is_control:
             count = int.from_bytes(buf[pos + HEADER_SIZE - 4:pos + HEADER_SIZE], "big", signed=True)

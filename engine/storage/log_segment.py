@@ -53,13 +53,14 @@ TornTailHandler = Callable[[int, MetadataError], None]
 
 
 def iter_batches(buf: bytes | memoryview, path: str, *, decode_records: bool = True,
-                 on_torn_tail: TornTailHandler | None = None) -> Iterator[tuple[int, RecordBatch, int]]:
-    """(position, batch, end position) for every batch of a file's bytes: the one batch loop.
+                 on_torn_tail: TornTailHandler | None = None, start: int = 0) -> Iterator[tuple[int, RecordBatch, int]]:
+    """(position, batch, end position) for every batch of a file's bytes from byte ``start``: the
+    one batch loop.
 
     Damage raises an error naming ``path`` and the byte offset. With ``on_torn_tail``, a
     torn tail (see is_torn_tail) instead ends the iteration and is reported to it.
     """
-    pos = 0
+    pos = start
     while pos < len(buf):
         try:
             batch, end = decode_batch(buf, pos, decode_records=decode_records)
@@ -135,6 +136,8 @@ def find_next_valid_batch(buf: bytes | memoryview, start: int) -> int | None:
 def read_segment_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
+    except FileNotFoundError:
+        raise StorageError("no such file", path=str(path)) from None
     except OSError as exc:
         raise StorageError(f"cannot read segment: {exc.strerror}", path=str(path)) from None
 

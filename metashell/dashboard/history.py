@@ -157,12 +157,38 @@ class History:
     # -- opening ------------------------------------------------------------------------
 
     @classmethod
-    def open_log_dir(cls, path: Path | str) -> History:
+    def open_log_dir(cls, path: Path | str, *, offset: int | None = None, time_ms: int | None = None) -> History:
         """From the earliest point the directory can rebuild: offset 0, or the oldest snapshot the
-        segments continue from (the newest snapshot when they do not)."""
+        segments continue from (the newest snapshot when they do not). A damaged log's offsets are
+        runs (engine.image.log_runs) and one pass holds one run: the run holding ``offset`` / ``time_ms``,
+        else the newest (the latest point, as the shell opens), which may start at a snapshot past
+        the damage. A point no run holds is an OffsetOutOfRange naming them."""
         history = cls.__new__(cls)
         history._adopt(MetadataHistory.open_log_dir(path, earliest=True, observer=history))
-        return history
+        replay = history.replay
+        if not replay.gaps:
+            return history
+        replay.check_point(offset=offset, time_ms=time_ms)
+        if offset is None and time_ms is not None:
+            offset = replay.image_at(time_ms=time_ms)[0].provenance.last_offset
+        runs = replay.reachable()
+        run = next((r for r in runs if offset is not None and r[0] <= offset <= r[1]), runs[-1])
+        if run == runs[0]:
+            return history  # the run from the earliest point: this pass
+        other = cls.__new__(cls)
+        other._adopt(MetadataHistory.open_log_dir(path, offset=run[0], observer=other))
+        return other
+
+    def damage_words(self) -> str | None:
+        """When part of the log is damaged: which offsets this History shows and which others exist
+        (a header's words); None otherwise."""
+        gaps = self.replay.gaps if self.live is None else ()
+        if not gaps:
+            return None
+        shown = (self.start_offset, self.last_offset)
+        others = [f"{low}..{high}" for low, high in self.replay.reachable() if not low <= self.last_offset <= high]
+        elsewhere = f" ({' and '.join(others)} by --offset)" if others else ""
+        return f"⚠ damaged log: {shown[0]}..{shown[1]} shown{elsewhere}"
 
     @classmethod
     def open_snapshot(cls, path: Path | str) -> History:

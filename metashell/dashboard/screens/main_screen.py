@@ -34,6 +34,7 @@ from metashell.dashboard import panels
 from metashell.dashboard.failure import EndedOnError, one_line, report
 from metashell.dashboard.layout import PANELS
 from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
+from metashell.dashboard.screens.goto_checks import checked_offset, checked_time
 from metashell.dashboard.screens.panel_navigation import PanelNavigation
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
@@ -235,6 +236,10 @@ class MainScreen(PanelNavigation, Screen):
         header = panels.header_info(frame, self.source.info)
         if frame.last_offset != self.source.last_offset:  # a frame shown before the source grew
             header = replace(header, position=panels.position_text(frame.offset, self.source.last_offset))
+        damage = getattr(self.source, "damage_words", None)
+        words = damage() if damage is not None else None
+        if words:  # stays in the header: the note printed before the app opened is hidden by its screen
+            header = replace(header, position=f"{header.position} · {words}")
         status = self.source.live
         if status is not None and self.following and status.leader_id >= 0:
             header = replace(header, leader=f"{status.leader_id} (epoch {status.leader_epoch})")
@@ -324,12 +329,14 @@ class MainScreen(PanelNavigation, Screen):
         low, high = reachable(src.start_offset, src.first_offset, src.last_offset)
         # the range is read again at the answer: a live source may have grown (or its window moved)
         self.app.push_screen(PromptScreen(f"Go to offset ({low}..{high})", "offset",
-                                          lambda text: parse_offset(text, src.start_offset, src.first_offset,
-                                                                    src.last_offset)),
+                                          lambda text: checked_offset(src, text, lambda typed: parse_offset(
+                                              typed, src.start_offset, src.first_offset, src.last_offset))),
                              lambda value: self.goto_offset(value) if isinstance(value, int) else None)
 
     def action_goto_time(self) -> None:
-        self.app.push_screen(PromptScreen("Go to time (UTC)", "2026-01-01T00:00:05Z or epoch ms", parse_time),
+        src = self.source  # as --time: before the earliest point (or into damage) is refused, not moved to
+        self.app.push_screen(PromptScreen("Go to time (UTC)", "2026-01-01T00:00:05Z or epoch ms",
+                                          lambda text: checked_time(src, parse_time(text))),
                              lambda value: self.goto_time(value) if isinstance(value, int) else None)
 
     # -- play mode ------------------------------------------------------------------------------

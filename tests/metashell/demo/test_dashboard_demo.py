@@ -406,7 +406,7 @@ def test_a_terminal_opens_the_dashboard(monkeypatch, demo_dir: Path) -> None:
         replay = types.SimpleNamespace(check_point=lambda **point: None)  # every point in range here
 
         @classmethod
-        def open_log_dir(cls, path):
+        def open_log_dir(cls, path, *, offset=None, time_ms=None):  # the run holding the point, when damaged
             opened.append(("log_dir", Path(path)))
             return cls()
 

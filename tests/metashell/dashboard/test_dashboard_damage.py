@@ -1,0 +1,101 @@
+"""The dashboard on a damaged log: it opens the run that reaches the newest point (as the shell
+does), says in its header that the log is damaged and which offsets it shows, and its ``g`` and
+``T`` accept what --offset and --time accept, refusing the rest in one line with the position
+unchanged. ``T`` before the first record is refused on any log, as --time is.
+
+The demo log (offsets 0 to 23, the fifth batch holding 10 to 13) gets a snapshot at end offset 15,
+then a byte flipped in that batch's records: the runs are -1..9 and 14..23.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from engine.image.image_writer import image_records
+from engine.image.metadata_loader import load_log_dir
+from engine.storage.log_reader import read_batches
+from engine.storage.metadata_log import MetadataLog
+from engine.storage.snapshot_writer import SnapshotId
+from metashell.dashboard.app import DashboardApp
+from metashell.dashboard.history import History
+from metashell.dashboard.screens import MainScreen
+from metashell.dashboard.screens.prompt_screen import PromptScreen
+from metashell.dashboard.widgets import HeaderBar
+from metashell.demo.shell_demo import write_demo_log_dir
+
+RUNS = "offsets -1 (before the first record) to 9 and 14 to 23 can be reached"
+
+
+@pytest.fixture
+def damaged(tmp_path: Path) -> Path:
+    directory = write_demo_log_dir(tmp_path / "demo")
+    with MetadataLog(directory / "__cluster_metadata-0", fsync_policy="never") as log:
+        log.write_snapshot(SnapshotId(15, 1), image_records(load_log_dir(directory, offset=14)[0]),
+                           last_contained_log_timestamp_ms=1_767_225_605_000, now_ms=9)
+    segment = directory / "__cluster_metadata-0" / "00000000000000000000.log"
+    pos, batch = list(read_batches(segment))[4]
+    data = bytearray(segment.read_bytes())
+    data[pos + batch.size_bytes // 2] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    return directory
+
+
+def run(app: DashboardApp, body) -> None:
+    async def main() -> None:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.pause()
+            await body(pilot, app.main)
+    asyncio.run(main())
+
+
+async def refused(pilot, screen: MainScreen, key: str, typed: str) -> str:
+    """Type ``typed`` at ``key``'s prompt: the prompt stays with its error; escape closes it."""
+    before = screen.frame.offset
+    await pilot.press(key, *typed, "enter")
+    await pilot.pause()
+    prompt = pilot.app.screen
+    assert isinstance(prompt, PromptScreen), typed
+    error = str(prompt.query_one("#prompt-error").render())
+    await pilot.press("escape")
+    await pilot.pause()
+    assert pilot.app.screen is screen and screen.frame.offset == before
+    return error
+
+
+def test_the_dashboard_opens_the_newest_run_and_says_the_log_is_damaged(damaged: Path) -> None:
+    history = History.open_log_dir(damaged)
+    assert (history.start_offset, history.last_offset) == (14, 23)
+    assert History.open_log_dir(damaged, offset=5).last_offset == 9  # --offset 5: the run holding it
+
+    async def body(pilot, screen: MainScreen) -> None:
+        assert screen.frame.offset == 23
+        position = screen.query_one(HeaderBar).info.position
+        assert position == "offset 23 / 23 · ⚠ damaged log: 14..23 shown (-1..9 by --offset)"
+        error = await refused(pilot, screen, "g", "12")
+        assert error.startswith("offset 12 is in a damaged part of the log, which no replay reaches (")
+        assert error.endswith(RUNS)
+        assert await refused(pilot, screen, "g", "5") == ("offset 5 is in another run of this damaged log than the "
+                                                         "one shown (14..23): open it with metashell dash --offset 5")
+        assert (await refused(pilot, screen, "g", "30")).startswith("offset 30 is past the log's end: ")
+        await pilot.press("g", "1", "6", "enter")
+        await pilot.pause()
+        assert pilot.app.screen is screen and screen.frame.offset == 16
+        error = await refused(pilot, screen, "T", "1767225604500")  # after 9's time, before the snapshot's
+        assert "the log stops at damage" in error and error.endswith(RUNS)
+    run(DashboardApp(history), body)
+
+
+def test_a_time_before_the_first_record_is_refused_as_on_the_command_line(demo_log_dir: Path) -> None:
+    history = History.open_log_dir(demo_log_dir)
+
+    async def body(pilot, screen: MainScreen) -> None:
+        error = await refused(pilot, screen, "T", "2025-01-01T00:00:00Z")
+        assert error == ("time 2025-01-01T00:00:00.000Z is before the log's earliest point (offset -1, "
+                         "2026-01-01T00:00:00.000Z): offsets -1 (before the first record) to 23 can be reached")
+        await pilot.press("T", *"2030-01-01T00:00:00Z", "enter")  # after the last record: "as of" that time
+        await pilot.pause()
+        assert pilot.app.screen is screen and screen.frame.offset == 23
+    run(DashboardApp(history, offset=5), body)
