@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from engine.storage.metadata_log import MetadataLog
@@ -25,3 +28,11 @@ def run(session: Session, line: str) -> list[str]:
     session.lines.clear()
     assert session.run_line(line) == 0, (line, session.lines)
     return list(session.lines)
+
+
+def metashell_on_log_dir(directory: Path, *args: str) -> subprocess.CompletedProcess:
+    """``metashell --log-dir DIRECTORY ARGS`` as a process of this checkout, no stdin."""
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-m", "metashell.cli", "--log-dir", str(directory), *args],
+                          capture_output=True, text=True, timeout=120, cwd=root,
+                          env=dict(os.environ, PYTHONPATH=str(root)), stdin=subprocess.DEVNULL)

@@ -11,12 +11,10 @@ the runs are -1..9 (from the log's start) and 14..23 (from the snapshot).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,8 +28,8 @@ from engine.storage.metadata_log import MetadataLog
 from engine.storage.snapshot_writer import SnapshotId
 from metashell.demo.shell_demo import write_demo_log_dir
 from metashell.source import Source
+from tests.shell_session import metashell_on_log_dir
 
-ROOT = Path(__file__).resolve().parents[3]
 SEGMENT = "00000000000000000000.log"
 RUNS_WORDS = "offsets -1 (before the first record) to 9 and 14 to 23 can be reached"
 SNAPSHOT_TS = 1_767_225_605_000  # offset 14's time
@@ -147,12 +145,8 @@ def test_a_header_that_cannot_be_trusted_stops_the_walk_and_says_so(tmp_path: Pa
 @pytest.mark.slow
 def test_the_command_line_and_the_shell_agree_on_the_runs(tmp_path: Path) -> None:
     _, directory, segment, pos = _damaged(tmp_path)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-
     def metashell(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "metashell.cli", "--log-dir", str(directory), *args],
-                              capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
-                              stdin=subprocess.DEVNULL)
+        return metashell_on_log_dir(directory, *args)
 
     done = metashell("--offset", "12", "-c", "summary")
     assert (done.returncode, done.stdout, done.stderr.count("\n")) == (1, "", 1), done

@@ -13,7 +13,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +25,8 @@ from engine.storage.log_reader import read_batches
 from engine.storage.metadata_log import MetadataLog
 from metashell.demo.shell_demo import write_demo_log_dir
 from metashell.source import Source
+from tests.shell_session import metashell_on_log_dir
 
-ROOT = Path(__file__).resolve().parents[3]
 SEGMENT = "00000000000000000000.log"
 DAMAGED_BATCH = 4  # offsets 10 to 13
 
@@ -119,12 +118,8 @@ def test_a_garbage_snapshot_says_so_in_words(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_command_line_on_a_damaged_log(tmp_path: Path) -> None:
     directory, segment, pos = _damaged(tmp_path, "crc")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-
     def metashell(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "metashell.cli", "--log-dir", str(directory), *args],
-                              capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
-                              stdin=subprocess.DEVNULL)
+        return metashell_on_log_dir(directory, *args)
 
     done = metashell("--offset", "5", "-c", "summary")
     assert done.returncode == 0 and done.stdout.startswith("offset:       5 of 9\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.records import metadata_records as m
-from engine.common.errors import OffsetOutOfRange, StorageError
+from engine.common.errors import OffsetOutOfRange
 from engine.records.kio_codec import i32
 from engine.image.metadata_loader import load_file, load_log_dir, load_snapshot
 from engine.storage.metadata_log import MetadataLog
