@@ -10,6 +10,9 @@ each panel is a widget of its own (metashell/dashboard/widgets/), the keys are o
 
 from __future__ import annotations
 
+import os
+import sys
+
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
@@ -56,6 +59,17 @@ class DashboardApp(App):
         self._ticker = ticker
         self._poll_ticker = poll_ticker
 
+    def on_mount(self) -> None:
+        if not self.is_headless and _terminal_present(sys.__stdin__) is not None:
+            self.set_interval(TERMINAL_CHECK_S, self._end_without_terminal)
+
+    def _end_without_terminal(self) -> None:
+        """A terminal that went away without a hangup (a pty whose other side closed, with no
+        SIGHUP because this process does not own it) leaves Textual's input thread reading EOF
+        in a loop at full CPU: the app ends instead."""
+        if _terminal_present(sys.__stdin__) is False:
+            self.exit(return_code=1)
+
     def get_default_screen(self) -> MainScreen:
         return MainScreen(self.source, self._offset, ticker=self._ticker, poll_ticker=self._poll_ticker)
 
@@ -98,3 +112,28 @@ class DashboardApp(App):
         """Where each key works, straight from the classes' BINDINGS."""
         return [("dashboard", list(MainScreen.BINDINGS)), ("anywhere", list(self.BINDINGS)),
                 ("partitions", list(PartitionsTable.BINDINGS)), ("tables", list(RowTable.BINDINGS))]
+
+
+TERMINAL_CHECK_S = 2.0
+
+
+def _terminal_present(stream) -> bool | None:
+    """True while ``stream`` is a terminal whose device still exists; False once it was one and
+    is gone (a closed pty answers no terminal request, and its /dev/pts node is removed: no links
+    left); None for a stream that is no terminal (or no stream)."""
+    try:
+        fd = stream.fileno()
+        links = os.fstat(fd).st_nlink
+    except (AttributeError, ValueError, OSError):
+        return None
+    if os.isatty(fd):
+        return links > 0
+    return False if links == 0 and _was_a_terminal(fd) else None
+
+
+def _was_a_terminal(fd: int) -> bool:
+    """A character device of the pseudo-terminal kind (major 136-143, Linux's Unix98 ptys)."""
+    import stat
+
+    mode = os.fstat(fd)
+    return stat.S_ISCHR(mode.st_mode) and 136 <= os.major(mode.st_rdev) <= 143
