@@ -11,6 +11,7 @@ each panel is a widget of its own (metashell/dashboard/widgets/), the keys are o
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 from datetime import datetime, timezone
@@ -123,17 +124,14 @@ def _terminal_present(stream) -> bool | None:
     left); None for a stream that is no terminal (or no stream)."""
     try:
         fd = stream.fileno()
-        links = os.fstat(fd).st_nlink
+        status = os.fstat(fd)
     except (AttributeError, ValueError, OSError):
         return None
     if os.isatty(fd):
-        return links > 0
-    return False if links == 0 and _was_a_terminal(fd) else None
+        return status.st_nlink > 0
+    return False if status.st_nlink == 0 and _is_a_pty_device(status) else None
 
 
-def _was_a_terminal(fd: int) -> bool:
+def _is_a_pty_device(status: os.stat_result) -> bool:
     """A character device of the pseudo-terminal kind (major 136-143, Linux's Unix98 ptys)."""
-    import stat
-
-    mode = os.fstat(fd)
-    return stat.S_ISCHR(mode.st_mode) and 136 <= os.major(mode.st_rdev) <= 143
+    return stat.S_ISCHR(status.st_mode) and 136 <= os.major(status.st_rdev) <= 143
