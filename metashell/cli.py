@@ -31,13 +31,14 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from engine.common.command_line import OneLineParser, run_guarded, stderr_line
 from engine.common.errors import ConfigError
-from metashell.shell.registry import ExitShell
-from metashell.shell.session import Session
-from metashell.source import LiveSource, Source
+
+if TYPE_CHECKING:
+    from metashell.shell.session import Session
+    from metashell.source import LiveSource, Source
 
 
 DASHBOARD_COMMANDS = ("dash", "demo")
@@ -140,7 +141,8 @@ def build_bench_parser() -> OneLineParser:
 
 
 def build_export_parser() -> OneLineParser:
-    from metashell.shell.commands import EXPORT_FORMATS, HISTORY_TABLES
+    from metashell.export import FORMATS as EXPORT_FORMATS
+    from metashell.export.schemas import HISTORY_TABLES
 
     parser = OneLineParser(prog="metashell export",
                            description="Write a subtree of the image (or the log's history) as a Spark table "
@@ -204,8 +206,6 @@ def _export_command(args, err: Callable[[str], None]) -> int:
     while the image loads (metashell.export.spark_start), and the export waits for it."""
     from metashell.export.spark_session import preflight
     from metashell.export.spark_start import SparkStart, is_small
-    from metashell.shell.commands import COMMANDS
-    from metashell.shell.registry import ShellError
 
     time_ms = _time_ms(args.time)
     if args.history and args.path:
@@ -228,6 +228,11 @@ def _export_command(args, err: Callable[[str], None]) -> int:
     small = bool(args.demo) or (files is not None and is_small(Path(files)))  # live: not known yet
     with SparkStart(args.spark_master, args.remote, warn=lambda line: err(f"metashell: warning: {line}"),
                     small=small), tempfile.TemporaryDirectory(prefix="metashell-demo-") as tmp:
+        # the shell's modules load while Spark starts: a third of a second of a small export
+        from metashell.shell.commands import COMMANDS
+        from metashell.shell.registry import ShellError
+        from metashell.shell.session import Session
+
         source = _source(args, Path(tmp), frozen=True)
         try:
             session = Session(source, out=print, err=err, show_secrets=args.show_secrets)
@@ -259,6 +264,9 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
         if argv and argv[0] == "export":
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
         _refuse_mistyped_subcommand(argv)
+        from metashell.shell.session import Session
+        from metashell.source import LiveSource
+
         args = build_parser().parse_args(argv)
         one_shot = args.commands is not None or bool(args.command) or not sys.stdin.isatty()
         # interactive: the terminal echoes nothing from here on, or a command typed while the source
@@ -313,6 +321,8 @@ def _quiet_terminal(one_shot: bool):
 
 def _source(args, tmp: Path, frozen: bool = False) -> Source | LiveSource:
     """The source the options name; a live one is ``frozen`` at attach time for one-shot commands."""
+    from metashell.source import Source
+
     _command_config_needs_bootstrap(args)
     if args.bootstrap_controller:
         source = live_source(args.bootstrap_controller, args.command_config)
@@ -338,6 +348,7 @@ def live_source(bootstrap: str, command_config: str | None = None) -> LiveSource
     """``--bootstrap-controller`` checked as Kafka's tools check it (the Attachment does),
     ``--command-config`` read; nothing connects until the first load."""
     from engine.common.java_properties import load_properties
+    from metashell.source import LiveSource
 
     return LiveSource.connect(bootstrap, load_properties(command_config) if command_config else None)
 
@@ -376,6 +387,8 @@ def has_terminal() -> bool:
 
 
 def _dashboard_command(command: str, args, err: Callable[[str], None]) -> int:
+    from metashell.source import Source
+
     if command == "dash" and (args.bootstrap_controller or args.command_config):
         return _live_dashboard(args, err)
     if command == "dash":
@@ -478,6 +491,9 @@ def _print_summary(source: Source, offset: int | None, time_ms: int | None, err:
 
 
 def _drive(session: Session, args) -> int:
+    from metashell.shell.registry import ExitShell
+    from metashell.source import LiveSource
+
     try:
         if args.commands is not None:
             return session.run_line(args.commands)

@@ -16,6 +16,10 @@ from typing import NoReturn
 
 import pytest
 
+# No test builds Spark's class archive in the user's cache by the way (a background process per
+# run): the tests of the archive (test_class_archive.py) turn it on, each with a cache of its own.
+os.environ["METASHELL_SPARK_CLASS_ARCHIVE"] = "off"
+
 # Apache Kafka as the test peer: its jars, nodes, scripted history and their fixtures.
 pytest_plugins = ["kafka_peer.fixtures"]
 

@@ -109,23 +109,52 @@ SESSION_ONLY = ("from metashell.export.spark_session import preflight, spark_now
                 "spark_now(small=True)\n")
 
 
-def small_export_commands(out_dir: Path) -> dict[str, list[str]]:
-    """The two processes ``bench_small_export`` times: the export, and the session alone."""
-    return {"export": [sys.executable, "-m", "metashell.cli", "export", "--demo", "/topics", "--out", str(out_dir)],
-            "session": [sys.executable, "-c", SESSION_ONLY]}
+def small_export_commands(out_dir: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The processes ``bench_small_export`` times, each with what it adds to the environment: the
+    export and the session alone (both with Spark's class archive, as a user's second export has
+    it), and the session without the archive: Spark's own start-up, as pyspark alone starts it."""
+    from metashell.export.class_archive import ENV
+
+    session = [sys.executable, "-c", SESSION_ONLY]
+    return {"export": ([sys.executable, "-m", "metashell.cli", "export", "--demo", "/topics", "--out", str(out_dir)], {}),
+            "session": (session, {}),
+            "plain session": (session, {ENV: "off"})}
+
+
+def ensure_class_archive(out: Callable[[str], None]) -> None:
+    """Build Spark's class archive now, in the foreground, if there is no whole one: the bench times
+    what a user's exports take once the first export has had it built."""
+    from metashell.export import class_archive
+
+    if not class_archive.enabled():
+        out(f"{class_archive.ENV}=off: no class archive; export and session run without one")
+        return
+    archive = class_archive.archive_path()
+    if class_archive.usable(archive):
+        return
+    out(f"building Spark's class archive first: {archive}")
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", "metashell.export.class_archive_build", str(archive)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0 or not class_archive.usable(archive):
+        raise RuntimeError(f"the class archive was not built: {(done.stderr or done.stdout).strip()[-500:]}")
 
 
 def bench_small_export(runs: int = 5, out: Callable[[str], None] = print) -> dict[str, float]:
-    """Median wall seconds of ``metashell export --demo /topics`` and of the session alone over
-    ``runs`` turns (after one warm-up turn, not counted); a run that fails stops the bench."""
-    walls: dict[str, list[float]] = {"export": [], "session": []}
-    out(f"metashell bench export --small: {runs} turns of export --demo /topics, and of the Spark session alone")
+    """Median wall seconds of ``metashell export --demo /topics``, of the session alone, and of
+    the session without Spark's class archive, over ``runs`` turns (after one warm-up turn, not
+    counted); a run that fails stops the bench."""
+    out(f"metashell bench export --small: {runs} turns of export --demo /topics, of the Spark session alone, "
+        "and of the session without the class archive")
+    ensure_class_archive(out)
     with tempfile.TemporaryDirectory(prefix="metashell-bench-small-") as tmp:
         commands = small_export_commands(Path(tmp))
+        walls: dict[str, list[float]] = {name: [] for name in commands}
         for turn in range(runs + 1):
-            for name, argv in commands.items():
+            for name, (argv, env) in commands.items():
                 started = time.perf_counter()
-                done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                      env={**os.environ, **env})
                 wall = time.perf_counter() - started
                 if done.returncode != 0:
                     raise RuntimeError(f"{name} exited {done.returncode}: {(done.stderr or done.stdout).strip()}")
@@ -133,9 +162,11 @@ def bench_small_export(runs: int = 5, out: Callable[[str], None] = print) -> dic
                     walls[name].append(wall)
     medians = {name: statistics.median(values) for name, values in walls.items()}
     for name, values in walls.items():
-        out(f"{name:<8} median {medians[name]:6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")
+        out(f"{name:<13} median {medians[name]:6.2f} s  (min {min(values):.2f}, max {max(values):.2f})")
     medians["beyond session"] = medians["export"] - medians["session"]
-    out(f"the export beyond the session's start-up: {medians['beyond session']:.2f} s")
+    medians["beyond plain session"] = medians["export"] - medians["plain session"]
+    out(f"the export beyond the session's start-up: {medians['beyond session']:.2f} s "
+        f"(beyond Spark's start-up without the archive: {medians['beyond plain session']:+.2f} s)")
     steps = subprocess.run([sys.executable, "-m", "metashell.bench.export"], capture_output=True, text=True,
                            stdin=subprocess.DEVNULL)
     for line in (steps.stdout + steps.stderr).splitlines():

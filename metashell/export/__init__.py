@@ -13,12 +13,13 @@ CSV cannot hold arrays or structs: ``export`` writes them as JSON text in CSV.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from engine.image.metadata_image import MetadataImage
 from metashell.export.schemas import SCHEMA_DOCS, arrow_schema, spark_schema
 from metashell.export.spark_session import ExportError, get_spark
-from metashell.export.tables import Table, table_for
+
+if TYPE_CHECKING:
+    from metashell.export.tables import Table
 
 FORMATS = ("parquet", "json", "csv", "orc")
 
@@ -26,9 +27,21 @@ __all__ = ["ExportError", "FORMATS", "SCHEMA_DOCS", "Table", "export", "get_spar
            "load_image", "table_dataframe", "table_for", "to_dataframe"]
 
 
-def load_image(source: Any, *, offset: int | None = None, time_ms: int | None = None) -> MetadataImage:
-    """An image from a MetadataImage, a Source (metashell.source), or a path: a log
+def __getattr__(name: str) -> Any:
+    # The image's tables import the engine and the tree (a third of a second): loaded when first
+    # asked for, so a command line can start Spark before it needs them (metashell.cli's export).
+    if name in ("Table", "table_for"):
+        from metashell.export import tables
+
+        return getattr(tables, name)
+    raise AttributeError(f"module 'metashell.export' has no attribute {name!r}")
+
+
+def load_image(source: Any, *, offset: int | None = None, time_ms: int | None = None) -> Any:
+    """An image (MetadataImage) from a MetadataImage, a Source (metashell.source), or a path: a log
     directory or a snapshot (.checkpoint) file."""
+    from engine.image.metadata_image import MetadataImage
+
     if isinstance(source, MetadataImage):
         if offset is not None or time_ms is not None:
             raise ExportError("offset and time_ms need a log directory, not an image")
@@ -61,6 +74,8 @@ def table_dataframe(table: Table, spark: Any = None) -> Any:
 def to_dataframe(source: Any, path: str = "/topics", spark: Any = None, *, offset: int | None = None,
                  time_ms: int | None = None, show_secrets: bool = False) -> Any:
     """The table of ``path`` (see metashell.export.tables.table_for) as a DataFrame."""
+    from metashell.export.tables import table_for
+
     spark = spark or get_spark()
     image = load_image(source, offset=offset, time_ms=time_ms)
     return table_dataframe(table_for(image, path, show_secrets=show_secrets), spark)

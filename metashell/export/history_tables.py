@@ -41,12 +41,11 @@ from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
-from metashell.export.schemas import column_names
+from metashell.export.schemas import HISTORY_TABLES, column_names
 from metashell.export.tables import Table, partitions_table
 from metashell.source import Source
 from metashell.tree.tree_layout import redact_record_json
 
-HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
 
 def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | None = None,
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:

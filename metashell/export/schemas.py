@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# The tables of the log's history (metashell.export.history_tables), beside the image's tables.
+HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
+
 INT_ARRAY = ("array", "int")
 STR_ARRAY = ("array", "string")
 ENDPOINT = ("struct", (("name", "string"), ("host", "string"), ("port", "int"), ("security_protocol", "int")))

@@ -130,6 +130,11 @@ def quiet_conf(conf: Any, java_options: str = "") -> Any:
     return conf.set("spark.driver.defaultJavaOptions", f"{current} {option}" if current else option)
 
 
+def _said(held: str) -> str:
+    """A held line as the JVM said it; a fatal error's report starts with lines of a lone "#"."""
+    return held.removeprefix("Spark: ").strip("# ")
+
+
 class JvmDidNotStart(Exception):
     """Spark's JVM exited (or could not be run) before its gateway was up; ``str()`` is what it said first."""
 
@@ -146,7 +151,7 @@ def launch_quiet_gateway(conf: Any, warn: Callable[[str], None], java_options: s
         pump.close_write_end()
         pump.thread.join(2.0)  # all the JVM said, once its output ends
         # its first line is the cause ("Unrecognized VM option ..."); the last, "Error: ... will exit"
-        said = pump.held[0].removeprefix("Spark: ") if pump.held else f"{type(exc).__name__}: {exc}"
+        said = next((line for line in map(_said, pump.held) if line), f"{type(exc).__name__}: {exc}")
         raise JvmDidNotStart(said) from None
     pump.close_write_end()
     return gateway, pump

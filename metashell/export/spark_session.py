@@ -42,6 +42,10 @@ LOCAL_CONFIG = {
 SMALL_EXPORT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+# Where a class archive would have gone for the session of ours that started without one (see
+# _new_session): an export that succeeds in it has one built (after_local_export).
+missing_archive: Any = None
+
 # A session a front end is starting while it loads the image (metashell.export.spark_start's
 # SparkStart, which sets and clears this): get_spark() waits for it rather than start another.
 _pending: Any = None
@@ -133,18 +137,61 @@ def spark_now(master: str | None = None, remote: str | None = None,
     return _new_session(sql, master or "local[*]", warn, SMALL_EXPORT_JAVA_OPTIONS if small else "")
 
 
+
 def _new_session(sql: Any, master: str, warn: Callable[[str], None] | None, java_options: str) -> Any:
+    """A new local session, its JVM mapping Spark's class archive when there is a whole one
+    (metashell.export.class_archive); a JVM that does not start with it gets it removed and is started
+    again without it. A session of ours started without one notes where one would go (``missing_archive``)."""
+    from pyspark import SparkContext
+
+    import metashell.export.class_archive as class_archive
+
+    global missing_archive
+    warn = warn or _default_warn()
+    archive = None
+    if SparkContext._gateway is None and master.startswith("local") and class_archive.enabled():
+        try:
+            archive = class_archive.archive_path()
+        except OSError:
+            archive = None  # nothing to key an archive on (an unreadable JDK or pyspark): start without
+    if archive is not None and class_archive.usable(archive):
+        try:
+            return launch_session(sql, master, warn, f"{java_options} {class_archive.java_options(archive)}")
+        except JvmStartError as exc:
+            class_archive.discard(archive)
+            warn(f"Spark's JVM did not start with the class archive {archive} ({exc.cause}): "
+                 "removed it, starting without it")
+    missing_archive = archive
+    return launch_session(sql, master, warn, java_options)
+
+
+class JvmStartError(ExportError):
+    """Spark's JVM exited before its gateway was up; ``cause`` is what it said first."""
+
+    def __init__(self, cause: str):
+        super().__init__(f"Spark's JVM did not start: {cause}")
+        self.cause = cause
+
+
+def _default_warn() -> Callable[[str], None]:
+    from metashell.export.spark_quiet import default_warn
+
+    return default_warn
+
+
+def launch_session(sql: Any, master: str, warn: Callable[[str], None], java_options: str) -> Any:
+    """A new session on ``master``; a new JVM of ours with ``java_options`` unless this process has one."""
     from pyspark import SparkConf, SparkContext
 
-    from metashell.export.spark_quiet import JvmDidNotStart, default_warn, launch_quiet_gateway
+    from metashell.export.spark_quiet import JvmDidNotStart, launch_quiet_gateway
 
     conf = SparkConf().setAppName("metashell-export").setMaster(master).setAll(list(LOCAL_CONFIG.items()))
     pump = None
     if SparkContext._gateway is None:  # a JVM of ours; else this process's JVM is reused
         try:
-            gateway, pump = launch_quiet_gateway(conf, warn or default_warn, java_options)
+            gateway, pump = launch_quiet_gateway(conf, warn, java_options)
         except JvmDidNotStart as exc:
-            raise ExportError(f"Spark's JVM did not start: {exc}") from None
+            raise JvmStartError(str(exc)) from None
         SparkContext._ensure_initialized(gateway=gateway, conf=conf)
     try:
         spark = sql.SparkSession.builder.config(conf=conf).getOrCreate()
@@ -154,6 +201,19 @@ def _new_session(sql: Any, master: str, warn: Callable[[str], None] | None, java
     if pump is not None:
         pump.release()
     return spark
+
+
+def after_local_export(say: Callable[[str], None]) -> None:
+    """After an export succeeded in a session of ours that had no class archive: have one built
+    in the background, so the next export starts quicker (metashell.export.class_archive). ``say``
+    gets one line, ``note: ...`` or ``warning: ...``."""
+    global missing_archive
+    archive, missing_archive = missing_archive, None
+    if archive is None:
+        return
+    import metashell.export.class_archive as class_archive
+
+    class_archive.build_in_background(archive, say)
 
 
 def first_line(exc: BaseException) -> str:

@@ -8,6 +8,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from metashell.export import FORMATS as EXPORT_FORMATS
+from metashell.export.schemas import HISTORY_TABLES
 from metashell.tree.nodes import has_glob, render, render_json, walk
 from metashell.shell.kafka_form import cat_lines, ls_lines, tree_lines, under_image
 from metashell.shell.registry import COMMANDS, ArgParser, ExitShell, ShellError, command
@@ -313,8 +315,6 @@ def _span(first: int, rest: Any) -> str:
 
 # -- export ---------------------------------------------------------------------------------
 
-EXPORT_FORMATS = ("parquet", "json", "csv", "orc")
-HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
 PROGRESS_PARTITIONS = 100_000  # images with at least this many partitions report each step
 
 
@@ -347,7 +347,7 @@ def _export(session: Session, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from metashell.export import export, table_dataframe
-    from metashell.export.spark_session import get_spark, preflight
+    from metashell.export.spark_session import after_local_export, get_spark, preflight
 
     preflight()  # what Spark lacks is said before the rows are built
     started = time.perf_counter()
@@ -380,6 +380,7 @@ def _export(session: Session, args: argparse.Namespace) -> int:
     step("done")
     rows = len(table.rows)
     session.out(f"exported {rows} row{'' if rows == 1 else 's'} of {table.kind} to {out / name} ({args.format})")
+    after_local_export(lambda line: session.err(f"metashell: {line}"))
     return 0
 
 
