@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections import OrderedDict
 from bisect import bisect_left
 from pathlib import Path
 from typing import BinaryIO, Iterator, Sequence
@@ -25,7 +26,7 @@ from engine.common.errors import StorageError
 from engine.common.file_io import write_new_file
 from engine.storage.log_reader import list_log_dir, read_batch_headers
 from engine.storage.metadata_log import DEFAULT_SEGMENT_BYTES, FsyncPolicy, MetadataLog
-from engine.records.metadata_record_serde import AnyRecord, ControlRecord
+from engine.records.metadata_record_serde import AnyRecord, ControlRecord, UnknownRecord
 from engine.raft.memory_raft_log import (answer_end_offset_for_epoch, answer_last_fetched_epoch, check_fetched_batch,
                                          check_new_snapshot_id, check_snapshot_bytes, decode_all, leader_batch_bytes,
                                          snapshot_is_ahead)
@@ -33,6 +34,12 @@ from engine.raft.raft_log import LogBatch, OffsetAndEpoch
 from engine.storage.snapshot_writer import PARTIAL_SUFFIX, SnapshotId, snapshot_bytes
 
 _READ_CHUNK = 1 << 20  # batches() reads the files this much at a time
+# The records of the latest batches this leader appended, handed back by batches() instead of
+# decoding the bytes just encoded (Kafka's leader too commits to its listeners the records it
+# holds in memory: KafkaRaftClient.appendBatch -> maybeFireHandleCommit). Bounded: a batch that
+# fell out is decoded from the file, as any other.
+_KEEP_BATCHES = 64
+_KEEP_RECORDS = 50_000
 
 
 class FileRaftLog:
@@ -54,6 +61,8 @@ class FileRaftLog:
         self._fds: dict[Path, int] = {}
         self._download: tuple[SnapshotId, Path, BinaryIO, int] | None = None
         self._closed = False
+        self._appended: OrderedDict[int, tuple[int, tuple[AnyRecord, ...]]] = OrderedDict()  # base -> (last, records)
+        self._appended_records = 0
         self._load_index()
         latest = self.latest_snapshot_id()
         data_end = self._lasts[-1] + 1 if self._lasts else self._log.active_segment[1]
@@ -126,9 +135,26 @@ class FileRaftLog:
                                   control=control)
         last = base + len(records) - 1
         self._append(data, base, last)
+        self._keep_appended(base, last, records)
         return OffsetAndEpoch(last, epoch)
 
+    def _keep_appended(self, base: int, last: int, records: Sequence[AnyRecord]) -> None:
+        """Remember what was just appended, as decoding its bytes gives it back (an
+        UnknownRecord's decoded reason could differ: such a batch is decoded)."""
+        if any(isinstance(r, UnknownRecord) for r in records):
+            return
+        self._appended[base] = (last, tuple(records))
+        self._appended_records += len(records)
+        while len(self._appended) > _KEEP_BATCHES or self._appended_records > _KEEP_RECORDS:
+            _, (_, dropped) = self._appended.popitem(last=False)
+            self._appended_records -= len(dropped)
+
+    def _forget_appended(self) -> None:
+        self._appended.clear()
+        self._appended_records = 0
+
     def append_as_follower(self, data: bytes) -> int:
+        self._forget_appended()  # no longer the leader of what follows
         pos = 0
         while pos < len(data):
             try:
@@ -159,6 +185,7 @@ class FileRaftLog:
             raise StorageError(f"cannot truncate to {offset}: the batch at {self._bases[index]} holds offsets "
                                f"of the snapshot ending at {latest.end_offset}", path=str(self.directory))
         self._close_fds()
+        self._forget_appended()
         new_end = self._log.truncate_to(offset)  # cuts at the same batch boundary
         if new_end == self._bases[index]:
             for column in (self._bases, self._lasts, self._paths, self._positions, self._sizes):
@@ -236,7 +263,12 @@ class FileRaftLog:
             while end < stop and total + self._sizes[end] <= _READ_CHUNK:
                 total += self._sizes[end]
                 end += 1
-            yield from decode_all(self._read_span(first, end), str(self.directory))
+            for batch in decode_all(self._read_span(first, end), str(self.directory)):
+                kept = self._appended.get(batch.base_offset)
+                if kept is not None and kept[0] == batch.last_offset:
+                    batch = LogBatch(batch.base_offset, batch.last_offset, batch.epoch, batch.append_time_ms,
+                                     batch.control, kept[1], batch.size_bytes)
+                yield batch
             first = end
 
     # -- snapshots ----------------------------------------------------------------------
@@ -358,6 +390,7 @@ class FileRaftLog:
     def _reset_to(self, snapshot_id: SnapshotId) -> None:
         """Every segment and every older snapshot goes; the log restarts at the snapshot's end."""
         self._close_fds()
+        self._forget_appended()
         self._log.truncate_fully_and_start_at(snapshot_id.end_offset)
         self._log.delete_before_latest_snapshot()
         self._load_index()

@@ -22,6 +22,7 @@ from typing import Sequence
 
 from engine.common.errors import ConfigError
 from engine.common.server_config import read_server_config
+from engine.common.server_gc import tune_gc_for_server
 from engine.server.broker_node import BrokerNode
 from engine.server.broker_settings import load_broker_settings
 from engine.server.controller_node import ControllerNode, load_controller_settings, raft_failed, setup_logging
@@ -89,6 +90,8 @@ async def serve(controller: ControllerNode | None, brokers: list[BrokerNode]) ->
 def run_start(configs: Sequence[Path]) -> int:
     controller, brokers = build_nodes(configs)
     setup_logging()
+    if controller is not None:
+        tune_gc_for_server()  # a controller's image grows with every batch: no full collection per batch
     return asyncio.run(serve(controller, brokers))
 
 
