@@ -17,6 +17,10 @@ format`` as one dynamic quorum, and driven by the very same load client
    answered by its successor. Repeated ``failovers`` times; between two, the killed node is restarted
    and the next kill waits until DescribeQuorum shows it caught up (its restart time is printed).
 
+With ``rounds`` > 1 the sides run alternately (ours, Kafka's, ours, Kafka's, ...), each round
+on fresh controllers, and the summary gives each side's creation time as median and range and
+the ratio of the medians; ``create_only`` stops each run after the creation (and its peak RSS).
+
 Prints figures as it goes and returns them; asserts nothing (they go into docs/performance.md).
 """
 
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from engine.common.errors import ConfigError
+from engine.common.server_gc import tune_gc_for_server
 from engine.bench.peer import KAFKA_TOOL_JVM_OPTS, LOG4J2_TOOLS
 from engine.bench.controller_load import ControllerLoad, LoadError, create_all, percentile, topic_specs
 from engine.cluster.processes import ClusterError, Command, ProcessCluster
@@ -119,7 +124,7 @@ def peak_rss_mb(pid: int) -> float:
 
 async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int, partitions: int, brokers: int,
                     heartbeat_brokers: int, heartbeat_seconds: float, interval_ms: int, in_flight: int,
-                    failovers: int, out: Out) -> None:
+                    failovers: int, create_only: bool, out: Out) -> None:
     addresses = {i: cluster.address(i) for i in cluster.ports}
     load = ControllerLoad(addresses, cluster.cluster_id)
     admin = ControllerLoad(addresses, cluster.cluster_id, connections=1, request_timeout_ms=1000)
@@ -145,6 +150,11 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
         result.partitions = total
         out(f"{result.name}: {total:,} partitions created in {result.create_s:.1f} s "
             f"({total / result.create_s:,.0f} partitions/s)")
+        if create_only:
+            result.peak_rss_mb = {i: peak_rss_mb(p.pid) for i, p in cluster.procs.items() if p.poll() is None}
+            out(f"{result.name}: peak RSS (VmHWM) per controller: " +
+                ", ".join(f"{i}: {mb:,.0f} MB" for i, mb in sorted(result.peak_rss_mb.items())))
+            return
 
         stop.set()
         await keeper
@@ -209,15 +219,33 @@ def _summary(results: list[SideResult], out: Out) -> None:
             + (f"; peak RSS {min(rss):,.0f} - {max(rss):,.0f} MB" if rss else ""))
 
 
+def _create_summary(results: list[SideResult], out: Out) -> None:
+    """Over the rounds: each side's creation time, median and range, and the ratio of the medians."""
+    names = list(dict.fromkeys(r.name for r in results))
+    medians = {}
+    for name in names:
+        times = [r.create_s for r in results if r.name == name]
+        medians[name] = statistics.median(times)
+        out(f"  {name}: create {results[0].partitions:,} partitions: median {medians[name]:.1f} s, range "
+            f"{min(times):.1f} - {max(times):.1f} s over {len(times)} rounds ({', '.join(f'{t:.1f}' for t in times)})")
+    if len(names) == 2:
+        ours, theirs = names
+        out(f"  ratio of the medians, {ours} / {theirs}: {medians[ours] / medians[theirs]:.2f}")
+
+
 def bench_controller(*, topics: int = 10_000, partitions: int = 100, brokers: int = 12, heartbeat_brokers: int = 1000,
                      heartbeat_seconds: float = 20.0, interval_ms: int = 2000, in_flight: int = 4, failovers: int = 3,
                      kafka_libs: Path | None = None, kafka_heap: str = "1G", skip_ours: bool = False,
-                     settings: dict[str, object] | None = None, out: Out = print) -> list[SideResult]:
-    """Run our side (unless ``skip_ours``) and, with ``kafka_libs``, Kafka's; the figures.
-    ``settings`` (Kafka's names) go into every controller's config, both sides."""
+                     settings: dict[str, object] | None = None, rounds: int = 1, create_only: bool = False,
+                     out: Out = print) -> list[SideResult]:
+    """Run our side (unless ``skip_ours``) and, with ``kafka_libs``, Kafka's, ``rounds`` times
+    alternating (ours, Kafka's, ours, ...), each on fresh controllers; the figures of every run.
+    ``settings`` (Kafka's names) go into every controller's config, both sides. ``create_only``:
+    only the creation (and the peak RSS after it), no heartbeat phase and no failover."""
     settings = {**SETTINGS, **(settings or {})}
     if heartbeat_brokers < brokers:
         raise ConfigError(f"--heartbeat-brokers ({heartbeat_brokers}) must be at least --brokers ({brokers})")
+    tune_gc_for_server()  # the load client too holds many requests' objects at once
     out("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     out(f"machine: {os.cpu_count()} cpus, load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     sides: list[tuple[str, Callable[[Path], ProcessCluster]]] = []
@@ -228,23 +256,31 @@ def bench_controller(*, topics: int = 10_000, partitions: int = 100, brokers: in
         name = "Kafka " + version.removeprefix("kafka-clients-")
         sides.append((name, lambda root: KafkaControllers(root, kafka_libs, kafka_heap, settings)))
     results = []
-    for name, make in sides:
-        root = Path(tempfile.mkdtemp(prefix="kraftd-bench-controller-"))
-        cluster = make(root)
-        result = SideResult(name)
-        try:
-            cluster.launch()
-            asyncio.run(_run_side(cluster, result, topics=topics, partitions=partitions, brokers=brokers,
-                                  heartbeat_brokers=heartbeat_brokers, heartbeat_seconds=heartbeat_seconds,
-                                  interval_ms=interval_ms, in_flight=in_flight, failovers=failovers, out=out))
-        except LoadError as err:
-            raise LoadError(f"{name}: {err} (logs in {root})") from None
-        finally:
-            cluster.kill()
-        shutil.rmtree(root, ignore_errors=True)  # a million partitions' logs: not kept
-        results.append(result)
+    for number in range(1, rounds + 1):
+        for name, make in sides:
+            if rounds > 1:
+                out(f"round {number} of {rounds}: {name}")
+            root = Path(tempfile.mkdtemp(prefix="kraftd-bench-controller-"))
+            cluster = make(root)
+            result = SideResult(name)
+            try:
+                cluster.launch()
+                asyncio.run(_run_side(cluster, result, topics=topics, partitions=partitions, brokers=brokers,
+                                      heartbeat_brokers=heartbeat_brokers, heartbeat_seconds=heartbeat_seconds,
+                                      interval_ms=interval_ms, in_flight=in_flight, failovers=failovers,
+                                      create_only=create_only, out=out))
+            except LoadError as err:
+                raise LoadError(f"{name}: {err} (logs in {root})") from None
+            finally:
+                cluster.kill()
+            shutil.rmtree(root, ignore_errors=True)  # a million partitions' logs: not kept
+            results.append(result)
     out(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    _summary(results, out)
+    if create_only or rounds > 1:
+        out("summary:")
+        _create_summary(results, out)
+    if not create_only:
+        _summary(results, out)
     return results
 
 

@@ -253,6 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
     controller.add_argument("--kafka-heap", default="1G", help="-Xmx/-Xms of Kafka's controllers "
                             "(kafka-server-start's default is 1G)")
     controller.add_argument("--kafka-only", action="store_true", help="skip our controllers")
+    controller.add_argument("--rounds", type=_positive, default=1,
+                            help="run the sides this many times, alternating (ours, Kafka's, ours, ...): "
+                                 "the creation time's median and range")
+    controller.add_argument("--create-only", action="store_true",
+                            help="only the creation (and peak RSS): no heartbeat phase, no failover")
     controller.add_argument("--sim-brokers", type=_positive, metavar="N",
                             help="instead: N simulated broker processes' worth of brokers (`kraftd cluster up "
                                  "--brokers N`) held --sim-seconds; their heartbeat latency, every broker unfenced?")
@@ -305,7 +310,7 @@ def cmd_bench_controller(args: argparse.Namespace) -> int:
                      heartbeat_brokers=args.heartbeat_brokers, heartbeat_seconds=args.heartbeat_seconds,
                      interval_ms=args.heartbeat_interval_ms, in_flight=args.in_flight, failovers=args.failovers,
                      kafka_libs=Path(args.kafka_libs) if args.kafka_libs else None, kafka_heap=args.kafka_heap,
-                     skip_ours=args.kafka_only, out=_out)
+                     skip_ours=args.kafka_only, rounds=args.rounds, create_only=args.create_only, out=_out)
     return 0
 
 
