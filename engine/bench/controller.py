@@ -62,6 +62,7 @@ class SideResult:
     peak_rss_mb: dict[int, float] = field(default_factory=dict)
     failover_ms: list[float] = field(default_factory=list)
     heartbeat_error: str | None = None  # the heartbeat phase could not start (its brokers not unfenced)
+    error: str | None = None  # the run did not complete (one of several rounds)
 
 
 class KafkaControllers(ProcessCluster):
@@ -224,11 +225,18 @@ def _create_summary(results: list[SideResult], out: Out) -> None:
     names = list(dict.fromkeys(r.name for r in results))
     medians = {}
     for name in names:
-        times = [r.create_s for r in results if r.name == name]
+        runs = [r for r in results if r.name == name]
+        times = [r.create_s for r in runs if r.error is None]
+        failed = len(runs) - len(times)
+        note = f"; {failed} of {len(runs)} rounds not completed" if failed else ""
+        if not times:
+            out(f"  {name}: no round completed{note}")
+            continue
         medians[name] = statistics.median(times)
-        out(f"  {name}: create {results[0].partitions:,} partitions: median {medians[name]:.1f} s, range "
-            f"{min(times):.1f} - {max(times):.1f} s over {len(times)} rounds ({', '.join(f'{t:.1f}' for t in times)})")
-    if len(names) == 2:
+        out(f"  {name}: create {max(r.partitions for r in runs):,} partitions: median {medians[name]:.1f} s, range "
+            f"{min(times):.1f} - {max(times):.1f} s over {len(times)} rounds ({', '.join(f'{t:.1f}' for t in times)})"
+            f"{note}")
+    if len(medians) == 2:
         ours, theirs = names
         out(f"  ratio of the medians, {ours} / {theirs}: {medians[ours] / medians[theirs]:.2f}")
 
@@ -270,10 +278,15 @@ def bench_controller(*, topics: int = 10_000, partitions: int = 100, brokers: in
                                       interval_ms=interval_ms, in_flight=in_flight, failovers=failovers,
                                       create_only=create_only, out=out))
             except LoadError as err:
-                raise LoadError(f"{name}: {err} (logs in {root})") from None
+                if rounds == 1:
+                    raise LoadError(f"{name}: {err} (logs in {root})") from None
+                # one failed run of several: said, its logs kept, and the other runs go on
+                result.error = str(err)
+                out(f"{name}: round {number} not completed: {err} (logs in {root})")
             finally:
                 cluster.kill()
-            shutil.rmtree(root, ignore_errors=True)  # a million partitions' logs: not kept
+            if result.error is None:
+                shutil.rmtree(root, ignore_errors=True)  # a million partitions' logs: not kept
             results.append(result)
     out(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if create_only or rounds > 1:

@@ -23,7 +23,7 @@ from engine.common.api_keys import ApiKeys
 from engine.controller import api_permissions
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.controller_result import Command
-from engine.controller.quorum_controller import ControllerOutput, PeriodicTask, QuorumController
+from engine.controller.quorum_controller import USER_OPERATIONS, ControllerOutput, PeriodicTask, QuorumController
 from engine.controller.delegation_token_control import TOKEN_API_KEYS, not_allowed_response
 from engine.controller.standard_authorizer import Caller
 from engine.image.metadata_image import MetadataImage
@@ -80,6 +80,11 @@ class ControllerServer:
         self.core = QuorumController(config, committed_image, bootstrap_records, self.commands, periodic, soft,
                                      activation_hooks)
         self._logged_active: int | None = None
+        # One admin operation per turn of the event loop: a CreateTopics of 10,000 partitions is
+        # a tenth of a second of CPU, and four pipelined ones run back to back kept the Raft
+        # fetches waiting past the fetch timeout on a starved machine (the quorum churned). Kafka
+        # runs its controller's events on a thread of their own, beside Raft's I/O thread.
+        self._admin_turn = asyncio.Lock()
         self.registrar = registrar
         self._tasks: set[asyncio.Task] = set()
         driver.register(self.core)  # after the node's metadata listener: the committed image is current
@@ -121,6 +126,14 @@ class ControllerServer:
             else:
                 log.info("node %d: the active controller in epoch %d (image at offset %d)", self.core.node_id,
                          active, self.core.image.provenance.last_offset)
+
+    def _submit(self, api_key: int, request: Any, future: asyncio.Future, principal: str) -> None:
+        if self.driver.client is None:  # stopped while it waited for its turn
+            future.set_result(self.commands[api_key].error_response(request, ErrorCode.not_controller,
+                                                                    "the controller is stopping"))
+            return
+        self._apply(self.core.submit(self.driver.now_ms(), self.driver.next_append_offset(), api_key, request,
+                                     future, principal))
 
     def _apply(self, out: ControllerOutput) -> None:
         for append in out.appends:
@@ -201,8 +214,12 @@ class ControllerServer:
         elif self.driver.client is None:
             response = command.error_response(request, ErrorCode.not_controller, "the controller is starting")
         else:
-            self._apply(self.core.submit(self.driver.now_ms(), self.driver.next_append_offset(), api_key,
-                                         verdict.request, future, principal))
+            if api_key in USER_OPERATIONS:
+                async with self._admin_turn:
+                    await asyncio.sleep(0)  # the loop's other ready work (Raft's fetches) first
+                    self._submit(api_key, verdict.request, future, principal)
+            else:
+                self._submit(api_key, verdict.request, future, principal)
             try:
                 async with asyncio.timeout(ANSWER_WAIT_S):
                     response = await future
