@@ -35,6 +35,7 @@ from engine.raft.replica_context import ReplicaContext
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.storage.snapshot_writer import SnapshotId, snapshot_bytes
 
+DELIVERY_RECORDS = 10_000  # committed records handed to a listener per poll (at least one batch)
 
 @dataclass(frozen=True)
 class SnapshotPlan:
@@ -49,6 +50,7 @@ class _ListenerContext:
     listener: RaftListener
     next_offset: int = 0
     last_leader: LeaderAndEpoch | None = None
+    more: bool = False  # committed batches left undelivered by the last poll (DELIVERY_RECORDS)
 
 
 class RaftClient(ReplicaContext):
@@ -187,12 +189,27 @@ class RaftClient(ReplicaContext):
         hw = self.high_watermark
         if hw is None or ctx.next_offset >= hw:
             return
-        batches = [b for b in self.log.batches(ctx.next_offset, hw) if b.last_offset < hw]
+        # At most DELIVERY_RECORDS a poll (at least one batch), the rest at the next poll, soon:
+        # replaying 40,000 committed records at once kept a follower's event loop from its fetches
+        # past the fetch timeout on a starved machine. Kafka too hands a listener a bounded read
+        # of the committed log each time (KafkaRaftClient.updateListenersProgress, log.read).
+        batches, records = [], 0
+        ctx.more = False
+        for batch in self.log.batches(ctx.next_offset, hw):
+            if batch.last_offset >= hw:
+                break
+            if records >= DELIVERY_RECORDS:
+                ctx.more = True
+                break
+            batches.append(batch)
+            records += batch.last_offset - batch.base_offset + 1
         if batches:
             ctx.listener.handle_commit(batches)
             ctx.next_offset = batches[-1].last_offset + 1
 
     def _next_poll_ms(self, now_ms: int) -> int:
+        if any(ctx.more for ctx in self.listeners):
+            return now_ms  # more committed batches to hand over
         times = [raft_polls.state_deadline_ms(self, now_ms)]
         times.extend(f.deadline_ms for f in self.inflight.values())
         times.extend(entry[2] for entry in self.parked_fetches)
