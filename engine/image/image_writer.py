@@ -98,18 +98,27 @@ def _controller_record(controller: Any) -> Any:
 def _partition_record(topic_id: Any, partition_id: int, p: PartitionRegistration, level: int, elr: bool) -> Any:
     # The ints are the image's own, each read from a record: kio's per-value type wrappers would
     # check them again (a third of a million-partition snapshot's time), and the encoder's
-    # struct packing refuses one out of range all the same.
-    fields = dict(partition_id=partition_id, topic_id=topic_id, replicas=p.replicas, isr=p.isr,
-                  removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=p.leader,
-                  leader_recovery_state=p.leader_recovery_state, leader_epoch=p.leader_epoch,
-                  partition_epoch=p.partition_epoch)
+    # struct packing refuses one out of range all the same. Keywords given directly, not through
+    # a dict: one call per partition of every snapshot.
     # Kafka writes the directories, MIGRATING ones too, from 3.7-IV2 on, and none before: no
     # directories reads back as one MIGRATING per replica. Others are kept whatever the version.
     with_dirs = level >= _MV_3_7_IV2 or p.directories != migrating_array(len(p.replicas))
     if elr or p.elr or p.last_known_elr:
         # Kafka leaves empty ELR lists out (null), as their tags' default
-        return m.PartitionRecordV2(**fields, directories=p.directories if with_dirs else (),
-                                   eligible_leader_replicas=p.elr or None, last_known_elr=p.last_known_elr or None)
+        return m.PartitionRecordV2(
+            partition_id=partition_id, topic_id=topic_id, replicas=p.replicas, isr=p.isr,
+            removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=p.leader,
+            leader_recovery_state=p.leader_recovery_state, leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch, directories=p.directories if with_dirs else (),
+            eligible_leader_replicas=p.elr or None, last_known_elr=p.last_known_elr or None)
     if with_dirs:
-        return m.PartitionRecordV1(**fields, directories=p.directories)
-    return m.PartitionRecordV0(**fields)
+        return m.PartitionRecordV1(
+            partition_id=partition_id, topic_id=topic_id, replicas=p.replicas, isr=p.isr,
+            removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=p.leader,
+            leader_recovery_state=p.leader_recovery_state, leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch, directories=p.directories)
+    return m.PartitionRecordV0(
+        partition_id=partition_id, topic_id=topic_id, replicas=p.replicas, isr=p.isr,
+        removing_replicas=p.removing_replicas, adding_replicas=p.adding_replicas, leader=p.leader,
+        leader_recovery_state=p.leader_recovery_state, leader_epoch=p.leader_epoch,
+        partition_epoch=p.partition_epoch)
