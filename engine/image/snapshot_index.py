@@ -1,0 +1,281 @@
+"""One pass over a snapshot's bytes that finds each topic's records without decoding its partitions.
+
+Kafka writes a snapshot image domain by image domain, and the topics one by one: a topic's
+TopicRecord, then a PartitionRecord for each of its partitions (TopicImage.write). So the
+records of one topic are one run of the file, and a run can be found by reading, per record,
+only its framing, its api key and, for a PartitionRecord, the 16 bytes of its topic id (they
+stand at a fixed place: after the frame version, api key, version and the int32 partition id).
+``index_snapshot`` walks every batch so, checks every batch's CRC, decodes the TopicRecords and
+the few records of the other domains, and notes each topic's runs as byte ranges. The
+partitions are decoded when ``SnapshotIndex.topic_partitions`` is first asked for a topic
+(engine.image.lazy_topics).
+
+The index answers None (the caller loads the file eagerly, as before) for anything that is not
+that shape, so a lazy image is never a guess: a PartitionRecord that does not follow its
+topic's TopicRecord, a topic id named by two TopicRecords, a record type that acts across
+topics (PartitionChangeRecord, RemoveTopicRecord, ClearElrRecord, transaction markers), a
+compressed batch, a record the fast framing does not read, or a file that does not start with
+its SnapshotHeader and end with its SnapshotFooter (the eager reader's errors say why).
+
+The index works on bytes, from any source: a file read once, or a FetchSnapshot answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from engine.common.errors import MetadataError
+from engine.image.gc_pause import collector_paused
+from engine.image.domain_delta import ReplayJournal
+from engine.image.topics_image import TopicsDelta, TopicsImage
+from engine.records import metadata_records as m
+from engine.records.compression import NONE
+from engine.records.metadata_record_serde import FAST_READER_TABLE
+from engine.records.record_batch import HEADER_SIZE, RecordBatch, decode_batch
+from engine.storage.log_reader import LogEntry, entries_in_place, entries_of_batch
+
+TOPIC_RECORD, PARTITION_RECORD = 2, 3
+
+# api keys of the records replayed at once, beside the topics: none of them reads or changes a
+# topic (MetadataDelta's only cross-domain rule is RemoveTopicRecord's, which is not here)
+_OTHER_DOMAINS = frozenset({
+    0, 1,  # RegisterBrokerRecord, UnregisterBrokerRecord
+    4,  # ConfigRecord
+    7, 8, 17,  # FenceBrokerRecord, UnfenceBrokerRecord, BrokerRegistrationChangeRecord
+    10, 11, 12,  # DelegationTokenRecord, UserScramCredentialRecord, FeatureLevelRecord
+    14, 15,  # ClientQuotaRecord, ProducerIdsRecord
+    18, 19, 20, 21, 22,  # ACLs, NoOpRecord, ZkMigrationStateRecord, RemoveUserScramCredentialRecord
+    26, 27, 28,  # RegisterControllerRecord, UnregisterControllerRecord, RemoveDelegationTokenRecord
+})
+_KNOWN_PARTITION_VERSIONS = frozenset(version for (key, version) in m.RECORD_CLASSES if key == PARTITION_RECORD)
+
+# topics asked for, one by one, after which the rest are decoded in one go (see topic_partitions)
+DECODE_AHEAD = 64
+
+# a run of one topic's records inside one batch:
+# (batch number, index of its first record in the batch, how many, first byte, byte past the last)
+Run = tuple[int, int, int, int, int]
+
+
+@dataclass(slots=True)
+class IndexedTopic:
+    record: Any  # its TopicRecord
+    runs: list[Run]
+    partitions: Mapping | None = None  # once decoded
+
+
+class NotGrouped(Exception):
+    """The bytes are not a snapshot in Kafka's grouped shape: load them eagerly."""
+
+
+class SnapshotIndex:
+    """Where each topic's records stand in a snapshot's bytes, and the records of the other domains.
+
+    ``entries``: every record outside the topics' runs (the control records included), in file
+    order; ``topics``: the topics in file order. The bytes are kept until every topic's
+    partitions were asked for, then let go."""
+
+    def __init__(self, buf: bytes, where: str, headers: list[RecordBatch], positions: list[int],
+                 entries: list[LogEntry], topics: list[IndexedTopic]) -> None:
+        self.where = where
+        self.entries = entries
+        self.topics = topics
+        self._buf: bytes | None = buf
+        self._headers = headers
+        self._positions = positions
+        self._lock = threading.Lock()  # two threads asking for one topic decode it once
+        self._pending = len(topics)
+        self._asked = 0  # topics decoded because someone asked for them
+        self.skipped = 0  # records of the topics decoded so far that did not apply
+
+    @property
+    def pending_topics(self) -> int:
+        """Topics whose partitions were not asked for yet."""
+        return self._pending
+
+    def topic_partitions(self, topic: IndexedTopic) -> Mapping[int, Any]:
+        """The partitions of ``topic`` as the eager replay builds them: its records replayed on
+        their own, in file order (no other record of the file reads or changes them).
+
+        Once DECODE_AHEAD topics were asked for, the question is taken for a whole-image one
+        (a summary, ``find``, an export walk every topic) and the rest are decoded at once, the
+        collector paused throughout: decoded topic by topic, the collector's passes over a
+        heap that keeps growing cost a quarter more."""
+        with self._lock, collector_paused():
+            if topic.partitions is None:
+                self._decode(topic)
+                self._asked += 1
+                if self._asked == DECODE_AHEAD:
+                    for other in self.topics:
+                        if other.partitions is None:
+                            self._decode(other)
+            return topic.partitions
+
+    def _decode(self, topic: IndexedTopic) -> None:
+        delta = TopicsDelta(TopicsImage.EMPTY, ReplayJournal())
+        for record in self._records(topic):
+            if isinstance(record, m.TopicRecordV0):
+                delta.replay_topic(record)
+            elif getattr(record, "record_name", None) == "PartitionRecord":
+                delta.replay_partition(record)
+            else:  # a record that did not decode (an UnknownRecord): the eager replay skips it too
+                delta.journal.skipped += 1
+        self.skipped += delta.journal.skipped
+        topic.partitions = MappingProxyType(delta.changed_topics()[topic.record.topic_id].partitions)
+        topic.runs = []
+        self._pending -= 1
+        if self._pending == 0:
+            self._buf = None  # every topic decoded: the bytes are no longer needed
+
+    def _records(self, topic: IndexedTopic) -> list[Any]:
+        buf, records = self._buf, []
+        for batch, first, count, start, end in topic.runs:
+            header = self._headers[batch]
+            entries = entries_in_place(buf, header, start, end, count, True)
+            if entries is None:  # a record off the fast path: the general decoder, as the eager load
+                try:
+                    whole, _ = decode_batch(buf, self._positions[batch], verify_crc=False)
+                except MetadataError as exc:
+                    raise exc.at(path=self.where) from None
+                entries = list(entries_of_batch(whole, True))[first:first + count]
+            records.extend(entry.record for entry in entries)
+        return records
+
+
+def index_snapshot(buf: bytes, where: str) -> SnapshotIndex | None:
+    """The index of a snapshot's bytes; None when they are not in the grouped shape. Damage a
+    batch's header or CRC shows is raised (naming ``where`` and the byte offset) as the eager
+    reader raises it."""
+    try:
+        return _Indexer(buf, where).run()
+    except NotGrouped:
+        return None
+
+
+class _Indexer:
+    def __init__(self, buf: bytes, where: str) -> None:
+        self.buf, self.where = buf, where
+        self.headers: list[RecordBatch] = []
+        self.positions: list[int] = []
+        self.entries: list[LogEntry] = []
+        self.topics: list[IndexedTopic] = []
+        self.seen: set[bytes] = set()
+        self.current: IndexedTopic | None = None  # the topic whose PartitionRecords may come next
+        self.current_id = b""
+
+    def run(self) -> SnapshotIndex:
+        buf, where, pos = self.buf, self.where, 0
+        while pos < len(buf):
+            try:
+                header, end = decode_batch(buf, pos, decode_records=False)  # the CRC checked: cheap
+            except MetadataError as exc:
+                raise exc.at(path=where) from None
+            self.headers.append(header)
+            self.positions.append(pos)
+            if header.is_control or header.compression != NONE:
+                if not header.is_control:
+                    raise NotGrouped  # a compressed data batch: Kafka's snapshots are not
+                self.current = None
+                whole, _ = decode_batch(buf, pos, verify_crc=False)
+                self.entries.extend(entries_of_batch(whole, True))
+            else:
+                self._walk(header, pos + HEADER_SIZE, end)
+            pos = end
+        entries = self.entries
+        if not entries or entries[0].record.type_name != "SNAPSHOT_HEADER" \
+                or entries[-1].record.type_name != "SNAPSHOT_FOOTER" or not self.headers[-1].is_control \
+                or not self.headers[0].is_control:
+            raise NotGrouped  # the eager reader says what is wrong with such a file
+        return SnapshotIndex(buf, where, self.headers, self.positions, entries, self.topics)
+
+    def _walk(self, header: RecordBatch, start: int, end: int) -> None:
+        """Frame every record of an uncompressed data batch (KRaft's shape: short varints, no
+        key, no headers, one timestamp); note topic runs; decode the rest."""
+        buf, batch = self.buf, len(self.headers) - 1
+        count = int.from_bytes(buf[start - 4:start], "big", signed=True)
+        pos, index = start, 0
+        run_first = run_start = -1  # the open run of the current topic in this batch
+        while pos < end:
+            b = buf[pos]
+            if b < 0x80:
+                length, pos = b, pos + 1
+            else:
+                c = buf[pos + 1]
+                if c >= 0x80:
+                    raise NotGrouped
+                length, pos = (b & 0x7F) | (c << 7), pos + 2
+            record_end = pos + (length >> 1)
+            q = pos + 2
+            if buf[pos + 1] or length & 1 or record_end > end:
+                raise NotGrouped  # a timestamp delta, a negative length, or one past the batch
+            if buf[q] >= 0x80:
+                q += 2 if buf[q + 1] < 0x80 else 3
+                if buf[q - 1] >= 0x80:
+                    raise NotGrouped
+            else:
+                q += 1
+            if buf[q] != 1:  # a key
+                raise NotGrouped
+            b = buf[q + 1]
+            if b < 0x80:
+                value_len, value = b, q + 2
+            else:
+                c = buf[q + 2]
+                if c >= 0x80:
+                    raise NotGrouped
+                value_len, value = (b & 0x7F) | (c << 7), q + 3
+            value_end = value + (value_len >> 1)
+            if value_len & 1 or value_end + 1 != record_end or buf[value_end] or buf[value] != 1:
+                raise NotGrouped  # a null value, headers, or lengths that disagree
+            api, version = buf[value + 1], buf[value + 2]
+            if api == PARTITION_RECORD:
+                if self.current is None or version not in _KNOWN_PARTITION_VERSIONS \
+                        or buf[value + 7:value + 23] != self.current_id:
+                    raise NotGrouped
+                if run_first < 0:
+                    run_first, run_start = index, _record_start(buf, pos, length)
+            elif api == TOPIC_RECORD and version == 0:
+                if run_first >= 0:
+                    self.current.runs.append((batch, run_first, index - run_first, run_start, _record_start(buf, pos, length)))
+                self._topic(buf, value + 3, value_end)
+                run_first, run_start = index, _record_start(buf, pos, length)
+            elif api in _OTHER_DOMAINS and version < 64:
+                if run_first >= 0:
+                    self.current.runs.append((batch, run_first, index - run_first, run_start, _record_start(buf, pos, length)))
+                    run_first = -1
+                self.current = None  # a topic's run ends where another domain's records begin
+                message = FAST_READER_TABLE[(api << 6) | version](buf, value + 3, value_end)
+                if message is None:
+                    raise NotGrouped
+                self.entries.append(LogEntry(header.base_offset + index, header.partition_leader_epoch,
+                                             header.base_timestamp, message, False, True))
+            else:
+                raise NotGrouped
+            pos = record_end
+            index += 1
+        if pos != end or index != count:
+            raise NotGrouped
+        if run_first >= 0:
+            self.current.runs.append((batch, run_first, index - run_first, run_start, end))
+
+    def _topic(self, buf: bytes, start: int, end: int) -> None:
+        record = FAST_READER_TABLE[TOPIC_RECORD << 6](buf, start, end)
+        if record is None or record.topic_id is None:
+            raise NotGrouped
+        topic_id = record.topic_id.bytes
+        if topic_id in self.seen:
+            raise NotGrouped  # a topic made anew: the eager replay's rules decide
+        self.seen.add(topic_id)
+        self.current, self.current_id = IndexedTopic(record, []), topic_id
+        self.topics.append(self.current)
+
+
+def _record_start(buf: bytes, body: int, length: int) -> int:
+    """The first byte of a record whose body starts at ``body``: its length varint is before it."""
+    return body - (1 if length < 0x80 else 2)
+
+
+__all__ = ["IndexedTopic", "NotGrouped", "SnapshotIndex", "index_snapshot"]
