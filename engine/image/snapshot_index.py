@@ -41,14 +41,12 @@ TOPIC_RECORD, PARTITION_RECORD = 2, 3
 
 # api keys of the records replayed at once, beside the topics: none of them reads or changes a
 # topic (MetadataDelta's only cross-domain rule is RemoveTopicRecord's, which is not here)
-_OTHER_DOMAINS = frozenset({
-    0, 1,  # RegisterBrokerRecord, UnregisterBrokerRecord
-    4,  # ConfigRecord
-    7, 8, 17,  # FenceBrokerRecord, UnfenceBrokerRecord, BrokerRegistrationChangeRecord
-    10, 11, 12,  # DelegationTokenRecord, UserScramCredentialRecord, FeatureLevelRecord
-    14, 15,  # ClientQuotaRecord, ProducerIdsRecord
-    18, 19, 20, 21, 22,  # ACLs, NoOpRecord, ZkMigrationStateRecord, RemoveUserScramCredentialRecord
-    26, 27, 28,  # RegisterControllerRecord, UnregisterControllerRecord, RemoveDelegationTokenRecord
+_OTHER_DOMAINS = frozenset(key for (key, _), cls in m.RECORD_CLASSES.items() if cls.record_name in {
+    "RegisterBrokerRecord", "UnregisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord",
+    "BrokerRegistrationChangeRecord", "RegisterControllerRecord", "UnregisterControllerRecord", "ConfigRecord",
+    "ClientQuotaRecord", "FeatureLevelRecord", "ZkMigrationStateRecord", "ProducerIdsRecord",
+    "AccessControlEntryRecord", "RemoveAccessControlEntryRecord", "UserScramCredentialRecord",
+    "RemoveUserScramCredentialRecord", "DelegationTokenRecord", "RemoveDelegationTokenRecord", "NoOpRecord",
 })
 _KNOWN_PARTITION_VERSIONS = frozenset(version for (key, version) in m.RECORD_CLASSES if key == PARTITION_RECORD)
 

@@ -217,3 +217,18 @@ def test_every_corpus_snapshot_loads_lazily_and_equals_the_eager_load(path) -> N
     assert lazy is not None, "Kafka's own snapshot is in the grouped shape"
     eager, eager_skipped = image_of_snapshot(read_file(path, snapshot=True), snapshot_id)
     _assert_same(lazy[0], eager)
+
+
+def test_a_record_acting_across_topics_falls_back_to_the_eager_load(tmp_path) -> None:
+    """Found by the property above: a ClearElrRecord (api key 28) after the topics must be
+    replayed over their partitions, so such a file is loaded eagerly."""
+    topic = uuid.UUID(int=1)
+    records = [m.TopicRecordV0(name="a", topic_id=topic),
+               m.PartitionRecordV2(partition_id=i32(0), topic_id=topic, replicas=(), isr=(), removing_replicas=(),
+                                   adding_replicas=(), leader=i32(0), leader_epoch=i32(0), partition_epoch=i32(0),
+                                   directories=(), last_known_elr=(i32(0),)),
+               m.ClearElrRecordV0(topic_name="")]
+    path = _write(tmp_path, records, 1000)
+    assert image_of_snapshot_bytes(path.read_bytes(), str(path), SNAPSHOT_ID) is None
+    image, _ = load_snapshot(path)
+    assert image.topics.topic("a").partitions[0].last_known_elr == ()
