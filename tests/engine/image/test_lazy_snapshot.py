@@ -46,9 +46,9 @@ def partition_records(draw, topic_id: uuid.UUID):
 
 
 @st.composite
-def topic_groups(draw):
+def topic_groups(draw, ids=st.integers(1, 2**64)):
     """A topic's records as Kafka writes them: its TopicRecord, then its partitions."""
-    topic_id = uuid.UUID(int=draw(st.integers(1, 2**64)))
+    topic_id = uuid.UUID(int=draw(ids))
     name = draw(st.sampled_from(["a", "b", "orders", "x" * 40]))  # names may repeat under other ids
     return [m.TopicRecordV0(name=name, topic_id=topic_id), *draw(st.lists(partition_records(topic_id), max_size=12))]
 
@@ -131,8 +131,9 @@ cross_topic = st.one_of(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(topic_groups(), st.lists(st.one_of(others, cross_topic, partition_records(uuid.UUID(int=1))),
-                                                   max_size=3)), max_size=6),
+@given(st.lists(st.one_of(topic_groups(st.integers(1, 3)),
+                          st.lists(st.one_of(others, cross_topic, partition_records(uuid.UUID(int=1))), max_size=3)),
+                max_size=6),
        st.randoms(use_true_random=False), st.integers(120, 3000))
 def test_any_snapshot_loads_as_the_eager_load_grouped_or_not(tmp_path, groups, random, batch_bytes) -> None:
     """Records out of Kafka's order, topics made twice, records acting across topics: the load
@@ -144,6 +145,23 @@ def test_any_snapshot_loads_as_the_eager_load_grouped_or_not(tmp_path, groups, r
     loaded, info = load_snapshot(path)
     eager, eager_skipped = _eager(path)
     _assert_same(loaded, eager)
+
+
+def test_a_partition_of_another_topic_inside_a_run_falls_back_to_the_eager_load(tmp_path) -> None:
+    """Topic a, topic b, then a partition of a among b's: the eager replay puts it in a."""
+    a, b = uuid.UUID(int=1), uuid.UUID(int=2)
+
+    def partition(topic_id: uuid.UUID, p: int) -> m.PartitionRecordV0:
+        return m.PartitionRecordV0(partition_id=i32(p), topic_id=topic_id, replicas=(i32(1),), isr=(i32(1),),
+                                   removing_replicas=(), adding_replicas=(), leader=i32(1), leader_epoch=i32(0),
+                                   partition_epoch=i32(0))
+
+    records = [m.TopicRecordV0(name="a", topic_id=a), partition(a, 0), m.TopicRecordV0(name="b", topic_id=b),
+               partition(b, 0), partition(a, 1), partition(b, 1)]
+    path = _write(tmp_path, records, 1000)
+    assert image_of_snapshot_bytes(path.read_bytes(), str(path), SNAPSHOT_ID) is None
+    image, _ = load_snapshot(path)
+    assert list(image.topics.topic("a").partitions) == [0, 1] and list(image.topics.topic("b").partitions) == [0, 1]
 
 
 def test_a_partition_before_its_topic_falls_back_to_the_eager_load(tmp_path) -> None:
@@ -180,8 +198,13 @@ def _batch_positions(buf: bytes) -> list[int]:
 def test_a_flipped_byte_in_a_late_batch_is_reported_in_one_line_naming_file_and_offset(tmp_path) -> None:
     path = _big_snapshot(tmp_path)
     buf = bytearray(path.read_bytes())
-    late = _batch_positions(bytes(buf))[-3]  # a data batch near the end (the last is the footer)
-    buf[late + 80] ^= 0x01  # inside a record: framing may still read, the CRC does not
+    positions = _batch_positions(bytes(buf))
+    late, late_end = positions[-3], positions[-2]  # a data batch near the end (the last is the footer)
+    # a PartitionRecord's leader 1, leader epoch 5, partition epoch 0: the epoch made 4, every
+    # length and type still reads, only the CRC tells
+    at = bytes(buf).find(b"\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00", late, late_end)
+    assert at > 0
+    buf[at + 7] ^= 0x01
     path.write_bytes(bytes(buf))
     with pytest.raises(MetadataError) as raised:
         image, _ = load_snapshot(path)
