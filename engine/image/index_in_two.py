@@ -51,7 +51,10 @@ def index_in_two(buf: bytes, where: str, headers: list[RecordBatch], positions: 
         with os.fdopen(read_end, "rb") as pipe:
             payload = pipe.read()
         os.waitpid(pid, 0)
-    kind, second = pickle.loads(payload) if payload else ("failed", None)
+    try:
+        kind, second = pickle.loads(payload)
+    except Exception:  # noqa: BLE001 - the second half died mid-write (killed): walk it here
+        return None
     if kind == "not grouped":
         raise NotGrouped
     if kind != "walked":
