@@ -154,7 +154,8 @@ def voters_records() -> list[object]:
     return [control_record(KRaftVersionRecord(version=i16(0), k_raft_version=i16(1))), control_record(voters)]
 
 
-def write_kafka4_snapshot(directory: Path, partitions: int) -> tuple[Path, Manifest]:
+def write_kafka4_snapshot(directory: Path, partitions: int,
+                          max_batch_bytes: int = MAX_BATCH_BYTES) -> tuple[Path, Manifest]:
     """The snapshot file in ``directory`` (written batch by batch: a million partitions never sit in
     memory as objects) and its manifest."""
     records, manifest_of = kafka4_records(partitions)
@@ -178,7 +179,7 @@ def write_kafka4_snapshot(directory: Path, partitions: int) -> tuple[Path, Manif
                 done = True
             # a record costs its value, its varint framing and its 6 fixed bytes; the batch header 61
             group_bytes = sum(len(value) + 9 for _, value in group)
-            if batch and 61 + batch_bytes + group_bytes > MAX_BATCH_BYTES:
+            if batch and 61 + batch_bytes + group_bytes > max_batch_bytes:
                 out.write(encode_entries(offset, batch, epoch=EPOCH, timestamp_ms=TIMESTAMP_MS, control=False))
                 offset += len(batch)
                 batch, batch_bytes = [], 0

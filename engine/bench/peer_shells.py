@@ -27,6 +27,8 @@ PROMPT = ">> "  # Kafka's interactive prompt (JLine prints it on a dumb terminal
 END = "pwd"
 END_ANSWER = "/"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+REASK_PAUSE_S = 0.02
+KILL_GRACE_S = 10.0  # past the time limit, a shell that answers no more is killed
 
 
 class PeerError(MetadataError):
@@ -139,7 +141,7 @@ def run_session(command: Sequence[str], asked: Sequence[Question], name: str, ti
         started = time.perf_counter()
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env)
         # A JVM whose loader died of OutOfMemoryError waits forever: bound every session.
-        killer = threading.Timer(timeout_s, process.kill)
+        killer = threading.Timer(timeout_s + KILL_GRACE_S, process.kill)
         killer.start()
         try:
             _ask(process, None, name, started)  # Kafka's banner and first prompt, up to the first "/"
@@ -153,6 +155,8 @@ def run_session(command: Sequence[str], asked: Sequence[Question], name: str, ti
                         session.reasked[question.name] = tries
                         break
                     tries += 1
+                    # a breath between tries: the asking must not take the cores the loader needs
+                    time.sleep(REASK_PAUSE_S)
                     if time.perf_counter() - started > timeout_s:
                         raise PeerError(f"{name}: {question.command!r} still wrong after {tries} tries: {wrong}")
             process.stdin.write(b"exit\n")
@@ -166,8 +170,8 @@ def run_session(command: Sequence[str], asked: Sequence[Question], name: str, ti
             err.seek(0)
             said = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
             why = said[-1].strip() if said else "no message"
-            if time.perf_counter() - started >= timeout_s:
-                why = f"killed after {timeout_s:.0f} s (for Kafka's shell: a heap too small? see --kafka-heap)"
+            if time.perf_counter() - started >= timeout_s + KILL_GRACE_S:
+                why = f"killed after {timeout_s + KILL_GRACE_S:.0f} s (for Kafka's shell: a heap too small? see --kafka-heap)"
             raise PeerError(f"{exc if isinstance(exc, PeerError) else name + ' stopped'}; its last words: {why}") \
                 from None
         finally:
