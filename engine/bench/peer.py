@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -66,6 +67,9 @@ rootLogger.level = WARN
 rootLogger.appenderRef.err.ref = ERR
 """
 RUN_TIMEOUT_S = 900.0
+# a side's line in the summary of `kraftd bench controller`
+CONTROLLER_SUMMARY = re.compile(r"  (?P<side>kraftd|Kafka [0-9.]+): create [0-9,]+ partitions (?P<seconds>[0-9.]+) s;"
+                                r".*?(?:; peak RSS [0-9,]+ - (?P<peak>[0-9,]+) MB)?")
 
 
 
@@ -236,19 +240,28 @@ def _sides(values: list[list[float]], kafka: list[str]) -> tuple[list[float], di
 
 
 def _bench_controller(partitions: int, kafka: KafkaTools, out: Callable[[str], None]) -> list[Figure]:
-    """``kraftd bench controller`` as it is, ours then Kafka's, for the same number of partitions."""
-    from engine.bench.controller import bench_controller
-
+    """``kraftd bench controller`` as it is, ours then Kafka's, for the same number of partitions:
+    run as its own command (its figures are its own; the two modules import nothing of each
+    other's), its lines passed on, the creation time and peak memory read from its summary."""
     topics = -(-partitions // 100)
-    out(f"the controller: kraftd bench controller --topics {topics} --kafka-libs {kafka.libs} (its own output):")
-    results = bench_controller(topics=topics, partitions=100, kafka_libs=kafka.libs,
-                               out=lambda line: out("  " + line))
-    ours, theirs = results[0], results[-1]
-    figures = [Figure(f"controller: create {ours.partitions:,} partitions, wall", "s", [ours.create_s],
-                      {kafka.version: [theirs.create_s]})]
-    if ours.peak_rss_mb and theirs.peak_rss_mb:
-        figures.append(Figure("controller: peak memory, largest controller", "MiB", [max(ours.peak_rss_mb.values())],
-                              {kafka.version: [max(theirs.peak_rss_mb.values())]}))
+    command = [sys.executable, "-m", "engine.tools.cli", "bench", "controller", "--topics", str(topics),
+               "--partitions-per-topic", "100", "--kafka-libs", str(kafka.libs)]
+    out(f"the controller, its own command and output: $ {shlex.join(command)}")
+    summary: dict[str, tuple[float, float | None]] = {}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        for line in process.stdout:
+            out("  " + line.rstrip())
+            found = CONTROLLER_SUMMARY.fullmatch(line.rstrip())
+            if found:
+                peak = float(found["peak"].replace(",", "")) if found["peak"] else None
+                summary[found["side"]] = (float(found["seconds"]), peak)
+    if process.returncode != 0 or len(summary) != 2:
+        raise PeerError(f"kraftd bench controller exited {process.returncode} without its summary (see above)")
+    (ours, ours_peak), (theirs, theirs_peak) = summary["kraftd"], summary[f"Kafka {kafka.version}"]
+    figures = [Figure(f"controller: create {topics * 100:,} partitions, wall", "s", [ours], {kafka.version: [theirs]})]
+    if ours_peak is not None and theirs_peak is not None:
+        figures.append(Figure("controller: peak memory, largest controller", "MiB", [ours_peak],
+                              {kafka.version: [theirs_peak]}))
     return figures
 
 

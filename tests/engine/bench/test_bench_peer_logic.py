@@ -155,3 +155,15 @@ def test_our_shell_answers_every_question_right(tmp_path):
     session = run_session([sys.executable, "-m", "metashell.cli", "--snapshot", str(files.snapshot)], asked,
                           "metashell", timeout_s=300)
     assert session.reasked == {"first answer": 0, "partition": 0, "whole image": 0}
+
+
+def test_the_controller_rows_come_from_its_summary():
+    from engine.bench.peer import CONTROLLER_SUMMARY
+
+    ours = CONTROLLER_SUMMARY.fullmatch(
+        "  kraftd: create 1,000,000 partitions 73.9 s; heartbeat p50 1.0 / p99 2.0 ms; failover to first "
+        "CreateTopics min 1 / median 2 / max 3 ms; peak RSS 500 - 1,200 MB")
+    assert ours and (ours["side"], ours["seconds"], ours["peak"]) == ("kraftd", "73.9", "1,200")
+    theirs = CONTROLLER_SUMMARY.fullmatch("  Kafka 4.3.1: create 300 partitions 0.4 s; heartbeats not reached; "
+                                          "failover to first CreateTopics n/a")
+    assert theirs and (theirs["side"], theirs["seconds"], theirs["peak"]) == ("Kafka 4.3.1", "0.4", None)
