@@ -140,7 +140,7 @@ def timed(command: Sequence[str], stdout: Path | None = None) -> Sample:
 
 def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_partitions: int = 300_000,
                rounds: int = 3, kafka_heap: str = "2G", directory: Path | None = None, controller: bool = False,
-               out: Callable[[str], None] = print) -> list[Figure]:
+               controller_heap: str = "4G", out: Callable[[str], None] = print) -> list[Figure]:
     """Every row against the Kafka jars in each of ``kafka_libs``; files in ``directory`` (kept),
     else a temporary one. Returns the figures it printed."""
     kafkas = [kafka_tools(Path(libs)) for libs in kafka_libs]
@@ -169,7 +169,7 @@ def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_part
         figures = _bench_shells(files, asked, shells, names, rounds, kafka_heap, out)
         figures += _bench_dumps(files, dumps, names, rounds, Path(tmp), out)
     if controller:
-        figures += _bench_controller(partitions, kafkas[-1], out)
+        figures += _bench_controller(partitions, kafkas[-1], controller_heap, out)
     out(f"attach to a quorum of {partitions:,} partitions: not run here (the engine never imports metashell); "
         f"its row is `metashell bench attach --partitions {partitions}`")
     out(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -239,13 +239,13 @@ def _sides(values: list[list[float]], kafka: list[str]) -> tuple[list[float], di
     return values[0], dict(zip(kafka, values[1:]))
 
 
-def _bench_controller(partitions: int, kafka: KafkaTools, out: Callable[[str], None]) -> list[Figure]:
+def _bench_controller(partitions: int, kafka: KafkaTools, heap: str, out: Callable[[str], None]) -> list[Figure]:
     """``kraftd bench controller`` as it is, ours then Kafka's, for the same number of partitions:
     run as its own command (its figures are its own; the two modules import nothing of each
     other's), its lines passed on, the creation time and peak memory read from its summary."""
     topics = -(-partitions // 100)
     command = [sys.executable, "-m", "engine.tools.cli", "bench", "controller", "--topics", str(topics),
-               "--partitions-per-topic", "100", "--kafka-libs", str(kafka.libs)]
+               "--partitions-per-topic", "100", "--kafka-libs", str(kafka.libs), "--kafka-heap", heap]
     out(f"the controller, its own command and output: $ {shlex.join(command)}")
     summary: dict[str, tuple[float, float | None]] = {}
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:

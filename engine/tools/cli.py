@@ -91,7 +91,8 @@ def cmd_bench_peer(args: argparse.Namespace) -> int:
 
     bench_peer([Path(libs) for libs in args.kafka_libs], partitions=args.partitions,
                log_partitions=args.log_partitions, rounds=args.rounds, kafka_heap=args.kafka_heap,
-               directory=Path(args.dir) if args.dir else None, controller=args.controller, out=_out)
+               directory=Path(args.dir) if args.dir else None, controller=args.controller,
+               controller_heap=args.controller_kafka_heap, out=_out)
     return 0
 
 
@@ -221,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     peer.add_argument("--controller", action="store_true",
                       help="also run `kraftd bench controller` for as many partitions, against the last Kafka "
                            "given (minutes: three controllers a side)")
+    peer.add_argument("--controller-kafka-heap", default="4G", metavar="HEAP",
+                      help="-Xmx and -Xms of each of Kafka's controllers with --controller (1,000,000 partitions "
+                           "need about 4G)")
     peer.set_defaults(run=cmd_bench_peer)
 
     quorum_bench = bench_sub.add_parser("quorum", help="3 controller processes on loopback: commit latency, records/s")
