@@ -165,11 +165,17 @@ def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_part
             f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for command in shells + dumps:
             out(f"$ {shlex.join(command)}")
+        # The dumps first: a child's peak memory as the kernel accounts it (wait4's ru_maxrss) is
+        # at least this process's resident size when it was spawned, and the shells' answers
+        # (a million paths to check) make this process large.
+        figures = _bench_dumps(files, dumps, names, rounds, Path(tmp), out)
         asked = questions(files.manifest)
-        figures = _bench_shells(files, asked, shells, names, rounds, kafka_heap, out)
-        figures += _bench_dumps(files, dumps, names, rounds, Path(tmp), out)
+        figures = _bench_shells(files, asked, shells, names, rounds, kafka_heap, out) + figures
     if controller:
-        figures += _bench_controller(partitions, kafkas[-1], controller_heap, out)
+        try:
+            figures += _bench_controller(partitions, kafkas[-1], controller_heap, out)
+        except PeerError as err:  # the rows measured so far still stand
+            out(f"the controller's rows are left out: {err}")
     out(f"attach to a quorum of {partitions:,} partitions: not run here (the engine never imports metashell); "
         f"its row is `metashell bench attach --partitions {partitions}`")
     out(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -216,7 +222,7 @@ def _bench_dumps(files: BenchFiles, commands: list[list[str]], names: list[str],
     size = sum(s.stat().st_size for s in files.segments)
     records = files.log_records
     out(f"dump-log, {records:,} records ({size / 1e6:.0f} MB) in {len(files.segments)} segment(s), "
-        f"output to /dev/null:")
+        f"output to /dev/null (this process's RSS {_own_rss_mb():,.0f} MiB: no peak below it can be seen):")
     digests = [_check_dump(name, command, tmp / "dump.txt", records) for name, command in zip(names, commands)]
     for name, digest in zip(names[1:], digests[1:]):
         out(f"  metashell and {name} printed every record; their outputs are "
@@ -235,6 +241,11 @@ def _bench_dumps(files: BenchFiles, commands: list[list[str]], names: list[str],
             Figure("dump-log, peak memory", "MiB", *_sides([[r.peak_mb for r in side] for side in runs], kafka))]
 
 
+def _own_rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        return next((int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:")), float("nan"))
+
+
 def _sides(values: list[list[float]], kafka: list[str]) -> tuple[list[float], dict[str, list[float]]]:
     return values[0], dict(zip(kafka, values[1:]))
 
@@ -245,7 +256,8 @@ def _bench_controller(partitions: int, kafka: KafkaTools, heap: str, out: Callab
     other's), its lines passed on, the creation time and peak memory read from its summary."""
     topics = -(-partitions // 100)
     command = [sys.executable, "-m", "engine.tools.cli", "bench", "controller", "--topics", str(topics),
-               "--partitions-per-topic", "100", "--kafka-libs", str(kafka.libs), "--kafka-heap", heap]
+               "--partitions-per-topic", "100", "--kafka-libs", str(kafka.libs), "--kafka-heap", heap,
+               "--failovers", "0"]  # the row is the creation; failover has its own figures
     out(f"the controller, its own command and output: $ {shlex.join(command)}")
     summary: dict[str, tuple[float, float | None]] = {}
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
