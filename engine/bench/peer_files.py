@@ -39,6 +39,7 @@ from engine.bench.replay import write_bench_log
 
 MAX_BATCH_BYTES = 8 * 1024 * 1024  # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
 APPEND_RECORDS = 1024  # SnapshotEmitter's DEFAULT_BATCH_SIZE: RaftSnapshotWriter's appends
+BATCH_HEADER_BYTES = 61  # a v2 record batch's header, its length prefix included
 PARTITIONS_PER_TOPIC = 100
 BROKERS = 6
 CONTROLLERS = (3000, 3001, 3002)
@@ -177,12 +178,14 @@ def write_kafka4_snapshot(directory: Path, partitions: int,
                     break
             else:
                 done = True
-            # a record costs its value, its varint framing and its 6 fixed bytes; the batch header 61
-            group_bytes = sum(len(value) + 9 for _, value in group)
-            if batch and 61 + batch_bytes + group_bytes > max_batch_bytes:
+            # BatchBuilder.bytesNeeded: the group's exact size at its offsets in this batch, plus
+            # the 61-byte batch header; if it does not fit, the batch is closed and a new one begun
+            group_bytes = _records_bytes(group, len(batch))
+            if batch and BATCH_HEADER_BYTES + batch_bytes + group_bytes > max_batch_bytes:
                 out.write(encode_entries(offset, batch, epoch=EPOCH, timestamp_ms=TIMESTAMP_MS, control=False))
                 offset += len(batch)
                 batch, batch_bytes = [], 0
+                group_bytes = _records_bytes(group, 0)
             batch += group
             batch_bytes += group_bytes
         if batch:
@@ -196,6 +199,23 @@ def write_kafka4_snapshot(directory: Path, partitions: int,
     final = directory / SnapshotId(offset, EPOCH).file_name
     path.rename(final)
     return final, manifest
+
+
+def _varint_bytes(value: int) -> int:
+    """The size of ``value`` as a zigzag varint (Kafka's ByteUtils.sizeOfVarint)."""
+    zigzag = (value << 1) ^ (value >> 63)
+    return max(1, (zigzag.bit_length() + 6) // 7)
+
+
+def _records_bytes(entries: list[tuple[bytes | None, bytes | None]], first_delta: int) -> int:
+    """The bytes ``entries`` take in a batch from offset delta ``first_delta`` on (null keys, no
+    headers, timestamp delta 0: DefaultRecord.sizeOfBodyInBytes and its length prefix)."""
+    total = 0
+    for delta, (_, value) in enumerate(entries, first_delta):
+        size = len(value or b"")
+        body = 1 + 1 + _varint_bytes(delta) + 1 + _varint_bytes(size) + size + 1
+        total += _varint_bytes(body) + body
+    return total
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ from engine.bench.peer_files import APPEND_RECORDS, Manifest, Probe, bench_files
 from engine.bench.peer_report import Figure, cell, ratio, table
 from engine.bench.peer_shells import (PeerError, Question, expected_find, judge_cat, judge_find, judge_ls,
                                       questions, run_session)
-from engine.storage.log_reader import read_batch_headers
+from engine.records.record_batch import encode_entries
+from engine.storage.log_reader import read_batches
 
 
 def _manifest() -> Manifest:
@@ -23,16 +24,25 @@ def _manifest() -> Manifest:
 
 
 def test_data_batches_are_cut_as_kafka_cuts_them(tmp_path):
-    """Appends of 1,024 records, gathered into batches no larger than the limit."""
-    limit = 300_000
+    """Appends of 1,024 records, gathered into batches no larger than the limit: a batch is closed
+    only when the next append would not fit in it."""
+    (tmp_path / "whole").mkdir()
+    whole, _ = write_kafka4_snapshot(tmp_path / "whole", 5_000)
+    first = [(r.key, r.value) for _, b in read_batches(whole) if not b.is_control for r in b.records]
+    # one byte short of three appends: the batch must close after two
+    limit = len(encode_entries(0, first[:3 * APPEND_RECORDS], epoch=1, timestamp_ms=0, control=False)) - 1
     path, manifest = write_kafka4_snapshot(tmp_path, 5_000, max_batch_bytes=limit)
-    batches = [batch for _, batch in read_batch_headers(path)]
+    batches = [batch for _, batch in read_batches(path)]
     data = [b for b in batches if not b.is_control]
-    counts = [b.last_offset_delta + 1 for b in data]
+    counts = [len(b.records) for b in data]
     assert [b.is_control for b in batches] == [True] + [False] * len(data) + [True]
-    assert len(data) > 2 and sum(counts) == manifest.records
-    assert all(count % APPEND_RECORDS == 0 for count in counts[:-1])
-    assert all(b.size_bytes <= limit for b in data)
+    assert len(data) >= 2 and sum(counts) == manifest.records
+    assert counts[0] == 2 * APPEND_RECORDS and all(count % APPEND_RECORDS == 0 for count in counts[:-1])
+    for batch, after in zip(data, data[1:]):
+        entries = [(r.key, r.value) for r in batch.records]
+        following = [(r.key, r.value) for r in after.records[:APPEND_RECORDS]]
+        assert len(encode_entries(0, entries, epoch=1, timestamp_ms=0, control=False)) == batch.size_bytes <= limit
+        assert len(encode_entries(0, entries + following, epoch=1, timestamp_ms=0, control=False)) > limit
 
 
 def test_the_manifest_is_what_was_written(tmp_path):
