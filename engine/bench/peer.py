@@ -136,8 +136,6 @@ def timed(command: Sequence[str], stdout: Path | None = None) -> Sample:
     return Sample(ended, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-
-
 def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_partitions: int = 300_000,
                rounds: int = 3, kafka_heap: str = "2G", directory: Path | None = None, controller: bool = False,
                controller_heap: str = "4G", out: Callable[[str], None] = print) -> list[Figure]:
