@@ -26,7 +26,9 @@ fresh: wall seconds from its start, CPU seconds and peak memory of all its threa
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
+import multiprocessing
 import os
 import re
 import shlex
@@ -148,7 +150,7 @@ def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_part
     with tempfile.TemporaryDirectory(prefix="kraftd-bench-peer-") as tmp:
         work = Path(directory) if directory else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        files = bench_files(work, partitions, log_partitions, out)
+        files = _files_made_apart(work, partitions, log_partitions, out)
         log4j = Path(tmp) / "tools-log4j2.properties"
         log4j.write_text(LOG4J2_TOOLS)
         names = ["metashell"] + [f"Kafka {k.version}" for k in kafkas]
@@ -220,7 +222,7 @@ def _bench_dumps(files: BenchFiles, commands: list[list[str]], names: list[str],
     size = sum(s.stat().st_size for s in files.segments)
     records = files.log_records
     out(f"dump-log, {records:,} records ({size / 1e6:.0f} MB) in {len(files.segments)} segment(s), "
-        f"output to /dev/null (this process's RSS {_own_rss_mb():,.0f} MiB: no peak below it can be seen):")
+        f"output to /dev/null (this process's peak RSS {_own_peak_mb():,.0f} MiB: no child's peak below it can be seen):")
     digests = [_check_dump(name, command, tmp / "dump.txt", records) for name, command in zip(names, commands)]
     for name, digest in zip(names[1:], digests[1:]):
         out(f"  metashell and {name} printed every record; their outputs are "
@@ -239,9 +241,32 @@ def _bench_dumps(files: BenchFiles, commands: list[list[str]], names: list[str],
             Figure("dump-log, peak memory", "MiB", *_sides([[r.peak_mb for r in side] for side in runs], kafka))]
 
 
-def _own_rss_mb() -> float:
+def _own_peak_mb() -> float:
+    """This process's peak RSS: the floor of every child's ru_maxrss (exec keeps the high-water
+    mark of the address space the child was spawned with)."""
     with open("/proc/self/status") as status:
-        return next((int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:")), float("nan"))
+        return next((int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:")), float("nan"))
+
+
+def _files_made_apart(directory: Path, partitions: int, log_partitions: int, out: Callable[[str], None]) -> BenchFiles:
+    """The bench's files, generated (when missing) in a process of their own, so that generating
+    a million partitions does not raise this process's peak, which every child's peak memory
+    figure starts from."""
+    if not _files_there(directory, partitions, log_partitions):
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for line in pool.submit(_make_files, directory, partitions, log_partitions).result():
+                out(line)
+    return bench_files(directory, partitions, log_partitions, out)  # now only read
+
+
+def _files_there(directory: Path, partitions: int, log_partitions: int) -> bool:
+    return (directory / f"kafka4-snapshot-{partitions}").is_dir() and (directory / f"kafka4-log-{log_partitions}").is_dir()
+
+
+def _make_files(directory: Path, partitions: int, log_partitions: int) -> list[str]:
+    said: list[str] = []
+    bench_files(directory, partitions, log_partitions, said.append)
+    return said
 
 
 def _sides(values: list[list[float]], kafka: list[str]) -> tuple[list[float], dict[str, list[float]]]:
