@@ -12,6 +12,10 @@ into the core happens on the event loop thread, so nothing needs a lock.
 - An outbound request is one task: send, then ``receive`` the response or, on a
   network error, a timeout or a version the peer lacks, ``InboundResponse(cid, None, why)``.
 - After every ``receive`` the core is polled and its messages dispatched at once.
+- An inbound Fetch may instead be taken directly (``answer_directly``, the listener's direct
+  path): the core sees it in the reader's own step and its answer is written to the socket in
+  the step that makes it (a parked Fetch: the step where the high watermark moves), with no
+  task in between. The other RPCs keep the future.
 - Fetches go through their own KafkaClient: the leader parks a Fetch up to 500 ms, and
   responses on one connection come back in order, so a parked Fetch must not sit in
   front of a Vote or an AddRaftVoter on the same connection.
@@ -124,6 +128,34 @@ class WallClock:
 def one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return text or type(err).__name__
+
+
+class _DirectAnswer:
+    """The token of a Fetch taken directly: the core's answer goes to ``reply`` at once, in the
+    request's version; a safety net answers a Fetch the core never answered (it always does:
+    parked at most max wait, all of them when the leadership goes)."""
+
+    __slots__ = ("reply", "version", "timer", "done")
+
+    def __init__(self, reply: Callable[[Any], None], version: int):
+        self.reply, self.version = reply, version
+        self.timer: asyncio.TimerHandle | None = None
+        self.done = False
+
+    def answer(self, response: Any) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if type(response).__version__ != self.version:
+            response = convert_message(response, response_class(ApiKeys.FETCH, self.version))
+        self.reply(response)
+
+    def expire(self) -> None:
+        if not self.done:
+            self.done = True
+            self.reply(TimeoutError("the Raft core never answered fetch"))
 
 
 class RaftDriver:
@@ -423,9 +455,11 @@ class RaftDriver:
     def _dispatch(self, messages: list) -> None:
         for message in messages:
             if isinstance(message, OutboundResponse):
-                future = message.token
-                if isinstance(future, asyncio.Future) and not future.done():
-                    future.set_result(message.response)
+                token = message.token
+                if isinstance(token, _DirectAnswer):
+                    token.answer(message.response)  # written now, in this step
+                elif isinstance(token, asyncio.Future) and not token.done():
+                    token.set_result(message.response)
             elif isinstance(message, OutboundRequest):
                 task = asyncio.create_task(self._send(message), name=f"raft send {message.correlation_id}")
                 self._tasks.add(task)
@@ -471,6 +505,23 @@ class RaftDriver:
         if type(response).__version__ != ctx.api_version:
             response = convert_message(response, response_class(ctx.api_key, ctx.api_version))
         return response
+
+    def answer_directly(self, ctx: RequestContext, request: Any, reply: Callable[[Any], None]) -> bool:
+        """Take a Fetch on the listener's direct path (engine.net.kafka_server): into the core now,
+        its answer to ``reply`` in the step the core makes it. False for anything else, or before
+        the core runs (the ordinary path waits for it). The caller has authorized it."""
+        if ctx.api_key != ApiKeys.FETCH or self.client is None or self._stopping:
+            return False
+        core_version = rm.INBOUND_VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
+        if ctx.api_version != core_version:
+            request = convert_message(request, request_class(ctx.api_key, core_version))
+        token = _DirectAnswer(reply, ctx.api_version)
+        token.timer = asyncio.get_running_loop().call_later(ANSWER_WAIT_MS / 1000, token.expire)
+        if not self._receive(InboundRequest(token, request)):
+            token.done = True
+            token.timer.cancel()
+            reply(ConnectionAbortedError("the controller is shutting down"))
+        return True
 
     def _answer_wait_ms(self, api_key: int, request: Any) -> int:
         if api_key == ApiKeys.ADD_RAFT_VOTER:
