@@ -265,19 +265,21 @@ class RaftDriver:
         self._core_ready.set()
         self.pump()
 
-    def schedule_append(self, records: list) -> int | None:
-        """Queue records as the leader (batched after append.linger.ms); the offset of the
-        last, or None when this replica does not lead."""
-        return self._leader_append(records, atomic=False)
+    def schedule_append(self, records: list, *, atomic: bool = False) -> int | None:
+        """Queue records as the leader (batched after append.linger.ms; ``atomic``: all in one
+        batch); the offset of the last, or None when this replica does not lead."""
+        return self._leader_append(records, atomic=atomic, linger=True)
 
-    def _leader_append(self, records: list, *, atomic: bool) -> int | None:
+    def _leader_append(self, records: list, *, atomic: bool, linger: bool = False) -> int | None:
         client = self.client
         if client is None or self._stopping or not client.quorum.is_leader():
             return None
         now = self.now_ms()
-        append = client.append_now if atomic else client.schedule_append
         try:
-            offset = append(client.epoch, records, now)
+            if linger:
+                offset = client.schedule_append(client.epoch, records, now, atomic=atomic)
+            else:
+                offset = client.append_now(client.epoch, records, now)
         except NotLeaderError:
             return None
         self.last_append_ms = now
@@ -516,6 +518,7 @@ class RaftDriver:
         if ctx.api_version != core_version:
             request = convert_message(request, request_class(ctx.api_key, core_version))
         token = _DirectAnswer(reply, ctx.api_version)
+
         token.timer = asyncio.get_running_loop().call_later(ANSWER_WAIT_MS / 1000, token.expire)
         if not self._receive(InboundRequest(token, request)):
             token.done = True
