@@ -48,6 +48,7 @@ from engine.net.kafka_protocol import RAFT_APIS, ApiSpec, request_class, respons
 from engine.net.kafka_server import RequestContext
 from engine.net.message_versions import convert_message
 from engine.raft import raft_messages as rm
+from engine.raft.direct_answer import DirectAnswer
 from engine.raft.election_store import ElectionStore
 from engine.raft.raft_client import (
     InboundRequest, InboundResponse, LeaderAndEpoch, NotLeaderError, OutboundRequest, OutboundResponse, RaftClient,
@@ -128,34 +129,6 @@ class WallClock:
 def one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return text or type(err).__name__
-
-
-class _DirectAnswer:
-    """The token of a Fetch taken directly: the core's answer goes to ``reply`` at once, in the
-    request's version; a safety net answers a Fetch the core never answered (it always does:
-    parked at most max wait, all of them when the leadership goes)."""
-
-    __slots__ = ("reply", "version", "timer", "done")
-
-    def __init__(self, reply: Callable[[Any], None], version: int):
-        self.reply, self.version = reply, version
-        self.timer: asyncio.TimerHandle | None = None
-        self.done = False
-
-    def answer(self, response: Any) -> None:
-        if self.done:
-            return
-        self.done = True
-        if self.timer is not None:
-            self.timer.cancel()
-        if type(response).__version__ != self.version:
-            response = convert_message(response, response_class(ApiKeys.FETCH, self.version))
-        self.reply(response)
-
-    def expire(self) -> None:
-        if not self.done:
-            self.done = True
-            self.reply(TimeoutError("the Raft core never answered fetch"))
 
 
 class RaftDriver:
@@ -458,7 +431,7 @@ class RaftDriver:
         for message in messages:
             if isinstance(message, OutboundResponse):
                 token = message.token
-                if isinstance(token, _DirectAnswer):
+                if isinstance(token, DirectAnswer):
                     token.answer(message.response)  # written now, in this step
                 elif isinstance(token, asyncio.Future) and not token.done():
                     token.set_result(message.response)
@@ -517,7 +490,7 @@ class RaftDriver:
         core_version = rm.INBOUND_VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
         if ctx.api_version != core_version:
             request = convert_message(request, request_class(ctx.api_key, core_version))
-        token = _DirectAnswer(reply, ctx.api_version)
+        token = DirectAnswer(reply, ctx.api_version)
 
         token.timer = asyncio.get_running_loop().call_later(ANSWER_WAIT_MS / 1000, token.expire)
         if not self._receive(InboundRequest(token, request)):
