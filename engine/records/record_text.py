@@ -1,0 +1,174 @@
+"""Record JSON written straight to text, by a function compiled once per record class.
+
+The same characters as engine.records.record_json (Kafka's JsonConverters' form, as
+``kafka-dump-log --cluster-metadata-decoder`` prints it), without building a dict per record
+and walking it again: for ``PartitionRecord`` v2 the compiled function is one f-string
+expression over the record's attributes. ``kraftd dump-log`` prints hundreds of thousands of
+these, and the generic path spent most of its time in per-value ``json.dumps`` calls and dicts.
+
+Exactness: every value kind is written by the helper the generic path ends in (strings by
+``json``'s own C escaper, the one ``json.dumps(ensure_ascii=False)`` uses; doubles by
+``java_double_string``; UUIDs by ``uuid_to_kafka``), and anything the compiler does not know
+is handed to the generic path. A record carrying tagged fields its schema does not define
+(``_unknown_tagged_fields``) takes the generic path whole, as do UnknownRecords.
+tests/engine/records/test_record_text.py checks equality with record_json on random records
+of every class.
+
+Why not orjson or msgspec for the whole object: both write a double the way JavaScript does
+(``1e+16``, ``100.0`` as ``100.0`` but ``1e16`` as ``1e16``), not as Java's ``Double.toString``
+(``1.0E16``), and both need a dict (or a msgspec Struct) per record, which is the cost being
+removed. Their string escaping is the same as json's (see the test); json's C escaper is
+already the fastest call for the short strings records hold.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json.encoder
+import typing
+import uuid
+from typing import Any, Callable
+
+from engine.common.kafka_uuid import uuid_to_kafka
+from engine.records.metadata_record_serde import AnyRecord, ControlRecord, MetadataRecord
+from engine.records.record_json import (
+    CONTROL_LABELS,
+    camel_case,
+    control_payload,
+    dumps,
+    java_double_string,
+    record_to_json,
+    _value,
+)
+
+# json's C string escaper: exactly what json.dumps(s, ensure_ascii=False) writes, quotes included.
+_escape: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_INTS = frozenset({"int8", "int16", "int32", "int64", "uint16", "uint32"})
+_ZERO = '"' + uuid_to_kafka(None) + '"'
+
+# Kafka's ids repeat (a topic's id in each of its partitions, directories in every replica):
+# their text is remembered, up to a bound, so a long log does not grow this without end.
+_uuid_texts: dict[uuid.UUID, str] = {}
+_UUID_CACHE_LIMIT = 1 << 16
+
+
+def _uuid(value: uuid.UUID | None) -> str:
+    if value is None:
+        return _ZERO
+    text = _uuid_texts.get(value)
+    if text is None:
+        if len(_uuid_texts) >= _UUID_CACHE_LIMIT:
+            _uuid_texts.clear()
+        text = _uuid_texts[value] = '"' + uuid_to_kafka(value) + '"'
+    return text
+
+
+def _bytes(value: bytes) -> str:
+    return '"' + base64.b64encode(value).decode("ascii") + '"'
+
+
+def _double(value: float) -> str:
+    return java_double_string(value)
+
+
+def _generic(value: Any) -> str:
+    return dumps(_value(value))
+
+
+_compiled: dict[type, Callable[[Any], str]] = {}
+
+
+def message_text(message: Any) -> str:
+    """``dumps(message_to_jsonable(message))`` for a message without unknown tagged fields."""
+    cls = type(message)
+    fmt = _compiled.get(cls)
+    if fmt is None:
+        fmt = _compile(cls)
+    return fmt(message)
+
+
+def _compile(cls: type) -> Callable[[Any], str]:
+    namespace: dict[str, Any] = {"U": _uuid, "E": _escape, "B": _bytes, "D": _double, "G": _generic,
+                                 "ZERO": _ZERO}
+    hints = typing.get_type_hints(cls)
+    pieces: list[str] = []  # one per field, each starting with its comma
+    for index, f in enumerate(dataclasses.fields(cls)):
+        attr = f"m.{f.name}"
+        expr = _expression(attr, hints[f.name], f.metadata.get("kafka_type"), namespace)
+        piece = f'",{_json_quoted(camel_case(f.name))}:" + {expr}'
+        if "tag" in f.metadata:
+            namespace[f"DEFAULT{index}"] = f.default
+            piece = f'("" if {attr} == DEFAULT{index} else {piece})'
+        pieces.append(piece)
+    body = " + ".join(pieces) if pieces else '""'
+    source = f"def fmt(m):\n    return '{{' + ({body})[1:] + '}}'\n"
+    exec(source, namespace)  # noqa: S102 - generated from our own dataclass shapes
+    fmt = namespace["fmt"]
+    _compiled[cls] = fmt
+    return fmt
+
+
+def _json_quoted(name: str) -> str:
+    """A Python literal of the JSON text of ``name`` (field names are plain identifiers)."""
+    return repr(_escape(name))[1:-1].replace('"', '\\"')
+
+
+def _expression(attr: str, hint: Any, kafka_type: str | None, namespace: dict[str, Any]) -> str:
+    """A Python expression of the JSON text of the value at ``attr``, as record_json writes it."""
+    inner, nullable = _optional(hint)
+    if typing.get_origin(inner) is tuple:
+        (element,) = typing.get_args(inner)[:1]
+        if kafka_type == "uuid":  # kio reads an all-zero element as None; U prints it as Kafka does
+            items = f"map(U, {attr})"
+        else:
+            items = f"map(lambda v: {_expression('v', element, kafka_type, namespace)}, {attr})"
+            element_inner, element_nullable = _optional(element)
+            if kafka_type in _INTS and not element_nullable:
+                items = f"map(str, {attr})"
+            elif kafka_type == "string" and not element_nullable:
+                items = f"map(E, {attr})"
+        text = f'"[" + ",".join({items}) + "]"'
+        # record_json shows a None array as null (a nullable array, or kio's None for zero uuids)
+        return f'("null" if {attr} is None else {text})'
+    if dataclasses.is_dataclass(inner):
+        name = f"S_{inner.__name__}"
+        namespace[name] = lambda value, cls=inner: (_compiled.get(cls) or _compile(cls))(value)
+        text = f"{name}({attr})"
+    elif kafka_type == "uuid":
+        return f"U({attr})"  # None is Kafka's zero uuid here, never null
+    elif kafka_type in _INTS and inner is not bool:
+        text = f"str({attr})"
+    elif kafka_type == "bool":
+        text = f'("true" if {attr} else "false")'
+    elif kafka_type == "string":
+        text = f"E({attr})"
+    elif kafka_type == "bytes":
+        text = f"B({attr})"
+    elif kafka_type == "float64":
+        text = f"D({attr})"
+    else:
+        return f"G({attr})"
+    return f'("null" if {attr} is None else {text})' if nullable or kafka_type not in _INTS else text
+
+
+def _optional(hint: Any) -> tuple[Any, bool]:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, getattr(__import__("types"), "UnionType")) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return (rest[0] if len(rest) == 1 else hint), True
+    return hint, False
+
+
+def payload_text(record: AnyRecord) -> str:
+    """``record_to_json(record)``, compiled where the record allows it."""
+    if isinstance(record, MetadataRecord) and not record.unknown_tagged_fields:
+        return f'{{"type":"{record.type_name}","version":{record.version},"data":{message_text(record)}}}'
+    return record_to_json(record)
+
+
+def control_text(record: ControlRecord) -> str:
+    """``control_payload(record)``, compiled where the record allows it."""
+    if record.unknown_tagged_fields or getattr(record.message, "_unknown_tagged_fields", None):
+        return control_payload(record)
+    return f"{CONTROL_LABELS.get(record.type_name, record.type_name)} {message_text(record.message)}"
