@@ -10,10 +10,13 @@ KRaft writes (engine.records.metadata_record_serde.FAST_READER_TABLE); anything 
 
 from __future__ import annotations
 
+import struct
 from typing import Callable, Iterable
 
 from engine.records.compression import codec_name
 from engine.records.metadata_record_serde import (
+    ABORT,
+    COMMIT,
     FAST_READER_TABLE,
     ControlRecord,
     MetadataRecord,
@@ -80,7 +83,7 @@ def record_lines(batch: RecordBatch, skip_record_metadata: bool,
         elif not control:
             payload = "payload: " + record_to_json(decoded)
         else:
-            payload = "controlRecord: " + record_to_json(decoded)
+            payload = _end_txn_marker(key, value) or "controlRecord: " + record_to_json(decoded)
         if skip_record_metadata:
             # "| payload: {...}" as Kafka 4.3 prints it (4.1's tool dropped the "|" too)
             yield "| " + payload
@@ -90,6 +93,23 @@ def record_lines(batch: RecordBatch, skip_record_metadata: bool,
         yield (f"| offset: {base_offset + record.offset_delta} {ts_type}: {base_ts + record.timestamp_delta} "
                f"keySize: {-1 if key is None else len(key)} valueSize: {-1 if value is None else len(value)} "
                f"sequence: {seq} headerKeys: [{headers}] {payload}")
+
+
+def _end_txn_marker(key: bytes | None, value: bytes | None) -> str | None:
+    """A transaction's end marker as Kafka's tool prints it (its EndTransactionMarker: the
+    control type, then the coordinator's epoch from the value's version 0 layout)."""
+    if key is None or value is None or len(key) != 4 or len(value) < 6:
+        return None
+    key_version, control_type = _MARKER_KEY.unpack(key)
+    version, epoch = _MARKER_VALUE.unpack_from(value)
+    if key_version != 0 or version != 0 or control_type not in _MARKER_TYPES:
+        return None
+    return f"endTxnMarker: {_MARKER_TYPES[control_type]} coordinatorEpoch: {epoch}"
+
+
+_MARKER_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+_MARKER_TYPES = {ABORT: "ABORT", COMMIT: "COMMIT"}
 
 
 def batch_text(batch: RecordBatch, position: int, valid: bool, skip_record_metadata: bool,

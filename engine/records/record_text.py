@@ -7,7 +7,7 @@ expression over the record's attributes. ``kraftd dump-log`` prints hundreds of 
 these, and the generic path spent most of its time in per-value ``json.dumps`` calls and dicts.
 
 Exactness: every value kind is written by the helper the generic path ends in (strings by
-``json``'s own C escaper, the one ``json.dumps(ensure_ascii=False)`` uses; doubles by
+``jackson_string``, json's own C escaper with Jackson's upper-case hex digits; doubles by
 ``java_double_string``; UUIDs by ``uuid_to_kafka``), and anything the compiler does not know
 is handed to the generic path. A record carrying tagged fields its schema does not define
 (``_unknown_tagged_fields``) takes the generic path whole, as do UnknownRecords.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json.encoder
 import typing
 import uuid
 from typing import Any, Callable
@@ -37,13 +36,14 @@ from engine.records.record_json import (
     camel_case,
     control_payload,
     dumps,
+    jackson_string,
     java_double_string,
     record_to_json,
     _value,
 )
 
-# json's C string escaper: exactly what json.dumps(s, ensure_ascii=False) writes, quotes included.
-_escape: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+# A quoted string as Jackson writes it: json's C escaper, with Jackson's upper-case hex digits.
+_escape: Callable[[str], str] = jackson_string
 _INTS = frozenset({"int8", "int16", "int32", "int64", "uint16", "uint32"})
 _ZERO = '"' + uuid_to_kafka(None) + '"'
 

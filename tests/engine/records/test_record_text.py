@@ -17,7 +17,8 @@ from engine.records.tagged_fields import UnknownTaggedField
 from tests.strategies import record_strategy
 
 # Strings a record may carry that JSON must escape, or that are easy to get wrong.
-AWKWARD = st.sampled_from(["", "\x00", "\x1f", "\x7f", '"', "\\", "\n\t\r\b\f", "é", "\u2028", "😀", "a/b"])
+AWKWARD = st.sampled_from(["", "\x00", "\x1f", "\x7f", '"', "\\", "\n\t\r\b\f", "é", "\u2028", "😀", "a/b", "\\u001f",
+                          "\\\x1f"])
 
 
 def _awkward_text(cls: type) -> st.SearchStrategy:
