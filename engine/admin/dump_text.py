@@ -24,7 +24,7 @@ from engine.records.metadata_record_serde import (
     decode_record,
 )
 from engine.records.record_batch import ATTR_DELETE_HORIZON, NO_SEQUENCE, RecordBatch
-from engine.records.record_text import control_text, payload_text
+from engine.records.record_text import PAYLOADS, control_text, payload_text
 from engine.records.record_json import record_to_json
 
 OnUnreadable = Callable[[int, str], None]
@@ -68,22 +68,29 @@ def record_lines(batch: RecordBatch, skip_record_metadata: bool,
     control = batch.is_control
     base_offset, base_ts, ts_type = batch.base_offset, batch.base_timestamp, batch.timestamp_type
     base_seq = batch.base_sequence
+    payloads = PAYLOADS
     for record in batch.records:
         key, value = record.key, record.value
         decoded = _decode(key, value, control)
-        if isinstance(decoded, UnknownRecord) and decoded.problem:
-            on_unreadable(base_offset + record.offset_delta, decoded.reason)
-        if control and skip_record_metadata:
+        fn = payloads.get(type(decoded))  # a metadata record's compiled JSON: the common case first
+        if fn is not None:
+            payload = "payload: " + fn(decoded)
+        elif control and skip_record_metadata:
+            if isinstance(decoded, UnknownRecord) and decoded.problem:
+                on_unreadable(base_offset + record.offset_delta, decoded.reason)
             yield ""  # Kafka's tool skips control records then, but still ends their (empty) line
             continue
-        if isinstance(decoded, MetadataRecord):
+        elif isinstance(decoded, MetadataRecord):
             payload = "payload: " + payload_text(decoded)
         elif isinstance(decoded, ControlRecord):
             payload = control_text(decoded)
-        elif not control:
-            payload = "payload: " + record_to_json(decoded)
         else:
-            payload = _end_txn_marker(key, value) or "controlRecord: " + record_to_json(decoded)
+            if isinstance(decoded, UnknownRecord) and decoded.problem:
+                on_unreadable(base_offset + record.offset_delta, decoded.reason)
+            if not control:
+                payload = "payload: " + record_to_json(decoded)
+            else:
+                payload = _end_txn_marker(key, value) or "controlRecord: " + record_to_json(decoded)
         if skip_record_metadata:
             # "| payload: {...}" as Kafka 4.3 prints it (4.1's tool dropped the "|" too)
             yield "| " + payload

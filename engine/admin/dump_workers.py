@@ -11,7 +11,6 @@ the file themselves, once, from the page cache.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import struct
 from pathlib import Path
@@ -27,10 +26,11 @@ PARALLEL_FROM_BYTES = 8 << 20
 _LENGTH = struct.Struct(">i")
 
 
-def span_bounds(buf: bytes, span_bytes: int = SPAN_BYTES) -> list[tuple[int, int | None]]:
+def span_bounds(buf: bytes, span_bytes: int | None = None) -> list[tuple[int, int | None]]:
     """(start, stop) of consecutive spans of whole batches covering ``buf``; the last one's stop
     is None (the end of the file, where the dump meets whatever is there). The walk trusts only
     lengths that fit: the first length that does not ends it, and the last span holds the rest."""
+    span_bytes = SPAN_BYTES if span_bytes is None else span_bytes
     bounds: list[tuple[int, int | None]] = []
     start = pos = 0
     size = len(buf)
@@ -59,6 +59,8 @@ def spans_in_workers(task: Callable[..., Any], buf: bytes, path: Path, bounds: l
     span order. The workers see the parent's very bytes (forked after ``buf`` was read, so an
     active segment growing meanwhile cannot make them disagree). Leaving the iteration early
     (damage, an error, a closed pipe) stops the workers."""
+    import multiprocessing  # here: a small dump never pays for importing it
+
     global _file
     _file = (buf, path)
     try:

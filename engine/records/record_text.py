@@ -89,20 +89,25 @@ def message_text(message: Any) -> str:
 
 
 def _compile(cls: type) -> Callable[[Any], str]:
+    """One f-string over the message's fields (Python joins its parts once); a tagged field is a
+    conditional part, empty at its default."""
     namespace: dict[str, Any] = {"U": _uuid, "E": _escape, "B": _bytes, "D": _double, "G": _generic,
                                  "ZERO": _ZERO}
     hints = typing.get_type_hints(cls)
-    pieces: list[str] = []  # one per field, each starting with its comma
+    parts: list[str] = []  # f-string source, each field's part starting with its comma
     for index, f in enumerate(dataclasses.fields(cls)):
         attr = f"m.{f.name}"
         expr = _expression(attr, hints[f.name], f.metadata.get("kafka_type"), namespace)
-        piece = f'",{_json_quoted(camel_case(f.name))}:" + {expr}'
+        key = f',"{camel_case(f.name)}":'
         if "tag" in f.metadata:
-            namespace[f"DEFAULT{index}"] = f.default
-            piece = f'("" if {attr} == DEFAULT{index} else {piece})'
-        pieces.append(piece)
-    body = " + ".join(pieces) if pieces else '""'
-    source = f"def fmt(m):\n    return '{{' + ({body})[1:] + '}}'\n"
+            namespace[f"DEFAULT{index}"], namespace[f"KEY{index}"] = f.default, key
+            parts.append(f'{{("" if {attr} == DEFAULT{index} else KEY{index} + {expr})}}')
+        else:
+            parts.append(f"{key}{{{expr}}}")
+    if parts and parts[0].startswith(","):
+        source = f"def fmt(m):\n    return f'''{{{{{parts[0][1:]}{''.join(parts[1:])}}}}}'''\n"
+    else:  # a tagged field first, or none at all: its comma comes off at run time
+        source = f"def fmt(m):\n    return '{{' + f'''{''.join(parts)}'''[1:] + '}}'\n"
     exec(source, namespace)  # noqa: S102 - generated from our own dataclass shapes
     fmt = namespace["fmt"]
     _compiled[cls] = fmt
@@ -162,9 +167,31 @@ def _optional(hint: Any) -> tuple[Any, bool]:
 
 def payload_text(record: AnyRecord) -> str:
     """``record_to_json(record)``, compiled where the record allows it."""
-    if isinstance(record, MetadataRecord) and not record.unknown_tagged_fields:
-        return f'{{"type":"{record.type_name}","version":{record.version},"data":{message_text(record)}}}'
-    return record_to_json(record)
+    fn = PAYLOADS.get(type(record))
+    if fn is None:
+        if not isinstance(record, MetadataRecord):
+            return record_to_json(record)
+        fn = payload_function(type(record))
+    return fn(record)
+
+
+# The payload function of each metadata record class met so far (payload_function).
+PAYLOADS: dict[type, Callable[[Any], str]] = {}
+
+
+def payload_function(cls: type) -> Callable[[Any], str]:
+    """``record_to_json`` for records of the metadata record class ``cls``: its type and version
+    written once, here; a record with unknown tagged fields goes the generic way."""
+    head = f'{{"type":"{cls.type_name}","version":{cls.__version__},"data":'
+    fmt = _compiled.get(cls) or _compile(cls)
+
+    def payload(record: Any) -> str:
+        if getattr(record, "_unknown_tagged_fields", None):
+            return record_to_json(record)
+        return head + fmt(record) + "}"
+
+    PAYLOADS[cls] = payload
+    return payload
 
 
 def control_text(record: ControlRecord) -> str:
