@@ -1,5 +1,9 @@
 """What ``kraftd dump-log`` prints: segments and snapshots as ``kafka-dump-log --cluster-metadata-decoder``
-prints them. A library, shared by the command line and the fuzzer."""
+prints them. A library, shared by the command line and the fuzzer.
+
+A file is printed in spans of whole batches (``span_text``): each span is one block of text, one
+write, and for a large file the spans are printed by forked workers (engine.admin.dump_workers)
+and written here in order. What a batch prints is engine.admin.dump_text's."""
 
 from __future__ import annotations
 
