@@ -24,9 +24,13 @@ def _note(line: str) -> None:
 
 
 def cmd_dump_log(args: argparse.Namespace) -> int:
+    from engine.admin.dump_workers import usable_cores
     from engine.admin.log_dump import dump_files
 
-    dump_files(args.files, _out, _note, skip_record_metadata=args.skip_record_metadata)
+    workers = args.workers if args.workers is not None else min(2, usable_cores())
+    # whole batches at a time to stdout (one write a span of batches, not one a line)
+    dump_files(args.files, _out, _note, skip_record_metadata=args.skip_record_metadata,
+               write=sys.stdout.write, workers=workers)
     return 0
 
 
@@ -141,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="accepted for kafka-dump-log compatibility (always on)")
     dump.add_argument("--deep-iteration", "--print-data-log", action="store_true",
                       help="accepted for kafka-dump-log compatibility (the decoder implies both)")
+    dump.add_argument("--workers", type=_positive, default=None,
+                      help="processes printing a large file (default: 2 where 2 cores are usable, else 1)")
     dump.set_defaults(run=cmd_dump_log)
 
     storage = sub.add_parser("storage", help="format and inspect log directories")
