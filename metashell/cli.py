@@ -509,6 +509,7 @@ def _drive(session: Session, args) -> int:
         status = 0
         for line in sys.stdin:
             status = session.run_line(line)
+            sys.stdout.flush()  # each answer whole before the next command is read: a program may be driving us
         return status
     except ExitShell:
         return 0

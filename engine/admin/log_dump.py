@@ -1,9 +1,14 @@
 """What ``kraftd dump-log`` prints: segments and snapshots as ``kafka-dump-log --cluster-metadata-decoder``
-prints them. A library, shared by the command line and the fuzzer."""
+prints them. A library, shared by the command line and the fuzzer.
+
+A file is printed in spans of whole batches (``span_text``): each span is one block of text, one
+write, and for a large file the spans are printed by forked workers (engine.admin.dump_workers)
+and written here in order. What a batch prints is engine.admin.dump_text's."""
 
 from __future__ import annotations
 
 import struct
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -11,10 +16,10 @@ from typing import Callable, Iterable, Iterator
 from engine.common.errors import CorruptRecordError, MetadataError, StorageError
 from engine.storage.log_reader import in_words, is_snapshot_file, list_log_dir
 from engine.storage.log_segment import parse_segment_name, read_segment_bytes
-from engine.records.metadata_record_serde import ControlRecord, MetadataRecord, UnknownRecord, decode_record
-from engine.records.record_batch import ATTR_DELETE_HORIZON, LOG_OVERHEAD, NO_SEQUENCE, RecordBatch, decode_batch
-from engine.records.compression import codec_name
-from engine.records.record_json import control_payload, record_to_json
+from engine.records.record_batch import LOG_OVERHEAD, RecordBatch, decode_batch
+from engine.admin.dump_records import plain_batch
+from engine.admin.dump_workers import PARALLEL_FROM_BYTES, span_bounds, spans_in_workers
+from engine.admin.dump_text import batch_line, batch_text, last_control_type, record_lines  # noqa: F401 - re-exported
 from engine.storage.snapshot_writer import BOOTSTRAP_FILE_NAME, parse_snapshot_name
 
 
@@ -71,9 +76,16 @@ def expand_paths(paths: Iterable[str]) -> list[tuple[Path, bool]]:
 
 
 def dump_files(paths: Iterable[str], out: Callable[[str], None], note: Callable[[str], None], *,
-               skip_record_metadata: bool = False) -> int:
+               skip_record_metadata: bool = False, write: Callable[[str], None] | None = None,
+               workers: int = 1) -> int:
     """Dump every file; returns the record count. Raises, after printing everything, one error
-    naming the first damage met (see dump_file), else the first record that could only be shown raw."""
+    naming the first damage met (see dump_file), else the first record that could only be shown raw.
+
+    ``out`` is given one line at a time; with ``write``, the text goes there instead, in blocks of
+    whole lines (each ending in a newline), which is what a fast dump to stdout wants. With
+    ``workers`` > 1, large files are printed by that many forked processes (engine.admin.dump_workers);
+    the text is the same."""
+    write = write or _by_lines(out)
     unreadable: list[Unreadable] = []
     damaged: list[MetadataError] = []
     dumped = records = 0
@@ -85,8 +97,9 @@ def dump_files(paths: Iterable[str], out: Callable[[str], None], note: Callable[
             continue
         # An empty segment among others is Kafka's fresh active segment; alone, it is all
         # that was asked for and there is nothing in it.
-        records += dump_file(path, out, skip_record_metadata=skip_record_metadata,
-                             empty_ok=not explicit or len(files) > 1, unreadable=unreadable, damaged=damaged)
+        records += dump_file(path, write, skip_record_metadata=skip_record_metadata,
+                             empty_ok=not explicit or len(files) > 1, unreadable=unreadable, damaged=damaged,
+                             workers=workers)
         dumped += 1
     if not dumped:
         raise StorageError("no segment or snapshot among the files given")
@@ -114,51 +127,10 @@ def file_banner(path: Path) -> str | None:
     return None
 
 
-def batch_line(batch: RecordBatch, position: int, valid: bool = True, count: int | None = None) -> str:
-    """Kafka's batch line; ``count``: the header's record count, for a batch whose records are not decoded."""
-    base_seq = batch.base_sequence
-    last_seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else base_seq + batch.last_offset_delta
-    horizon = (str(batch.base_timestamp) if batch.attributes & ATTR_DELETE_HORIZON else "OptionalLong.empty")
-    return (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
-            f"count: {len(batch.records) if count is None else count} "
-            f"baseSequence: {base_seq} lastSequence: {last_seq} producerId: {batch.producer_id} "
-            f"producerEpoch: {batch.producer_epoch} partitionLeaderEpoch: {batch.partition_leader_epoch} "
-            f"isTransactional: {_bool(batch.is_transactional)} isControl: {_bool(batch.is_control)} "
-            f"deleteHorizonMs: {horizon} position: {position} {batch.timestamp_type}: {batch.max_timestamp} "
-            f"size: {batch.size_bytes} magic: 2 compresscodec: {codec_name(batch.compression)} "
-            f"crc: {batch.crc} isvalid: {_bool(valid)}")
-
-
-def record_lines(batch: RecordBatch, skip_record_metadata: bool,
-                 on_unreadable: Callable[[int, str], None] = lambda offset, reason: None) -> Iterable[str]:
-    for record in batch.records:
-        decoded = decode_record(record.key, record.value, batch.is_control)
-        if isinstance(decoded, UnknownRecord) and decoded.problem:
-            on_unreadable(batch.record_offset(record), decoded.reason)
-        if skip_record_metadata and batch.is_control:
-            yield ""  # Kafka's tool skips control records then, but still ends their (empty) line
-            continue
-        # Without the metadata, "| payload: {...}" as Kafka 4.3 prints it (4.1's tool dropped the "|" too).
-        parts = ["|"]
-        if not skip_record_metadata:
-            seq = NO_SEQUENCE if batch.base_sequence == NO_SEQUENCE else batch.base_sequence + record.offset_delta
-            headers = ",".join(k.decode("utf-8", "replace") for k, _ in record.headers)
-            parts.append(f"offset: {batch.record_offset(record)} {batch.timestamp_type}: "
-                         f"{batch.record_timestamp(record)} keySize: {_size(record.key)} "
-                         f"valueSize: {_size(record.value)} sequence: {seq} headerKeys: [{headers}]")
-        if isinstance(decoded, ControlRecord):
-            parts.append(control_payload(decoded))
-        elif isinstance(decoded, MetadataRecord) or not batch.is_control:
-            parts.append(f"payload: {record_to_json(decoded)}")
-        else:
-            parts.append(f"controlRecord: {record_to_json(decoded)}")
-        yield " ".join(parts)
-
-
-def dump_file(path: Path, out: Callable[[str], None], *, skip_record_metadata: bool = False,
+def dump_file(path: Path, write: Callable[[str], None], *, skip_record_metadata: bool = False,
               empty_ok: bool = False, unreadable: list[Unreadable] | None = None,
-              damaged: list[MetadataError] | None = None) -> int:
-    """Print one file; returns the number of records. Records shown raw are added to ``unreadable``.
+              damaged: list[MetadataError] | None = None, workers: int = 1) -> int:
+    """Print one file to ``write`` (blocks of whole lines); returns the number of records. Records shown raw are added to ``unreadable``.
     An empty segment is fine where ``empty_ok`` (Kafka's active segment starts empty); a snapshot
     must end in its footer.
 
@@ -169,11 +141,10 @@ def dump_file(path: Path, out: Callable[[str], None], *, skip_record_metadata: b
     so the exit code says what Kafka's does not. Damage Kafka's tool stops at (a length too short to
     be a batch, records that do not parse) raises at once, after the batches before it. The file is
     only read."""
-    out(f"Dumping {path}")
     banner = file_banner(path)
-    if banner:
-        out(banner)
-    if path.stat().st_size == 0:
+    write(f"Dumping {path}\n" + (f"{banner}\n" if banner else ""))
+    buf = read_segment_bytes(path)
+    if not buf:
         if empty_ok and parse_segment_name(path.name) is not None:
             return 0
         raise StorageError("empty file: no record batches", path=str(path), byte_offset=0)
@@ -181,42 +152,111 @@ def dump_file(path: Path, out: Callable[[str], None], *, skip_record_metadata: b
     before = len(found)
     count = 0
     last_type = None
-    for position, batch, valid in _batches_as_kafka_reads_them(path, out, found):
-        out(batch_line(batch, position, valid))
-
-        def collect(offset: int, reason: str, position: int = position) -> None:
+    with closing(_spans(buf, path, skip_record_metadata, workers)) as spans:  # closing: stops the workers
+        for span in spans:
+            write(span.text)
+            count += span.count
+            if span.batches:
+                last_type = span.last_type
             if unreadable is not None:
-                unreadable.append(Unreadable(path, position, offset, reason))
-
-        for line in record_lines(batch, skip_record_metadata, collect):
-            out(line)
-        count += len(batch.records)
-        last_type = _last_control_type(batch)
+                unreadable.extend(span.unreadable)
+            found.extend(span.damaged)
+            if span.error is not None:
+                raise span.error
+            if span.stopped_early:  # the file ended for Kafka's reader there (invalid bytes at the end)
+                break
     if damaged is None and found:
         raise found[0]
     if len(found) == before and is_snapshot_file(path) and last_type != "SNAPSHOT_FOOTER":
         raise StorageError("snapshot ends without a SnapshotFooter: cut short or not a snapshot",
-                           path=str(path), byte_offset=path.stat().st_size)
+                           path=str(path), byte_offset=len(buf))
     return count
 
 
-def _batches_as_kafka_reads_them(path: Path, out: Callable[[str], None],
-                                 damaged: list[MetadataError]) -> Iterator[tuple[int, RecordBatch, bool]]:
-    """(position, batch, CRC valid) for each batch Kafka's FileRecords would hand its dump tool."""
-    buf = read_segment_bytes(path)
-    pos = 0
-    while pos < len(buf):
+def _spans(buf: bytes, path: Path, skip_record_metadata: bool, workers: int) -> Iterator[Span]:
+    """The file's spans in order, printed here or, for a large file, by forked workers."""
+    bounds = span_bounds(buf)
+    if workers > 1 and len(buf) >= PARALLEL_FROM_BYTES and len(bounds) > 1:
+        yield from spans_in_workers(span_text, buf, path, bounds, workers, skip_record_metadata)
+        return
+    for start, stop in bounds:
+        span = span_text(buf, path, start, stop, skip_record_metadata)
+        yield span
+        if span.error is not None or span.stopped_early:
+            return
+
+
+def _by_lines(out: Callable[[str], None]) -> Callable[[str], None]:
+    def write(text: str) -> None:
+        for line in text[:-1].split("\n"):
+            out(line)
+    return write
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """What one run of whole batches of a file prints, and what it met there."""
+
+    text: str
+    batches: int
+    count: int  # records
+    last_type: str | None  # of the last batch's last control record, if it was one
+    unreadable: list[Unreadable]
+    damaged: list[MetadataError]
+    error: MetadataError | None  # damage the dump stops at, after ``text``
+    stopped_early: bool  # Kafka's reader saw the end of the file before ``stop`` (invalid bytes)
+
+
+def span_text(buf: bytes, path: Path, start: int, stop: int, skip_record_metadata: bool) -> Span:
+    """The batches of ``buf`` (the whole file) from ``start`` up to ``stop`` (batch boundaries, or
+    the end of the file), as dump_file prints them."""
+    parts: list[str] = []
+    unreadable: list[Unreadable] = []
+    damaged: list[MetadataError] = []
+    batches = count = 0
+    last_type = None
+    reached = [start]
+    try:
+        for position, batch, valid in _batches_as_kafka_reads_them(buf, path, parts.append, damaged, start, stop,
+                                                                   reached):
+            def collect(offset: int, reason: str, position: int = position) -> None:
+                unreadable.append(Unreadable(path, position, offset, reason))
+
+            parts.append(batch_text(batch, position, valid, skip_record_metadata, collect))
+            batches += 1
+            count += len(batch.records)
+            last_type = last_control_type(batch)
+    except MetadataError as exc:
+        return Span("".join(parts), batches, count, last_type, unreadable, damaged, exc, True)
+    ended = len(buf) if stop is None else stop
+    return Span("".join(parts), batches, count, last_type, unreadable, damaged, None, reached[0] != ended)
+
+
+def _batches_as_kafka_reads_them(buf: bytes, path: Path, out: Callable[[str], None],
+                                 damaged: list[MetadataError], start: int = 0,
+                                 stop: int | None = None,
+                                 reached: list[int] | None = None) -> Iterator[tuple[int, RecordBatch, bool]]:
+    """(position, batch, CRC valid) for each batch Kafka's FileRecords would hand its dump tool,
+    from ``start`` up to ``stop``; ``reached[0]``: where the reading ended."""
+    pos = start
+    stop = len(buf) if stop is None else stop
+    while pos < stop:
         read = _batch_at(buf, pos, path, out, damaged)
         if read is None:
             return
         batch, end, valid = read
         yield pos, batch, valid
         pos = end
+        if reached is not None:
+            reached[0] = pos
 
 
 def _batch_at(buf: bytes, pos: int, path: Path, out: Callable[[str], None],
               damaged: list[MetadataError]) -> tuple[RecordBatch, int, bool] | None:
     """The batch at ``pos``, its end and whether its CRC holds; None where Kafka's iteration ends."""
+    plain = plain_batch(buf, pos)  # the common case, read faster; anything else goes the general way
+    if plain is not None:
+        return plain[0], plain[1], True
     try:
         batch, end = decode_batch(buf, pos)
         return batch, end, True
@@ -225,7 +265,7 @@ def _batch_at(buf: bytes, pos: int, path: Path, out: Callable[[str], None],
     except MetadataError as exc:  # a codec this build cannot read, say: named with the file
         raise exc.at(path=str(path)) from None
     if _runs_past_the_end(buf, pos):
-        out(f"Found {len(buf) - pos} invalid bytes at the end of {path.name}")
+        out(f"Found {len(buf) - pos} invalid bytes at the end of {path.name}\n")
         damaged.append(error)
         return None
     if not error.reason.startswith("batch CRC mismatch"):
@@ -255,7 +295,7 @@ def _print_header(buf: bytes, pos: int, out: Callable[[str], None]) -> None:
     except MetadataError:
         return
     (count,) = struct.unpack_from(">i", buf, pos + 57)
-    out(batch_line(header, pos, False, count))
+    out(batch_line(header, pos, False, count) + "\n")
 
 
 def _runs_past_the_end(buf: bytes, pos: int) -> bool:
@@ -267,18 +307,3 @@ def _runs_past_the_end(buf: bytes, pos: int) -> bool:
         return True
     (length,) = struct.unpack_from(">i", buf, pos + 8)
     return length >= _RECORD_OVERHEAD_V0 and LOG_OVERHEAD + length > remaining
-
-
-def _last_control_type(batch: RecordBatch) -> str | None:
-    if not batch.is_control or not batch.records:
-        return None
-    last = batch.records[-1]
-    return decode_record(last.key, last.value, True).type_name
-
-
-def _bool(value: bool) -> str:
-    return "true" if value else "false"
-
-
-def _size(value: bytes | None) -> int:
-    return -1 if value is None else len(value)

@@ -1,31 +1,38 @@
 """``kraftd bench peer``: metashell against Apache Kafka's own tools, side by side in one run.
 
-Two pairs, each on the same generated files, alternated A B A B so that a machine whose speed
-drifts slows both sides alike:
+Every row of issue 26's table, on the same generated files, each side taking its turn (A B C,
+A B C, ...: ours, then each Kafka version given) so that a machine whose speed drifts slows all
+sides alike:
 
-* time to the first answer: ``metashell --snapshot F -c pwd`` against
-  ``kafka-metadata-shell --snapshot F ls /`` (Kafka's shell takes no ``pwd`` outside its
-  interactive mode; ``ls /`` is its cheapest command). Both print only once the whole
-  snapshot is loaded into an image.
+* the shells (engine/bench/peer_shells.py): ``metashell --snapshot F`` and
+  ``kafka-metadata-shell --snapshot F``, both interactive on their standard input, are asked
+  ``ls /image/topics/byName`` (the first answer), ``cat`` of one partition, and
+  ``find /image/topics/byName`` (a whole-image answer); each question is asked again until its
+  answer is the one the file holds (Kafka's shell may answer from a partly loaded image). The
+  snapshot is written as Kafka 4.x writes one (engine/bench/peer_files.py).
 * records per second: ``kraftd dump-log`` against ``kafka-dump-log --cluster-metadata-decoder``
-  on one large segment, standard output to /dev/null for both.
+  on one log, standard output to /dev/null for both, after a run of each into a file whose
+  outputs must be identical.
+* with ``controller``, ``kraftd bench controller``'s creation of the same number of partitions,
+  ours against the newest Kafka given (its own command, reused).
 
 Kafka's mains run as its scripts run them: ``java`` with the flags bin/kafka-run-class.sh gives
 every tool when no environment variable overrides them (``KAFKA_TOOL_JVM_OPTS``), and its
 default heap (-Xmx256M) except for the metadata shell, which cannot hold a large snapshot in
 256M (its loader dies of OutOfMemoryError and the shell waits forever): ``kafka_heap`` is then
 what an operator would put in KAFKA_HEAP_OPTS. Every figure is of a whole process, started
-fresh: wall seconds from the start to the first line printed (the shell) or to the exit (the
-dump), and the CPU seconds and peak memory the kernel accounted to it.
+fresh: wall seconds from its start, CPU seconds and peak memory of all its threads.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
+import multiprocessing
 import os
+import re
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,13 +41,12 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Sequence
 
-from engine.common.errors import ConfigError, MetadataError
-from engine.records import metadata_records as m
-from engine.records.kio_codec import i16
-from engine.storage.snapshot_writer import SnapshotId, write_snapshot
-from engine.bench.replay import partition_heavy_records, write_bench_log
+from engine.common.errors import ConfigError
+from engine.bench.peer_files import BenchFiles, bench_files
+from engine.bench.peer_report import Figure, table
+from engine.bench.peer_shells import PeerError, Question, Sample, Session, questions, run_session
 
 # bin/kafka-run-class.sh's defaults for KAFKA_JVM_PERFORMANCE_OPTS and KAFKA_JMX_OPTS.
 KAFKA_TOOL_JVM_OPTS = (
@@ -63,18 +69,11 @@ rootLogger.level = WARN
 rootLogger.appenderRef.err.ref = ERR
 """
 RUN_TIMEOUT_S = 900.0
+# a side's line in the summary of `kraftd bench controller`
+CONTROLLER_SUMMARY = re.compile(r"  (?P<side>kraftd|Kafka [0-9.]+): create [0-9,]+ partitions (?P<seconds>[0-9.]+) s;"
+                                r".*?(?:; peak RSS [0-9,]+ - (?P<peak>[0-9,]+) MB)?")
 
 
-class PeerError(MetadataError):
-    """One side of the comparison could not run or gave a wrong answer."""
-
-
-class Run(NamedTuple):
-    """One whole process: wall seconds to its first line (or exit), and the kernel's accounting."""
-
-    seconds: float
-    cpu_seconds: float
-    peak_mb: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,55 +111,15 @@ def kafka_tools(libs: Path) -> KafkaTools:
     return KafkaTools(version, libs, java, dump)
 
 
-def bench_files(directory: Path, partitions: int, log_partitions: int,
-                out: Callable[[str], None]) -> tuple[Path, list[Path], int]:
-    """The snapshot (a metadata.version record, then ``partitions`` partitions, 100 per topic) and
-    the segments of a log of ``log_partitions`` partitions, with that log's record count; made
-    once in ``directory`` and reused while they are there (each appears whole, by a rename)."""
-    snapshot_dir = directory / f"snapshot-{partitions}"
-    if not snapshot_dir.is_dir():
-        started = time.perf_counter()
-        partial = Path(tempfile.mkdtemp(prefix=snapshot_dir.name + ".", dir=directory))
-        records = [m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(27))]
-        records += partition_heavy_records(partitions)
-        write_snapshot(partial, SnapshotId(len(records), 1), records, last_contained_log_timestamp_ms=0,
-                       now_ms=0, fsync=False)
-        del records
-        partial.rename(snapshot_dir)
-        out(f"generated a snapshot of {partitions:,} partitions in {time.perf_counter() - started:.0f} s")
-    log_dir = directory / f"log-{log_partitions}"
-    if not log_dir.is_dir():
-        started = time.perf_counter()
-        partial = Path(tempfile.mkdtemp(prefix=log_dir.name + ".", dir=directory))
-        write_bench_log(partial, log_partitions)
-        partial.rename(log_dir)
-        out(f"generated a log of {log_partitions:,} partitions in {time.perf_counter() - started:.0f} s")
-    snapshots = sorted(snapshot_dir.glob("*.checkpoint"))
-    segments = sorted(log_dir.glob("__cluster_metadata-0/*.log"))
-    if len(snapshots) != 1 or not segments:
-        raise ConfigError(f"{directory}: unexpected files in {snapshot_dir.name} or {log_dir.name}; remove them")
-    records = log_partitions + -(-log_partitions // 100)  # the partitions and one TopicRecord per 100
-    return snapshots[0], segments, records
-
-
-def timed(command: Sequence[str], stdout: Path | None = None, first_line: bool = False) -> tuple[Run, str]:
-    """Run ``command`` to its end: the Run, and its first line of output when ``first_line``
-    (the clock then stops at that line, the rest is read and dropped) or else its standard
-    output goes to ``stdout`` (default /dev/null) and the clock stops at the exit."""
+def timed(command: Sequence[str], stdout: Path | None = None) -> Sample:
+    """Run ``command`` to its end, its standard output to ``stdout`` (default /dev/null): wall
+    seconds to the exit, and the CPU seconds and peak memory the kernel accounted to it."""
     with tempfile.TemporaryFile() as err, open(stdout or os.devnull, "wb") as sink:
         started = time.perf_counter()
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=err,
-                                   stdout=subprocess.PIPE if first_line else sink)
-        # A JVM whose loader thread died of OutOfMemoryError waits forever: bound every run.
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=err, stdout=sink)
         killer = threading.Timer(RUN_TIMEOUT_S, process.kill)
         killer.start()
-        line = ""
         try:
-            if first_line:
-                line = process.stdout.readline().decode(errors="replace").strip()
-                answered = time.perf_counter() - started
-                shutil.copyfileobj(process.stdout, sink)
-                process.stdout.close()
             _, status, usage = os.wait4(process.pid, 0)  # the child's own CPU time and peak memory
             ended = time.perf_counter() - started
             process.returncode = code = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait again
@@ -174,96 +133,171 @@ def timed(command: Sequence[str], stdout: Path | None = None, first_line: bool =
             said = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
             why = said[-1].strip() if said else "no message"
             if ended >= RUN_TIMEOUT_S:
-                why = f"killed after {RUN_TIMEOUT_S:.0f} s (for Kafka's shell: a heap too small? see --kafka-heap)"
+                why = f"killed after {RUN_TIMEOUT_S:.0f} s"
             raise PeerError(f"{shlex.join(command[:1] + list(command[-4:]))} exited {code}: {why}")
-    return Run(answered if first_line else ended, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024), line
+    return Sample(ended, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-def _median_line(label: str, runs: list[Run], figure: str) -> str:
-    return (f"  {label}: {figure}, cpu {statistics.median(r.cpu_seconds for r in runs):.2f} s, "
-            f"peak {statistics.median(r.peak_mb for r in runs):,.0f} MiB")
-
-
-def _ratio_line(what: str, ours: list[float], theirs: list[float], note: str) -> str:
-    pairs = sorted(a / b for a, b in zip(ours, theirs))
-    return (f"ratio {what} metashell/Kafka: {statistics.median(ours) / statistics.median(theirs):.2f} "
-            f"(pair by pair {pairs[0]:.2f} - {pairs[-1]:.2f}; {note})")
-
-
-def alternate(a: Callable[[], Run], b: Callable[[], Run], rounds: int,
-              out: Callable[[str], None], names: tuple[str, str]) -> tuple[list[Run], list[Run]]:
-    """A B A B ...: ``rounds`` counted runs of each."""
-    runs: tuple[list[Run], list[Run]] = ([], [])
-    for round_number in range(1, rounds + 1):
-        for side, (name, work) in enumerate(zip(names, (a, b))):
-            run = work()
-            runs[side].append(run)
-            out(f"  round {round_number} {name}: {run.seconds:.2f} s, cpu {run.cpu_seconds:.2f} s, "
-                f"peak {run.peak_mb:,.0f} MiB")
-    return runs
-
-
-def bench_peer(kafka_libs: Path, partitions: int = 1_000_000, log_partitions: int = 300_000, rounds: int = 3,
-               kafka_heap: str = "2G", directory: Path | None = None, out: Callable[[str], None] = print) -> None:
-    """Both pairs against the Kafka jars in ``kafka_libs``; files in ``directory`` (kept), else a temporary one."""
-    kafka = kafka_tools(Path(kafka_libs))
+def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_partitions: int = 300_000,
+               rounds: int = 3, kafka_heap: str = "2G", directory: Path | None = None, controller: bool = False,
+               controller_heap: str = "4G", out: Callable[[str], None] = print) -> list[Figure]:
+    """Every row against the Kafka jars in each of ``kafka_libs``; files in ``directory`` (kept),
+    else a temporary one. Returns the figures it printed."""
+    kafkas = [kafka_tools(Path(libs)) for libs in kafka_libs]
+    if len({k.version for k in kafkas}) != len(kafkas):
+        raise ConfigError("--kafka-libs: the same Kafka version twice")
     python = sys.executable
     with tempfile.TemporaryDirectory(prefix="kraftd-bench-peer-") as tmp:
         work = Path(directory) if directory else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        snapshot, segments, records = bench_files(work, partitions, log_partitions, out)
+        files = _files_made_apart(work, partitions, log_partitions, out)
         log4j = Path(tmp) / "tools-log4j2.properties"
         log4j.write_text(LOG4J2_TOOLS)
-        ours_shell = [python, "-m", "metashell.cli", "--snapshot", str(snapshot), "-c", "pwd"]
-        kafka_shell = kafka.command(SHELL_MAIN, kafka_heap, log4j, "--snapshot", str(snapshot), "ls", "/")
-        ours_dump = [python, "-m", "engine.tools.cli", "dump-log", *map(str, segments)]
-        kafka_dump = kafka.command(kafka.dump_main, KAFKA_DEFAULT_HEAP, log4j, "--cluster-metadata-decoder",
-                                   "--files", ",".join(map(str, segments)))
-        out(f"Kafka {kafka.version} ({kafka.libs}), {kafka.java}; metashell on {python} "
-            f"{sys.version.split()[0]}; {rounds} counted rounds after one warm-up, A B A B")
-        for command in (ours_shell, kafka_shell, ours_dump, kafka_dump):
+        names = ["metashell"] + [f"Kafka {k.version}" for k in kafkas]
+        shells = [[python, "-m", "metashell.cli", "--snapshot", str(files.snapshot)]] + [
+            k.command(SHELL_MAIN, kafka_heap, log4j, "--snapshot", str(files.snapshot)) for k in kafkas]
+        dumps = [[python, "-m", "engine.tools.cli", "dump-log", *map(str, files.segments)]] + [
+            k.command(k.dump_main, KAFKA_DEFAULT_HEAP, log4j, "--cluster-metadata-decoder",
+                      "--files", ",".join(map(str, files.segments))) for k in kafkas]
+        out(f"{', '.join(f'Kafka {k.version} ({k.libs})' for k in kafkas)}, {kafkas[0].java}; metashell on "
+            f"{python} {sys.version.split()[0]}; {rounds} counted rounds after one warm-up, "
+            f"{' '.join(n.split()[-1] for n in names)} in turn; machine: {os.cpu_count()} cpus, load average "
+            f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        for command in shells + dumps:
             out(f"$ {shlex.join(command)}")
-        names = ("metashell", f"Kafka {kafka.version}")
-
-        out(f"time to the first answer, snapshot of {partitions:,} partitions "
-            f"({snapshot.stat().st_size / 1e6:.0f} MB):")
-        _check_answer(names[0], timed(ours_shell, first_line=True)[1], "/")
-        _check_answer(names[1], timed(kafka_shell, first_line=True)[1], "image")
-        shells = alternate(lambda: timed(ours_shell, first_line=True)[0],
-                           lambda: timed(kafka_shell, first_line=True)[0], rounds, out, names)
-        seconds = _column(shells, "seconds")
-        for name, side, heap in zip(names, (0, 1), ("", f" (-Xmx{kafka_heap})")):
-            out(_median_line(f"{name} median{heap}", shells[side],
-                             f"first answer {statistics.median(seconds[side]):.2f} s"))
-
-        size = sum(s.stat().st_size for s in segments)
-        out(f"dump-log, {records:,} records ({size / 1e6:.0f} MB) in {len(segments)} segment(s), output to /dev/null:")
-        digests = [_check_dump(name, command, Path(tmp) / "dump.txt", records)
-                   for name, command in zip(names, (ours_dump, kafka_dump))]
-        same = "identical" if digests[0] == digests[1] else "DIFFERENT"
-        out(f"  both printed every record; their outputs are {same}")
-        dumps = alternate(lambda: timed(ours_dump)[0], lambda: timed(kafka_dump)[0], rounds, out, names)
-        rates = [[records / r.seconds for r in side] for side in dumps]
-        for name, side, heap in zip(names, (0, 1), ("", f" (-Xmx{KAFKA_DEFAULT_HEAP})")):
-            out(_median_line(f"{name} median{heap}", dumps[side], f"{statistics.median(rates[side]):,.0f} records/s"))
-
-        # CPU seconds too: on a shared machine they move less than wall seconds, and they show
-        # what a multi-threaded JVM gains in wall time over one Python thread.
-        out(_ratio_line("first answer seconds", *seconds, "above 1: metashell slower"))
-        out(_ratio_line("first answer cpu seconds", *_column(shells, "cpu_seconds"), "above 1: metashell used more"))
-        out(_ratio_line("first answer peak memory", *_column(shells, "peak_mb"), "above 1: metashell used more"))
-        out(_ratio_line("dump-log records/s", *rates, "below 1: metashell slower"))
-        out(_ratio_line("dump-log cpu seconds", *_column(dumps, "cpu_seconds"), "above 1: metashell used more"))
+        # The dumps first: a child's peak memory as the kernel accounts it (wait4's ru_maxrss) is
+        # at least this process's resident size when it was spawned, and the shells' answers
+        # (a million paths to check) make this process large.
+        figures = _bench_dumps(files, dumps, names, rounds, Path(tmp), out)
+        asked = questions(files.manifest)
+        figures = _bench_shells(files, asked, shells, names, rounds, kafka_heap, out) + figures
+    if controller:
+        try:
+            figures += _bench_controller(partitions, kafkas[-1], controller_heap, out)
+        except PeerError as err:  # the rows measured so far still stand
+            out(f"the controller's rows are left out: {err}")
+    out(f"attach to a quorum of {partitions:,} partitions: not run here (the engine never imports metashell); "
+        f"its row is `metashell bench attach --partitions {partitions}`")
+    out(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    out("ratios are metashell/Kafka: the ratio of the medians, then the range of the pairs' own ratios")
+    for line in table(figures, [n.removeprefix("Kafka ") for n in names[1:]]):
+        out(line)
+    return figures
 
 
-def _column(runs: tuple[list[Run], list[Run]], figure: str) -> list[list[float]]:
-    """One figure of every run, per side."""
-    return [[getattr(r, figure) for r in side] for side in runs]
+def _bench_shells(files: BenchFiles, asked: list[Question], commands: list[list[str]], names: list[str],
+                  rounds: int, kafka_heap: str, out: Callable[[str], None]) -> list[Figure]:
+    size = files.snapshot.stat().st_size
+    out(f"the shells, snapshot of {files.manifest.partitions:,} partitions in {len(files.manifest.topics):,} topics "
+        f"({size / 1e6:.0f} MB, as Kafka 4.x writes it); Kafka's shell with -Xmx{kafka_heap}; each asked, until "
+        f"its answer is right: " + "; ".join(f"{q.name}: {q.command}" for q in asked))
+    sessions: list[list[Session]] = [[] for _ in names]
+    for round_number in range(0, rounds + 1):
+        for side, (name, command) in enumerate(zip(names, commands)):
+            session = run_session(command, asked, name, RUN_TIMEOUT_S)
+            label = "warm-up" if round_number == 0 else f"round {round_number}"
+            out(f"  {label} {name}: " + "; ".join(
+                f"{q.name} {s.seconds:.2f} s (cpu {s.cpu_seconds:.2f} s, peak {s.peak_mb:,.0f} MiB"
+                + (f", asked {session.reasked[q.name] + 1} times" if session.reasked[q.name] else "") + ")"
+                for q, s in ((q, session.answers[q.name]) for q in asked))
+                + f"; exit {session.exit.seconds:.2f} s")
+            if round_number:
+                sessions[side].append(session)
+    first, whole = asked[0].name, asked[-1].name
+    rows = [("first answer, wall", first, "seconds", "s"), ("first answer, CPU", first, "cpu_seconds", "s"),
+            ("first answer, peak memory", first, "peak_mb", "MiB"), ("a partition's cat, wall", asked[1].name,
+                                                                      "seconds", "s"),
+            ("whole-image answer, wall", whole, "seconds", "s"), ("whole-image answer, CPU", whole, "cpu_seconds", "s"),
+            ("whole-image answer, peak memory", whole, "peak_mb", "MiB")]
+    figures = []
+    for label, question, figure, unit in rows:
+        values = [[getattr(s.answers[question], figure) for s in side] for side in sessions]
+        figures.append(Figure(label, unit, values[0], {n.removeprefix("Kafka "): v
+                                                       for n, v in zip(names[1:], values[1:])}))
+    return figures
 
 
-def _check_answer(name: str, line: str, expected: str) -> None:
-    if line != expected:
-        raise PeerError(f"{name} answered {line[:80]!r}, expected {expected!r}")
+def _bench_dumps(files: BenchFiles, commands: list[list[str]], names: list[str], rounds: int, tmp: Path,
+                 out: Callable[[str], None]) -> list[Figure]:
+    size = sum(s.stat().st_size for s in files.segments)
+    records = files.log_records
+    out(f"dump-log, {records:,} records ({size / 1e6:.0f} MB) in {len(files.segments)} segment(s), "
+        f"output to /dev/null (this process's peak RSS {_own_peak_mb():,.0f} MiB: no child's peak below it can be seen):")
+    digests = [_check_dump(name, command, tmp / "dump.txt", records) for name, command in zip(names, commands)]
+    for name, digest in zip(names[1:], digests[1:]):
+        out(f"  metashell and {name} printed every record; their outputs are "
+            f"{'identical' if digest == digests[0] else 'DIFFERENT'}")
+    runs: list[list[Sample]] = [[] for _ in names]
+    for round_number in range(1, rounds + 1):
+        for side, (name, command) in enumerate(zip(names, commands)):
+            run = timed(command)
+            runs[side].append(run)
+            out(f"  round {round_number} {name}: {run.seconds:.2f} s, cpu {run.cpu_seconds:.2f} s, "
+                f"peak {run.peak_mb:,.0f} MiB")
+    rates = [[records / r.seconds for r in side] for side in runs]
+    kafka = [n.removeprefix("Kafka ") for n in names[1:]]
+    return [Figure("dump-log, records/s", "records/s", rates[0], dict(zip(kafka, rates[1:])), higher_is_better=True),
+            Figure("dump-log, CPU", "s", *_sides([[r.cpu_seconds for r in side] for side in runs], kafka)),
+            Figure("dump-log, peak memory", "MiB", *_sides([[r.peak_mb for r in side] for side in runs], kafka))]
+
+
+def _own_peak_mb() -> float:
+    """This process's peak RSS: the floor of every child's ru_maxrss (exec keeps the high-water
+    mark of the address space the child was spawned with)."""
+    with open("/proc/self/status") as status:
+        return next((int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:")), float("nan"))
+
+
+def _files_made_apart(directory: Path, partitions: int, log_partitions: int, out: Callable[[str], None]) -> BenchFiles:
+    """The bench's files, generated (when missing) in a process of their own, so that generating
+    a million partitions does not raise this process's peak, which every child's peak memory
+    figure starts from."""
+    if not _files_there(directory, partitions, log_partitions):
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for line in pool.submit(_make_files, directory, partitions, log_partitions).result():
+                out(line)
+    return bench_files(directory, partitions, log_partitions, out)  # now only read
+
+
+def _files_there(directory: Path, partitions: int, log_partitions: int) -> bool:
+    return (directory / f"kafka4-snapshot-{partitions}").is_dir() and (directory / f"kafka4-log-{log_partitions}").is_dir()
+
+
+def _make_files(directory: Path, partitions: int, log_partitions: int) -> list[str]:
+    said: list[str] = []
+    bench_files(directory, partitions, log_partitions, said.append)
+    return said
+
+
+def _sides(values: list[list[float]], kafka: list[str]) -> tuple[list[float], dict[str, list[float]]]:
+    return values[0], dict(zip(kafka, values[1:]))
+
+
+def _bench_controller(partitions: int, kafka: KafkaTools, heap: str, out: Callable[[str], None]) -> list[Figure]:
+    """``kraftd bench controller`` as it is, ours then Kafka's, for the same number of partitions:
+    run as its own command (its figures are its own; the two modules import nothing of each
+    other's), its lines passed on, the creation time and peak memory read from its summary."""
+    topics = -(-partitions // 100)
+    command = [sys.executable, "-m", "engine.tools.cli", "bench", "controller", "--topics", str(topics),
+               "--partitions-per-topic", "100", "--kafka-libs", str(kafka.libs), "--kafka-heap", heap,
+               "--failovers", "0"]  # the row is the creation; failover has its own figures
+    out(f"the controller, its own command and output: $ {shlex.join(command)}")
+    summary: dict[str, tuple[float, float | None]] = {}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        for line in process.stdout:
+            out("  " + line.rstrip())
+            found = CONTROLLER_SUMMARY.fullmatch(line.rstrip())
+            if found:
+                peak = float(found["peak"].replace(",", "")) if found["peak"] else None
+                summary[found["side"]] = (float(found["seconds"]), peak)
+    if process.returncode != 0 or len(summary) != 2:
+        raise PeerError(f"kraftd bench controller exited {process.returncode} without its summary (see above)")
+    (ours, ours_peak), (theirs, theirs_peak) = summary["kraftd"], summary[f"Kafka {kafka.version}"]
+    figures = [Figure(f"controller: create {topics * 100:,} partitions, wall", "s", [ours], {kafka.version: [theirs]})]
+    if ours_peak is not None and theirs_peak is not None:
+        figures.append(Figure("controller: peak memory, largest controller", "MiB", [ours_peak],
+                              {kafka.version: [theirs_peak]}))
+    return figures
 
 
 def _check_dump(name: str, command: list[str], path: Path, records: int) -> str:

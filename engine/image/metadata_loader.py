@@ -14,7 +14,6 @@ in Kafka (whose loader publishes nothing mid-transaction); a note says so.
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -26,7 +25,10 @@ from engine.storage.log_reader import (
 )
 from engine.storage.log_segment import iter_batches, read_segment_bytes
 from engine.storage.meta_properties import MetaProperties, read_meta_properties
+from engine.image.gc_pause import collector_paused
+from engine.image.lazy_topics import lazy_topics_image
 from engine.image.metadata_delta import MetadataDelta
+from engine.image.snapshot_index import index_snapshot
 from engine.image.metadata_image import MetadataImage, Provenance, QuorumImage
 from engine.records.record_batch import decode_batch
 from engine.storage.quorum_state_file import QuorumStateData, read_quorum_state
@@ -47,10 +49,16 @@ class LoadInfo:
 
 
 def load_snapshot(path: Path) -> tuple[MetadataImage, LoadInfo]:
-    """The image a snapshot file holds."""
+    """The image a snapshot file holds. A snapshot in Kafka's grouped shape is indexed in one
+    pass and its topics' partitions decoded on first touch (engine.image.lazy_topics); any
+    other file is replayed whole, as before."""
     path = Path(path)
     snapshot_id = _snapshot_id_of(path)
-    image, skipped = image_of_snapshot(read_file(path, snapshot=True), snapshot_id)
+    lazy = None if path.is_dir() else image_of_snapshot_bytes(read_segment_bytes(path), str(path), snapshot_id)
+    if lazy is not None:
+        image, skipped = lazy
+    else:  # not grouped, or damaged: the eager reader's replay and its errors (the file read again)
+        image, skipped = image_of_snapshot(read_file(path, snapshot=True), snapshot_id)
     end = snapshot_id.end_offset if snapshot_id else 0
     return image, LoadInfo(path, snapshot_id, None, end, end, skipped_records=skipped)
 
@@ -112,6 +120,23 @@ def image_of_snapshot(entries: Iterable[LogEntry], snapshot_id: SnapshotId | Non
     if snapshot_id is not None:
         image = replace(image, provenance=Provenance(snapshot_id.end_offset - 1, snapshot_id.epoch, header_ts))
     return image, delta.skipped
+
+
+def image_of_snapshot_bytes(buf: bytes, where: str, snapshot_id: SnapshotId | None) -> tuple[MetadataImage, int] | None:
+    """As ``image_of_snapshot``, from a snapshot's bytes (a file's, or a FetchSnapshot answer's),
+    with the topics' partitions left to decode on first touch; None when the bytes are not a
+    whole snapshot in Kafka's grouped shape, or a batch is damaged (the caller's eager reading
+    then replays them, or says what is wrong). The count of skipped records covers the records
+    decoded so far (``SnapshotIndex.skipped`` adds those of each topic as it is decoded)."""
+    with collector_paused():
+        try:
+            index = index_snapshot(buf, where)
+        except MetadataError:
+            return None
+        if index is None:
+            return None
+        image, skipped = image_of_snapshot(index.entries, snapshot_id)
+    return replace(image, topics=lazy_topics_image(index)), skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,16 +423,3 @@ def _meta(directory: Path, notes: list[str]) -> MetaProperties | None:
 
 def _snapshot_id_of(path: Path) -> SnapshotId | None:
     return parse_snapshot_name(path.name)
-
-
-class collector_paused:
-    """Pause the cyclic GC while an image is built: the heap only grows during a load,
-    and rescanning it over and over would cost more than the load (see docs/performance.md)."""
-
-    def __enter__(self) -> None:
-        self.was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc) -> None:
-        if self.was_enabled:
-            gc.enable()

@@ -141,7 +141,20 @@ def _assigned(directories: tuple) -> tuple | None:
         return None
     if nones:
         return tuple(MIGRATING if d is None else d for d in directories)
-    return tuple(directories)
+    # one tuple per set of directories: a cluster has a few directories, and a million partitions
+    # would otherwise hold three UUIDs of their own each (about 300 MB); keyed by the ids' ints,
+    # whose hashes are C calls (UUID.__hash__ and __eq__ are Python's)
+    key = tuple([d.int for d in directories])
+    shared = _SHARED_DIRECTORIES.get(key)
+    if shared is None:
+        shared = tuple(directories)
+        if len(_SHARED_DIRECTORIES) < _SHARED_DIRECTORIES_MAX:
+            _SHARED_DIRECTORIES[key] = shared
+    return shared
+
+
+_SHARED_DIRECTORIES: dict[tuple[int, ...], tuple] = {}
+_SHARED_DIRECTORIES_MAX = 65536  # sets of directories kept; past it (a huge JBOD cluster) each its own
 
 
 def _keep(new: Any, old: tuple) -> tuple:

@@ -1,10 +1,17 @@
 """An asyncio TCP server speaking Kafka's wire protocol to one request handler.
 
 Each connection has a reader that decodes frames and starts one handler task per
-request, and a writer that sends the responses strictly in request order (Kafka's
-guarantee), so a long-polling Fetch never stalls the reading of the requests behind
+request; the responses leave strictly in request order (Kafka's guarantee): each request
+holds a slot in the connection's line, and a response is written the moment its slot
+reaches the head, so a long-polling Fetch never stalls the reading of the requests behind
 it. ApiVersions is answered here. Anything wrong with a connection (a bad frame, a
 handler error) is logged as one line and closes that connection only.
+
+A server may also take some requests *directly* (``direct``): a plain function that gets a
+``reply`` callback instead of becoming a task. A controller's leader answers a parked Fetch
+this way in the very step where its high watermark moves: no task to start, no task to
+resume, no writer to wake, each of which waits behind everything else the loop has to do
+(under load, a leader's loop step is long: each hop cost tens of milliseconds).
 
 Security (``ListenerSecurity``): a TLS listener accepts plain TCP and upgrades it in our accept callback
 (see ``tls_channel`` for why), under a handshake timeout; a SASL listener reads only ApiVersions,
@@ -18,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping, NoReturn
 
@@ -37,7 +45,7 @@ log = logging.getLogger("engine.net")
 
 DEFAULT_MAX_FRAME_BYTES = 104857600  # Kafka's socket.request.max.bytes
 DEFAULT_HANDSHAKE_TIMEOUT_MS = 10000  # a TLS handshake not done by then is dropped (a stalled or silent peer)
-_FLUSH = -1  # a queue entry's api key meaning "everything before me is written": then close
+_FLUSH = -1  # a slot's api key meaning "everything before me is written": then close
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +64,22 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+# reply(response), or reply(exception) for a handler that failed (the connection is closed)
+Reply = Callable[[Any], None]
+# direct(ctx, request, reply) -> True when it took the request (it calls reply once, now or
+# later, on the loop's thread); False leaves it to the ordinary handler
+DirectHandler = Callable[[RequestContext, Any, Reply], bool]
+
+
+class _Slot:
+    """One request's place in its connection's line of responses."""
+
+    __slots__ = ("correlation_id", "api_key", "version", "response", "done")
+
+    def __init__(self, correlation_id: int, api_key: int, version: int):
+        self.correlation_id, self.api_key, self.version = correlation_id, api_key, version
+        self.response: Any = None
+        self.done = False
 
 
 def format_address(address: tuple[str, int]) -> str:
@@ -76,7 +100,9 @@ class _Connection:
         self.peer: tuple[str, int] = (str(peer[0]), int(peer[1]))
         self.name = format_address(self.peer)
         # Responses in request order; its bound makes a flooding client wait (backpressure).
-        self.queue: asyncio.Queue[tuple[int, int, int, asyncio.Future]] = asyncio.Queue(server.max_in_flight)
+        self.line: deque[_Slot] = deque()
+        self.room = asyncio.Event()
+        self.room.set()
         self.handlers: set[asyncio.Task] = set()
         self.failed = asyncio.Event()  # set by a handler that raised, to close without waiting our turn
         security = server.security
@@ -102,8 +128,7 @@ class _Connection:
                     self.principal = KafkaPrincipal("User", security.principal_name(self.principal.name))
                 except ValueError as err:
                     return self._refuse(f"the client certificate has no principal: {err}")
-        tasks = [asyncio.create_task(self._read_loop()), asyncio.create_task(self._write_loop()),
-                 asyncio.create_task(self.failed.wait())]
+        tasks = [asyncio.create_task(self._read_loop()), asyncio.create_task(self.failed.wait())]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -142,6 +167,13 @@ class _Connection:
                 except OSError as err:
                     return log.debug("connection from %s failed: %s", self.name, err)
                 await self._dispatch(payload)
+                try:
+                    await self.writer.drain()  # a client that does not read its answers is not read either
+                except OSError as err:
+                    return log.debug("connection from %s failed: %s", self.name, err)
+                while len(self.line) >= self.server.max_in_flight:
+                    self.room.clear()
+                    await self.room.wait()
 
     async def _dispatch(self, payload: bytes) -> None:
         server = self.server
@@ -150,9 +182,8 @@ class _Connection:
         except UnsupportedRequestError as err:
             if err.api_key != ApiKeys.API_VERSIONS:
                 self._drop(str(err))  # Kafka closes the connection: there is no header version to answer in
-            done = asyncio.get_running_loop().create_future()
-            done.set_result(unsupported_api_versions_response(server.apis))
-            await self.queue.put((err.correlation_id, err.api_key, 0, done))
+            self._complete(self._take_slot(err.correlation_id, err.api_key, 0),
+                           unsupported_api_versions_response(server.apis))
             return
         except ProtocolError as err:
             self._drop(str(err))
@@ -165,17 +196,72 @@ class _Connection:
             return
         ctx = RequestContext(info.api_key, info.api_version, info.correlation_id, info.client_id, self.peer,
                              server.listener_name, self.principal, server.security.protocol)
-        task = asyncio.create_task(server.handler(ctx, request),
-                                   name=f"{server.apis[info.api_key].name} v{info.api_version} "
-                                        f"(correlation id {info.correlation_id})")
+        slot = self._take_slot(info.correlation_id, info.api_key, info.api_version)
+        what = f"{server.apis[info.api_key].name} v{info.api_version} (correlation id {info.correlation_id})"
+        if server.direct is not None:
+            try:
+                taken = server.direct(ctx, request, lambda answer: self._direct_answer(slot, what, answer))
+            except Exception as err:  # noqa: BLE001 - a handler bug closes this connection only
+                taken = True
+                self._direct_answer(slot, what, err)
+            if taken:
+                return
+        task = asyncio.create_task(server.handler(ctx, request), name=what)
         self.handlers.add(task)
-        task.add_done_callback(self._handler_done)
-        await self.queue.put((info.correlation_id, info.api_key, info.api_version, task))
+        task.add_done_callback(lambda done: self._handler_done(slot, done))
 
     async def _answer(self, info: Any, response: Any) -> None:
-        done = asyncio.get_running_loop().create_future()
-        done.set_result(response)
-        await self.queue.put((info.correlation_id, info.api_key, info.api_version, done))
+        self._complete(self._take_slot(info.correlation_id, info.api_key, info.api_version), response)
+
+    def _take_slot(self, correlation_id: int, api_key: int, version: int) -> _Slot:
+        slot = _Slot(correlation_id, api_key, version)
+        self.line.append(slot)
+        return slot
+
+    def _complete(self, slot: _Slot, response: Any) -> None:
+        """A slot's response is ready: write it, and every ready one after it, if its turn came."""
+        slot.response, slot.done = response, True
+        line = self.line
+        if line and line[0] is not slot:
+            return  # written when the slots before it are
+        while line and line[0].done and not self.failed.is_set():
+            head = line.popleft()
+            self._write(head)
+        if len(line) < self.server.max_in_flight:
+            self.room.set()
+
+    def _write(self, slot: _Slot) -> None:
+        if slot.api_key == _FLUSH:
+            if not slot.response.done():
+                slot.response.set_result(None)
+            return
+        what = f"{self.server.apis[slot.api_key].name} v{slot.version} (correlation id {slot.correlation_id})"
+        response = slot.response
+        cls = type(response)
+        if getattr(cls, "__api_key__", None) != slot.api_key or getattr(cls, "__version__", None) != slot.version:
+            return self._fail(f"handler of {what} returned {cls.__name__} v{getattr(cls, '__version__', '?')}, "
+                              f"not a {self.server.apis[slot.api_key].name} v{slot.version} response")
+        try:
+            frame = encode_response(response, slot.correlation_id, slot.api_key)
+        except Exception as err:  # noqa: BLE001 - a response kio cannot write is a handler bug
+            return self._fail(f"cannot encode the response to {what}: {type(err).__name__}: {err}")
+        if not self.writer.is_closing():
+            self.writer.write(frame)  # the transport buffers; the reader waits while it is full
+
+    def _fail(self, problem: str) -> None:
+        """Close this connection (from a callback: serve() sees ``failed`` and closes)."""
+        if not self.failed.is_set():
+            log.warning("closing connection from %s on %s: %s", self.name, self.server.listener_name, problem)
+            self.failed.set()
+
+    def _direct_answer(self, slot: _Slot, what: str, answer: Any) -> None:
+        if slot.done:
+            return
+        if isinstance(answer, BaseException):
+            slot.done = True
+            self._fail(f"handler of {what} failed: {type(answer).__name__}: {' '.join(str(answer).split())}")
+            return
+        self._complete(slot, answer)
 
     async def _authenticate(self, info: Any, request: Any) -> None:
         """The SASL exchange (SaslServerAuthenticator): nothing else is read until it succeeded."""
@@ -193,48 +279,26 @@ class _Connection:
                 # Kafka sends the refusal, then closes: wait until it is written.
                 await self._answer(info, refused.response)
                 written = asyncio.get_running_loop().create_future()
-                await self.queue.put((info.correlation_id, _FLUSH, 0, written))
+                self._complete(self._take_slot(info.correlation_id, _FLUSH, 0), written)
                 await written
+                with contextlib.suppress(OSError):
+                    await self.writer.drain()
             self._drop(refused.reason)
         if self.sasl.principal is not None:
             self.principal = self.sasl.principal
         await self._answer(info, response)
 
-    def _handler_done(self, task: asyncio.Task) -> None:
+    def _handler_done(self, slot: _Slot, task: asyncio.Task) -> None:
         self.handlers.discard(task)
-        err = None if task.cancelled() else task.exception()
-        if err is not None and not self.failed.is_set():
-            # Close now, not when the write loop reaches this response behind a long poll.
-            log.warning("closing connection from %s on %s: handler of %s failed: %s: %s", self.name,
-                        self.server.listener_name, task.get_name(), type(err).__name__, " ".join(str(err).split()))
-            self.failed.set()
-
-    async def _write_loop(self) -> None:
-        with contextlib.suppress(_ConnectionClosed):
-            while True:
-                correlation_id, api_key, version, pending = await self.queue.get()
-                if api_key == _FLUSH:
-                    pending.set_result(None)
-                    continue
-                what = f"{self.server.apis[api_key].name} v{version} (correlation id {correlation_id})"
-                try:
-                    response = await pending
-                except Exception:  # noqa: BLE001 - logged by _handler_done; serve() closes the connection
-                    return
-                cls = type(response)
-                if getattr(cls, "__api_key__", None) != api_key or getattr(cls, "__version__", None) != version:
-                    self._drop(f"handler of {what} returned {cls.__name__} "
-                               f"v{getattr(cls, '__version__', '?')}, not a {self.server.apis[api_key].name} "
-                               f"v{version} response")
-                try:
-                    frame = encode_response(response, correlation_id, api_key)
-                except Exception as err:  # noqa: BLE001 - a response kio cannot write is a handler bug
-                    self._drop(f"cannot encode the response to {what}: {type(err).__name__}: {err}")
-                try:
-                    self.writer.write(frame)
-                    await self.writer.drain()
-                except OSError as err:
-                    return log.debug("connection from %s failed: %s", self.name, err)
+        if task.cancelled():
+            return  # the connection is closing
+        err = task.exception()
+        if err is not None:
+            # Close now, not when this response's turn comes behind a long poll.
+            slot.done = True
+            self._fail(f"handler of {task.get_name()} failed: {type(err).__name__}: {' '.join(str(err).split())}")
+            return
+        self._complete(slot, task.result())
 
 
 class KafkaServer:
@@ -246,8 +310,9 @@ class KafkaServer:
                  features: Mapping[str, tuple[int, int]] | None = None,
                  finalized_features: Callable[[], tuple[int, Mapping[str, int]]] | None = None,
                  security: ListenerSecurity = PLAINTEXT_LISTENER,
-                 handshake_timeout_ms: int = DEFAULT_HANDSHAKE_TIMEOUT_MS):
+                 handshake_timeout_ms: int = DEFAULT_HANDSHAKE_TIMEOUT_MS, direct: DirectHandler | None = None):
         self.handler = handler
+        self.direct = direct
         if security.protocol.uses_tls and security.ssl_context is None:
             raise ValueError(f"listener {listener_name} is {security.protocol.name} but has no TLS context")
         self.security = security

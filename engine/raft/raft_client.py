@@ -25,7 +25,7 @@ from engine.records.metadata_record_serde import AnyRecord, ControlRecord
 from engine.raft import raft_polls, raft_requests, raft_responses, voter_changes
 from engine.raft.election_store import ElectionStore
 from engine.raft.leader_state import LeaderState
-from engine.raft.raft_config import RaftConfig
+from engine.raft.raft_config import MAX_BATCH_RECORDS, RaftConfig
 from engine.raft.raft_io import (  # noqa: F401 - the public names, importable from here as before
     BOOTSTRAP_NODE_ID, Destination, InboundRequest, InboundResponse, LeaderAndEpoch, NotLeaderError, OutboundRequest,
     OutboundResponse, RaftListener, Ready,
@@ -82,7 +82,7 @@ class RaftClient(ReplicaContext):
             if self.parked_fetches:
                 self.complete_parked_fetches(now_ms, force=True)  # answered "not the leader"
             # Appends queued while we led die with the leadership, as in Kafka's accumulator.
-            self.pending_records, self.pending_since_ms = [], None
+            self.clear_pending_appends()
         raft_polls.poll_state(self, now_ms)
         self._abandon_old_leadership()
         if self.quorum.is_leader():
@@ -92,12 +92,20 @@ class RaftClient(ReplicaContext):
         self.outbox = []
         return ready
 
-    def schedule_append(self, epoch: int, records: Sequence[AnyRecord], now_ms: int) -> int:
+    def schedule_append(self, epoch: int, records: Sequence[AnyRecord], now_ms: int, *, atomic: bool = False) -> int:
         """Queue records for the next batch (sent after ``append.linger.ms``); returns the
-        offset of the last. NotLeaderError unless this replica leads ``epoch``."""
+        offset of the last. ``atomic``: the records stay together in one batch (Kafka's
+        scheduleAtomicAppend: lingered too, so the appends of a busy moment share one flush);
+        more than a batch holds are appended at once as one batch. NotLeaderError unless this
+        replica leads ``epoch``."""
         self.check_leader_epoch(epoch)
+        if atomic and len(records) > MAX_BATCH_RECORDS:
+            return self.append_batch(epoch, records, now_ms)
         if self.pending_since_ms is None:
             self.pending_since_ms = now_ms
+        if atomic and records:
+            start = len(self.pending_records)
+            self.pending_atomic.append((start, start + len(records)))
         self.pending_records.extend(records)
         return self.log.end_offset + len(self.pending_records) - 1
 

@@ -12,6 +12,10 @@ into the core happens on the event loop thread, so nothing needs a lock.
 - An outbound request is one task: send, then ``receive`` the response or, on a
   network error, a timeout or a version the peer lacks, ``InboundResponse(cid, None, why)``.
 - After every ``receive`` the core is polled and its messages dispatched at once.
+- An inbound Fetch may instead be taken directly (``answer_directly``, the listener's direct
+  path): the core sees it in the reader's own step and its answer is written to the socket in
+  the step that makes it (a parked Fetch: the step where the high watermark moves), with no
+  task in between. The other RPCs keep the future.
 - Fetches go through their own KafkaClient: the leader parks a Fetch up to 500 ms, and
   responses on one connection come back in order, so a parked Fetch must not sit in
   front of a Vote or an AddRaftVoter on the same connection.
@@ -44,6 +48,7 @@ from engine.net.kafka_protocol import RAFT_APIS, ApiSpec, request_class, respons
 from engine.net.kafka_server import RequestContext
 from engine.net.message_versions import convert_message
 from engine.raft import raft_messages as rm
+from engine.raft.direct_answer import DirectAnswer
 from engine.raft.election_store import ElectionStore
 from engine.raft.raft_client import (
     InboundRequest, InboundResponse, LeaderAndEpoch, NotLeaderError, OutboundRequest, OutboundResponse, RaftClient,
@@ -233,19 +238,21 @@ class RaftDriver:
         self._core_ready.set()
         self.pump()
 
-    def schedule_append(self, records: list) -> int | None:
-        """Queue records as the leader (batched after append.linger.ms); the offset of the
-        last, or None when this replica does not lead."""
-        return self._leader_append(records, atomic=False)
+    def schedule_append(self, records: list, *, atomic: bool = False) -> int | None:
+        """Queue records as the leader (batched after append.linger.ms; ``atomic``: all in one
+        batch); the offset of the last, or None when this replica does not lead."""
+        return self._leader_append(records, atomic=atomic, linger=True)
 
-    def _leader_append(self, records: list, *, atomic: bool) -> int | None:
+    def _leader_append(self, records: list, *, atomic: bool, linger: bool = False) -> int | None:
         client = self.client
         if client is None or self._stopping or not client.quorum.is_leader():
             return None
         now = self.now_ms()
-        append = client.append_now if atomic else client.schedule_append
         try:
-            offset = append(client.epoch, records, now)
+            if linger:
+                offset = client.schedule_append(client.epoch, records, now, atomic=atomic)
+            else:
+                offset = client.append_now(client.epoch, records, now)
         except NotLeaderError:
             return None
         self.last_append_ms = now
@@ -423,9 +430,11 @@ class RaftDriver:
     def _dispatch(self, messages: list) -> None:
         for message in messages:
             if isinstance(message, OutboundResponse):
-                future = message.token
-                if isinstance(future, asyncio.Future) and not future.done():
-                    future.set_result(message.response)
+                token = message.token
+                if isinstance(token, DirectAnswer):
+                    token.answer(message.response)  # written now, in this step
+                elif isinstance(token, asyncio.Future) and not token.done():
+                    token.set_result(message.response)
             elif isinstance(message, OutboundRequest):
                 task = asyncio.create_task(self._send(message), name=f"raft send {message.correlation_id}")
                 self._tasks.add(task)
@@ -471,6 +480,24 @@ class RaftDriver:
         if type(response).__version__ != ctx.api_version:
             response = convert_message(response, response_class(ctx.api_key, ctx.api_version))
         return response
+
+    def answer_directly(self, ctx: RequestContext, request: Any, reply: Callable[[Any], None]) -> bool:
+        """Take a Fetch on the listener's direct path (engine.net.kafka_server): into the core now,
+        its answer to ``reply`` in the step the core makes it. False for anything else, or before
+        the core runs (the ordinary path waits for it). The caller has authorized it."""
+        if ctx.api_key != ApiKeys.FETCH or self.client is None or self._stopping:
+            return False
+        core_version = rm.INBOUND_VERSIONS.get(RAFT_APIS[ctx.api_key].name, ctx.api_version)
+        if ctx.api_version != core_version:
+            request = convert_message(request, request_class(ctx.api_key, core_version))
+        token = DirectAnswer(reply, ctx.api_version)
+
+        token.timer = asyncio.get_running_loop().call_later(ANSWER_WAIT_MS / 1000, token.expire)
+        if not self._receive(InboundRequest(token, request)):
+            token.done = True
+            token.timer.cancel()
+            reply(ConnectionAbortedError("the controller is shutting down"))
+        return True
 
     def _answer_wait_ms(self, api_key: int, request: Any) -> int:
         if api_key == ApiKeys.ADD_RAFT_VOTER:

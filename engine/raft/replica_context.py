@@ -54,6 +54,8 @@ class ReplicaContext(ABC):
         self.parked_fetches: list = []  # (token, request, deadline_ms, high watermark when parked)
         self.backoff_until: dict[tuple[int, str], int] = {}
         self.pending_records: list[AnyRecord] = []
+        # (start, end) in pending_records of each atomic append: kept whole in one batch
+        self.pending_atomic: list[tuple[int, int]] = []
         self.pending_since_ms: int | None = None
         self._next_correlation_id = 1
         self._bootstrap_index = 0
@@ -187,8 +189,7 @@ class ReplicaContext(ABC):
         leader = LeaderState(self.local, state.epoch, self.log.end_offset, voters, frozenset(state.granted),
                              now_ms, int(self.config.fetch_timeout_ms * 1.5))
         self.quorum.to_leader(leader)
-        self.pending_records = []
-        self.pending_since_ms = None
+        self.clear_pending_appends()
         message = LeaderChangeMessage(
             version=i16(0), leader_id=self.local.node_id,
             voters=tuple(LeaderChangeVoter(voter_id=v) for v in voters.ids),
@@ -229,8 +230,7 @@ class ReplicaContext(ABC):
         others = set(leader.voters.ids) - {self.local.node_id}
         self.quorum.to_resigned(self.election_deadline_ms(now_ms), successors, others)
         self.complete_parked_fetches(now_ms, force=True)  # now answered "not the leader"
-        self.pending_records = []
-        self.pending_since_ms = None
+        self.clear_pending_appends()
 
     # -- appending as leader ----------------------------------------------------------------
 
@@ -250,13 +250,16 @@ class ReplicaContext(ABC):
     def drain_appends(self, now_ms: int) -> None:
         leader = self.quorum.state
         start = self.log.end_offset
-        while self.pending_records and isinstance(leader, LeaderState):
-            chunk, self.pending_records = (self.pending_records[:MAX_BATCH_RECORDS],
-                                           self.pending_records[MAX_BATCH_RECORDS:])
-            self.log.append_as_leader(chunk, epoch=leader.epoch, timestamp_ms=now_ms)
-        self.pending_records = []
-        self.pending_since_ms = None
+        if isinstance(leader, LeaderState):
+            pending = self.pending_records
+            for first, end in batch_ranges(len(pending), self.pending_atomic, MAX_BATCH_RECORDS):
+                self.log.append_as_leader(pending[first:end], epoch=leader.epoch, timestamp_ms=now_ms)
+        self.clear_pending_appends()
         self._after_leader_append(now_ms, start)
+
+    def clear_pending_appends(self) -> None:
+        """Nothing queued any more (drained, or the leadership went with it)."""
+        self.pending_records, self.pending_atomic, self.pending_since_ms = [], [], None
 
     def _after_leader_append(self, now_ms: int, start: int) -> None:
         """Make the leader's appends (from ``start``) durable, count them, wake parked fetches."""
@@ -293,3 +296,34 @@ class ReplicaContext(ABC):
             self.quorum.to_prospective(now_ms)
             self.quorum.to_candidate(self.election_deadline_ms(now_ms))
             self.become_leader(now_ms)
+
+
+def batch_ranges(count: int, atomic: list[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
+    """How ``count`` pending records go into batches of at most ``limit``: (start, end) of each,
+    in order. Records of an atomic append (``atomic``: sorted, disjoint (start, end), each at
+    most ``limit`` long) share one batch: one that does not fit in the batch being filled starts
+    the next (Kafka's BatchAccumulator does the same); the others fill batches as they come."""
+    spans: list[tuple[int, int, bool]] = []
+    at = 0
+    for first, end in atomic:
+        if first > at:
+            spans.append((at, first, False))
+        spans.append((first, end, True))
+        at = end
+    if at < count:
+        spans.append((at, count, False))
+    out: list[tuple[int, int]] = []
+    batch_start = 0
+    for first, end, whole in spans:
+        if whole:
+            if first > batch_start and end - batch_start > limit:
+                out.append((batch_start, first))
+                batch_start = first
+            continue
+        while end - batch_start > limit:  # loose records fill the batch, then the next
+            cut = batch_start + limit
+            out.append((batch_start, cut))
+            batch_start = cut
+    if batch_start < count:
+        out.append((batch_start, count))
+    return out

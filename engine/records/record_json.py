@@ -18,7 +18,9 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import json.encoder
 import math
+import re
 import typing
 import uuid
 from typing import Any
@@ -135,14 +137,35 @@ def java_double_string(value: float) -> str:
     return f"{mantissa}E{int(exponent)}"
 
 
+_escape = json.encoder.encode_basestring  # type: ignore[attr-defined]
+# An escaped backslash, or a control character's escape: scanning left to right keeps them
+# apart (a text holding a backslash then "u001f" is escaped as "\\\\u001f" and is no escape).
+_ESCAPES = re.compile(r"\\\\|\\u00[01][0-9a-f]")
+
+
+def _upper_hex(match: re.Match) -> str:
+    text = match.group()
+    return text if text == "\\\\" else text[:4] + text[4:].upper()
+
+
+def jackson_string(text: str) -> str:
+    """``text`` as a quoted JSON string the way Jackson writes it: json's escapes (``\\n``,
+    ``\\"``, ``\\\\``; other control characters as ``\\u00XX``; the rest as it is), except that
+    Jackson's hex digits are upper case (``\\u001F``, where Python writes ``\\u001f``)."""
+    quoted = _escape(text)
+    return _ESCAPES.sub(_upper_hex, quoted) if "\\u" in quoted else quoted
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON as Jackson writes it: no spaces, doubles in Java's form."""
     if isinstance(obj, dict):
-        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{dumps(v)}" for k, v in obj.items()) + "}"
+        return "{" + ",".join(f"{jackson_string(k)}:{dumps(v)}" for k, v in obj.items()) + "}"
     if isinstance(obj, list):
         return "[" + ",".join(dumps(v) for v in obj) + "]"
     if isinstance(obj, float):
         return java_double_string(obj)
+    if isinstance(obj, str):
+        return jackson_string(obj)
     return json.dumps(obj, ensure_ascii=False)
 
 

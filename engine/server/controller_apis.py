@@ -30,7 +30,7 @@ import dataclasses
 import datetime
 import ipaddress
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from engine.common.api_keys import FORWARDABLE, ApiKeys, EndpointType
 from engine.controller import api_permissions
@@ -91,7 +91,8 @@ class ControllerApis:
         """Bind the listener and tell the driver where (its requests wait for the Raft core)."""
         self.server = KafkaServer(self.handle, host=self.bind[0], port=self.bind[1], apis=self.apis,
                                   listener_name=self.driver.config.listener_name, features=self.supported_features,
-                                  finalized_features=self.controller.finalized_features, security=self.security)
+                                  finalized_features=self.controller.finalized_features, security=self.security,
+                                  direct=self.direct)
         address = await self.server.start()
         self.driver.listening_on(address)
         return address
@@ -111,6 +112,17 @@ class ControllerApis:
             return await self.controller.serve_command(ctx.api_key, ctx.api_version, request, caller.principal,
                                                        forwarded=False, caller=caller)
         return await self._quorum_request(ctx, request)
+
+    def direct(self, ctx: RequestContext, request: Any, reply: Callable[[Any], None]) -> bool:
+        """A Fetch, once allowed, straight into the Raft core (its answer written in the step the
+        core makes it: a parked one where the high watermark moves); anything else, or a Fetch
+        the authorizer refuses, takes the ordinary path."""
+        if ctx.api_key != ApiKeys.FETCH:
+            return False
+        if self.controller.authorizer.enabled and api_permissions.cluster_denial(
+                self.controller.caller(str(ctx.principal), ctx.peer[0]), ctx.api_key) is not None:
+            return False  # refused on the ordinary path, which logs and answers it
+        return self.driver.answer_directly(ctx, request, reply)
 
     async def _quorum_request(self, ctx: RequestContext, request: Any) -> Any:
         """Raft's RPCs and DescribeCluster, once the authorizer allows them."""

@@ -24,9 +24,13 @@ def _note(line: str) -> None:
 
 
 def cmd_dump_log(args: argparse.Namespace) -> int:
+    from engine.admin.dump_workers import usable_cores
     from engine.admin.log_dump import dump_files
 
-    dump_files(args.files, _out, _note, skip_record_metadata=args.skip_record_metadata)
+    workers = args.workers if args.workers is not None else min(2, usable_cores())
+    # whole batches at a time to stdout (one write a span of batches, not one a line)
+    dump_files(args.files, _out, _note, skip_record_metadata=args.skip_record_metadata,
+               write=sys.stdout.write, workers=workers)
     return 0
 
 
@@ -89,9 +93,10 @@ def cmd_bench_replay(args: argparse.Namespace) -> int:
 def cmd_bench_peer(args: argparse.Namespace) -> int:
     from engine.bench.peer import bench_peer
 
-    bench_peer(Path(args.kafka_libs), partitions=args.partitions, log_partitions=args.log_partitions,
-               rounds=args.rounds, kafka_heap=args.kafka_heap, directory=Path(args.dir) if args.dir else None,
-               out=_out)
+    bench_peer([Path(libs) for libs in args.kafka_libs], partitions=args.partitions,
+               log_partitions=args.log_partitions, rounds=args.rounds, kafka_heap=args.kafka_heap,
+               directory=Path(args.dir) if args.dir else None, controller=args.controller,
+               controller_heap=args.controller_kafka_heap, out=_out)
     return 0
 
 
@@ -140,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="accepted for kafka-dump-log compatibility (always on)")
     dump.add_argument("--deep-iteration", "--print-data-log", action="store_true",
                       help="accepted for kafka-dump-log compatibility (the decoder implies both)")
+    dump.add_argument("--workers", type=_positive, default=None,
+                      help="processes printing a large file (default: 2 where 2 cores are usable, else 1)")
     dump.set_defaults(run=cmd_dump_log)
 
     storage = sub.add_parser("storage", help="format and inspect log directories")
@@ -204,17 +211,26 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--partitions-per-topic", type=_positive, default=100)
     replay.set_defaults(run=cmd_bench_replay)
     peer = bench_sub.add_parser(
-        "peer", help="against Apache Kafka's tools, same files, alternated: first answer, dump-log records/s",
-        description="metashell --snapshot F -c pwd against kafka-metadata-shell --snapshot F ls /, and kraftd "
-                    "dump-log against kafka-dump-log --cluster-metadata-decoder, A B A B; prints medians and "
-                    "ratios. Kafka's mains run with java -cp 'DIR/*' and kafka-run-class.sh's default flags.")
-    peer.add_argument("--kafka-libs", required=True, metavar="DIR", help="a directory of Kafka's jars (its libs/)")
+        "peer", help="against Apache Kafka's tools, same files, in turn: first answer, whole image, dump-log",
+        description="metashell against kafka-metadata-shell on a snapshot written as Kafka 4.x writes one (both "
+                    "interactive, each asked ls /image/topics/byName, a partition's cat and find "
+                    "/image/topics/byName until the answer is right), and kraftd dump-log against kafka-dump-log "
+                    "--cluster-metadata-decoder; A B A B; prints a table of medians, ranges and ratios. Kafka's "
+                    "mains run with java -cp 'DIR/*' and kafka-run-class.sh's default flags.")
+    peer.add_argument("--kafka-libs", required=True, action="append", metavar="DIR",
+                      help="a directory of Kafka's jars (its libs/); give it once per Kafka version to compare")
     peer.add_argument("--partitions", type=_positive, default=1_000_000, help="partitions of the snapshot")
     peer.add_argument("--log-partitions", type=_positive, default=300_000, help="partitions of the dumped log")
     peer.add_argument("--rounds", type=_positive, default=3, help="counted runs of each side, after one warm-up")
     peer.add_argument("--kafka-heap", default="2G", help="-Xmx of kafka-metadata-shell (kafka-dump-log keeps "
                       "Kafka's default 256M)")
     peer.add_argument("--dir", help="keep the generated files here and reuse them next time")
+    peer.add_argument("--controller", action="store_true",
+                      help="also run `kraftd bench controller` for as many partitions, against the last Kafka "
+                           "given (minutes: three controllers a side)")
+    peer.add_argument("--controller-kafka-heap", default="4G", metavar="HEAP",
+                      help="-Xmx and -Xms of each of Kafka's controllers with --controller (1,000,000 partitions "
+                           "need about 4G)")
     peer.set_defaults(run=cmd_bench_peer)
 
     quorum_bench = bench_sub.add_parser("quorum", help="3 controller processes on loopback: commit latency, records/s")

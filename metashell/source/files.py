@@ -3,6 +3,10 @@
 A "snapshot" may be any file of record batches, as ``kafka-metadata-shell --snapshot`` takes
 any: a segment is replayed from its first batch (engine.image.metadata_loader.load_file).
 
+A snapshot's topics are decoded on first touch (engine.image.lazy_topics): the first answer
+waits for one pass over the file, not for every partition; the same image (and so the same
+undecoded topics) is where a log directory's replay and its seeks start.
+
 A log directory is read once, into a MetadataHistory (engine.image.metadata_history), from
 its newest snapshot at or before the first point asked for; ``seek`` then replays from the
 history's checkpoints instead of reading the log again. A point before that snapshot reads

@@ -350,7 +350,11 @@ def add_and_remove_controller(cluster: KafkaCluster) -> None:
     wait_until(lambda: 4 in voters(), "controller 4 a voter", cluster.live_nodes())
     directory_id = _meta_directory_id(node)
     if version_key(cluster.dist.version) < CONTROLLER_UNREGISTRATION:
-        cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4", "--controller-directory-id", directory_id)
+        # retried as the add is: on a loaded machine the leader may change between our DescribeQuorum
+        # and the tool's request, and a new leader may not have the added voter committed yet
+        wait_until(lambda: cluster.dist.run(*quorum, "remove-controller", "--controller-id", "4",
+                                            "--controller-directory-id", directory_id, check=False).returncode == 0
+                   or 4 not in voters(), "remove-controller accepted", cluster.live_nodes())
         wait_until(lambda: 4 not in voters(), "controller 4 removed", cluster.live_nodes())
         node.stop()
         return

@@ -1,4 +1,4 @@
-"""``kraftd bench peer`` runs both sides and prints its figures; no timing is asserted.
+"""``kraftd bench peer`` runs every side and prints its table; no timing is asserted.
 
 The Kafka runs use tiny files (300 partitions) and one counted round, so the whole module costs
 a few JVM starts per Kafka version.
@@ -12,10 +12,12 @@ import re
 
 import pytest
 
-from engine.bench.peer import bench_files
 from engine.tools.cli import run
 
 NUMBER = r"[0-9][0-9,]*(?:\.[0-9]+)?"
+ROWS = ["first answer, wall", "first answer, CPU", "first answer, peak memory", "a partition's cat, wall",
+        "whole-image answer, wall", "whole-image answer, CPU", "whole-image answer, peak memory",
+        "dump-log, records/s (higher is better)", "dump-log, CPU", "dump-log, peak memory"]
 
 
 def _kraftd(*argv: str) -> tuple[int, list[str], list[str]]:
@@ -38,7 +40,8 @@ def peer_dist(kafka_dist):
 
 
 @pytest.mark.kafka
-def test_runs_both_sides_and_prints_ratios(peer_dist, tmp_path):
+@pytest.mark.slow
+def test_runs_every_side_and_prints_the_table(peer_dist, tmp_path):
     kafka_dist = peer_dist
     code, lines, errors = _kraftd("bench", "peer", "--kafka-libs", str(kafka_dist.libs), "--partitions", "300",
                                   "--log-partitions", "300", "--rounds", "1", "--kafka-heap", "256M",
@@ -48,30 +51,32 @@ def test_runs_both_sides_and_prints_ratios(peer_dist, tmp_path):
     assert lines[2].startswith(f"{kafka} ({kafka_dist.libs})")
     commands = [line for line in lines if line.startswith("$ ")]
     assert len(commands) == 4
+    assert commands[0].endswith("-m metashell.cli --snapshot " + str(next(tmp_path.glob("kafka4-snapshot-300/*"
+                                                                                        ".checkpoint"))))
     assert "org.apache.kafka.shell.MetadataShell --snapshot" in commands[1]
     assert "DumpLogSegments --cluster-metadata-decoder --files" in commands[3]
     assert all("-XX:+UseG1GC" in c for c in commands[1::2]) and "-Xmx256M" in commands[3]
-    # one counted run of each side in each pair, A then B
-    rounds = [line.split(":")[0].strip() for line in lines if line.lstrip().startswith("round ")]
-    assert rounds == ["round 1 metashell", f"round 1 {kafka}"] * 2
+    # a warm-up and one counted run of each side, A then B; every answer right (or asked again)
+    shell_runs = [line.split(":")[0].strip() for line in lines if re.match(r"  (warm-up|round 1) .*first answer", line)]
+    assert shell_runs == ["warm-up metashell", f"warm-up {kafka}", "round 1 metashell", f"round 1 {kafka}"]
     assert "dump-log, 303 records" in "\n".join(lines)  # 300 partitions and 3 topics
-    assert "  both printed every record; their outputs are identical" in lines
-    ratios = [re.fullmatch(rf"ratio (.*) metashell/Kafka: {NUMBER} \(pair by pair {NUMBER} - {NUMBER}; .*\)", line)
-              for line in lines[-5:]]
-    assert [r and r.group(1) for r in ratios] == ["first answer seconds", "first answer cpu seconds",
-                                                   "first answer peak memory", "dump-log records/s",
-                                                   "dump-log cpu seconds"]
-    assert any(re.fullmatch(rf"  {kafka} median \(-Xmx256M\): {NUMBER} records/s, cpu .*", ln) for ln in lines)
+    assert f"  metashell and {kafka} printed every record; their outputs are identical" in lines
+    assert any(line.startswith("attach to a quorum of 300 partitions: not run here") for line in lines)
+    head = lines.index(f"| figure (median (min - max)) | metashell | {kafka} | ratio |")
+    rows = [re.fullmatch(rf"\| (.*) \| {NUMBER}( s| MiB)? \| {NUMBER}( s| MiB)? \| {NUMBER} \|", line)
+            for line in lines[head + 2:]]
+    assert [r and r.group(1) for r in rows] == ROWS
 
 
 @pytest.mark.kafka
+@pytest.mark.slow
 def test_a_failing_kafka_side_is_one_line(peer_dist, tmp_path):
     kafka_dist = peer_dist
     code, _, errors = _kraftd("bench", "peer", "--kafka-libs", str(kafka_dist.libs), "--partitions", "100",
                               "--log-partitions", "100", "--rounds", "1", "--kafka-heap", "lots",
                               "--dir", str(tmp_path))
     assert code == 1
-    assert len(errors) == 1 and errors[0].startswith("kraftd: ") and "exited 1" in errors[0]
+    assert len(errors) == 1 and errors[0].startswith(f"kraftd: Kafka {kafka_dist.version} exited before answering")
 
 
 def test_libs_without_kafka_is_one_line(tmp_path):
@@ -80,12 +85,9 @@ def test_libs_without_kafka_is_one_line(tmp_path):
     assert errors == [f"kraftd: {tmp_path}: no Kafka jars here (need kafka-clients-*.jar and kafka-shell-*.jar)"]
 
 
-def test_generated_files_are_kept_and_reused(tmp_path):
-    said: list[str] = []
-    snapshot, segments, records = bench_files(tmp_path, 250, 120, said.append)
-    assert len(said) == 2 and records == 120 + 2
-    stamps = [p.stat().st_mtime_ns for p in (snapshot, *segments)]
-    again: list[str] = []
-    assert bench_files(tmp_path, 250, 120, again.append) == (snapshot, segments, records)
-    assert again == [] and [p.stat().st_mtime_ns for p in (snapshot, *segments)] == stamps
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["log-120", "snapshot-250"]  # no partial directories left
+@pytest.mark.kafka
+def test_the_same_version_twice_is_one_line(peer_dist, tmp_path):
+    libs = str(peer_dist.libs)
+    code, lines, errors = _kraftd("bench", "peer", "--kafka-libs", libs, "--kafka-libs", libs, "--dir", str(tmp_path))
+    assert (code, lines) == (1, [])
+    assert errors == ["kraftd: --kafka-libs: the same Kafka version twice"]

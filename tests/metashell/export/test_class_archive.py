@@ -30,8 +30,17 @@ def env_with_cache(cache: Path, **changes: str) -> dict[str, str]:
     return env
 
 
-def class_log_args(log: Path) -> str:
-    return f"--conf spark.driver.extraJavaOptions=-Xlog:class+load=info:file={log} pyspark-shell"
+def class_log_args(logs: Path) -> str:
+    """Every JVM started with these (the export's, and a builder's, which inherits them) logs where
+    each class came from into a file of its own in ``logs`` (``%p``: its pid)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    return f"--conf spark.driver.extraJavaOptions=-Xlog:class+load=info:file={logs}/classes-%p.log pyspark-shell"
+
+
+def spark_context_sources(logs: Path) -> list[str]:
+    """Where each JVM that logged into ``logs`` loaded SparkContext from."""
+    return sorted(line.split(SPARK_CONTEXT, 1)[1].strip() for log in logs.glob("classes-*.log")
+                  for line in log.read_text().splitlines() if SPARK_CONTEXT in line)
 
 
 def export(tmp_path: Path, env: dict[str, str], name: str) -> subprocess.CompletedProcess:
@@ -134,8 +143,8 @@ def test_a_failed_build_is_said_once_and_tried_again_after_a_day(tmp_path: Path)
 @pytest.mark.slow
 def test_the_first_export_has_it_built_and_the_next_maps_it(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    first_log, second_log = tmp_path / "first-classes.log", tmp_path / "second-classes.log"
-    env = env_with_cache(cache, PYSPARK_SUBMIT_ARGS=class_log_args(first_log))
+    first_logs, second_logs = tmp_path / "first-classes", tmp_path / "second-classes"
+    env = env_with_cache(cache, PYSPARK_SUBMIT_ARGS=class_log_args(first_logs))
     archive = archive_for(env)
     assert archive.parent == cache / "metashell" / "spark-classes"
 
@@ -144,12 +153,14 @@ def test_the_first_export_has_it_built_and_the_next_maps_it(tmp_path: Path) -> N
                                                    "/partitions (parquet)\n")
     assert first.stderr == ("metashell: note: keeping Spark's classes for quicker exports, once per Java and "
                             f"pyspark, in the background: {archive}\n")
-    assert f"{SPARK_CONTEXT}jar:" in first_log.read_text() or f"{SPARK_CONTEXT}file:" in first_log.read_text()
     wait_built(archive)
+    # the export's JVM and the builder's: both loaded Spark from its jars
+    sources = spark_context_sources(first_logs)
+    assert len(sources) == 2 and all(source.startswith(("file:", "jar:")) for source in sources), sources
 
-    second = export(tmp_path, {**env, "PYSPARK_SUBMIT_ARGS": class_log_args(second_log)}, "second")
+    second = export(tmp_path, {**env, "PYSPARK_SUBMIT_ARGS": class_log_args(second_logs)}, "second")
     assert (second.returncode, second.stderr) == (0, "")  # nothing more to build, nothing said
-    assert f"{SPARK_CONTEXT}shared objects file (top)" in second_log.read_text()
+    assert spark_context_sources(second_logs) == ["shared objects file (top)"]
     assert list((tmp_path / "out-second" / "partitions").glob("part-*.parquet"))
 
 
