@@ -173,22 +173,17 @@ def _batch_headers(buf: bytes, where: str) -> tuple[list[RecordBatch], list[int]
 
 
 class _Indexer:
-    """The walk over a span of batches. ``leading``: the span may begin inside a topic's run
-    (the second half of a walk in two): PartitionRecords before its first TopicRecord are kept
-    as the runs of a topic known only by its id, for the first half's last topic to claim."""
+    """The walk over a snapshot's batches."""
 
-    def __init__(self, buf: bytes, where: str, headers: list[RecordBatch], positions: list[int],
-                 leading: bool = False) -> None:
+    def __init__(self, buf: bytes, where: str, headers: list[RecordBatch], positions: list[int]) -> None:
         self.buf, self.where = buf, where
         self.headers, self.positions = headers, positions
         self.entries: list[LogEntry] = []
         self.topics: list[IndexedTopic] = []
         self.seen: set[bytes] = set()
-        # the topic whose PartitionRecords may come next, and its id's bytes (None: not known yet)
-        self.leading = IndexedTopic(None, []) if leading else None
-        self.current: IndexedTopic | None = self.leading
+        # the topic whose PartitionRecords may come next, and its id's bytes (None: no topic open)
+        self.current: IndexedTopic | None = None
         self.current_id: bytes | None = None
-        self.lead_id: bytes | None = None  # the leading topic's id, once its first PartitionRecord is read
 
     def walk(self, first: int, end: int) -> None:
         """Batches ``first`` to ``end`` (excluded)."""
@@ -260,7 +255,7 @@ class _Indexer:
             api = buf[value + 1]
             if api == PARTITION_RECORD:
                 if current_id is None:
-                    current_id = self._lead(buf, value)
+                    raise NotGrouped  # a PartitionRecord with no TopicRecord before it
                 if buf[value + 2] not in _KNOWN_PARTITION_VERSIONS \
                         or not same_topic(current_id, value + 7):
                     raise NotGrouped
@@ -289,14 +284,6 @@ class _Indexer:
             raise NotGrouped
         if run_first >= 0:
             self.current.runs.append((batch, run_first, index - run_first, run_start, end))
-
-    def _lead(self, buf: bytes, value: int) -> bytes:
-        """A PartitionRecord with no topic before it: the id of the topic whose run the span
-        began inside, at the start of a second half; anywhere else, not the grouped shape."""
-        if self.current is None or self.current is not self.leading or self.leading.runs:
-            raise NotGrouped
-        self.current_id = self.lead_id = buf[value + 7:value + 23]
-        return self.current_id
 
     def _topic(self, buf: bytes, start: int, end: int) -> bytes:
         """A TopicRecord: a new topic begins; its id's bytes (its PartitionRecords carry them)."""
