@@ -37,6 +37,21 @@ def plain_batch(buf: bytes, pos: int) -> tuple[RecordBatch, int] | None:
                        header.size_bytes), end
 
 
+def _varint3(buf: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint of at most three bytes at ``pos`` (still zigzag-encoded) and the position
+    after it; (-1, pos) for a longer one, which the general decoder reads. IndexError past the end."""
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:
+        return (b & 0x7F) | (c << 7), pos + 2
+    d = buf[pos + 2]
+    if d >= 0x80:
+        return -1, pos
+    return (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14), pos + 3
+
+
 def _plain_records(buf: bytes, pos: int, end: int, count: int) -> tuple[BatchRecord, ...] | None:
     """The records filling buf[pos:end], ``count`` of them, none with headers; None otherwise."""
     records = []
@@ -44,18 +59,9 @@ def _plain_records(buf: bytes, pos: int, end: int, count: int) -> tuple[BatchRec
     try:
         while pos < end:
             # record length (zigzag varint), up to three bytes
-            b = buf[pos]
-            if b < 0x80:
-                length, pos = b, pos + 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    length, pos = (b & 0x7F) | (c << 7), pos + 2
-                else:
-                    d = buf[pos + 2]
-                    if d >= 0x80:
-                        return None
-                    length, pos = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14), pos + 3
+            length, pos = _varint3(buf, pos)
+            if length < 0:
+                return None
             if length & 1:
                 return None  # negative
             body = pos
@@ -65,18 +71,9 @@ def _plain_records(buf: bytes, pos: int, end: int, count: int) -> tuple[BatchRec
                 return None
             ts_delta = (b >> 1) ^ -(b & 1)
             pos += 2
-            b = buf[pos]  # offset delta
-            if b < 0x80:
-                raw, pos = b, pos + 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    raw, pos = (b & 0x7F) | (c << 7), pos + 2
-                else:
-                    d = buf[pos + 2]
-                    if d >= 0x80:
-                        return None
-                    raw, pos = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14), pos + 3
+            raw, pos = _varint3(buf, pos)  # offset delta
+            if raw < 0:
+                return None
             offset_delta = (raw >> 1) ^ -(raw & 1)
             key = None
             b = buf[pos]  # key: null (zigzag -1) or a short one
@@ -88,18 +85,9 @@ def _plain_records(buf: bytes, pos: int, end: int, count: int) -> tuple[BatchRec
                 pos = key_end
             else:
                 return None
-            b = buf[pos]  # value
-            if b < 0x80:
-                raw, pos = b, pos + 1
-            else:
-                c = buf[pos + 1]
-                if c < 0x80:
-                    raw, pos = (b & 0x7F) | (c << 7), pos + 2
-                else:
-                    d = buf[pos + 2]
-                    if d >= 0x80:
-                        return None
-                    raw, pos = (b & 0x7F) | ((c & 0x7F) << 7) | (d << 14), pos + 3
+            raw, pos = _varint3(buf, pos)  # value length
+            if raw < 0:
+                return None
             if raw == 1:
                 value = None
             elif raw & 1:
