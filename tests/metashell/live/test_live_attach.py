@@ -84,7 +84,11 @@ def _bootstrap(nodes: list[ControllerNode]) -> str:
 
 async def _register_a_broker(client: KafkaClient, active: ControllerNode) -> asyncio.Task:
     """BROKER_ID registered at ``active`` and heartbeating until unfenced (topics need a broker)."""
+    # The request offers the features of the controller's image: a controller just elected may not
+    # have replayed metadata.version yet, and a registration without it is refused (as Kafka does).
+    await wait_until(lambda: active.image.metadata_version, DEADLINE_S, "metadata.version at the active controller")
     registered = await client.send(active.driver.address, broker_registration_request(BROKER_ID, 9092, active.image))
+    assert registered.error_code == 0, registered
     beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active, int(registered.broker_epoch)))
     # the registration is answered at its commit; the active controller's image has it a moment later
     await wait_until(lambda: (b := active.image.cluster.brokers.get(BROKER_ID)) is not None and not b.fenced,
