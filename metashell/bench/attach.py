@@ -6,8 +6,10 @@ For each side (our ``kraftd`` controllers, then Apache Kafka's, same shape, same
    ``partitions`` partitions (metashell.bench.attach_cluster), is launched; the bench waits
    until DescribeQuorum names a leader and the controllers are idle (loading done);
 2. *attach*: the attached tool, a process of its own (metashell.bench.attach_tool), runs
-   ``Attachment.start()`` to caught up and builds the tree — the total, then, apart, the
-   FetchSnapshot download alone and the decoding and replay alone, and the tool's memory growth;
+   ``Attachment.start()`` to caught up, answers ``ls /image/topics/byName`` (the first answer,
+   checked against the image's topics), then decodes every partition (the whole image); then,
+   apart, the FetchSnapshot download alone, the index alone and the decoding alone, and the
+   tool's memory growth;
 3. *commit to tree*: a load process (metashell.bench.attach_load) commits ``records_per_s``
    config records per second for ``seconds``, ``records_per_request`` per IncrementalAlterConfigs;
    the commit time of a record is when the controller's answer arrived (it answers once the
@@ -43,6 +45,7 @@ from engine.bench.controller_load import ControllerLoad, LoadError, percentile
 from engine.cluster.kafka_dist import KafkaUnavailable, find_distribution
 from engine.cluster.processes import SOURCE_ROOT, ClusterError, ProcessCluster
 from metashell.bench.attach_cluster import SeededKafka, SeededKraftd, SnapshotSeed
+from metashell.bench.attach_tool import FIRST_QUESTION
 
 Out = Callable[[str], None]
 READY_TIMEOUT_S = 300.0  # a safety net: three JVMs loading a million partitions on two cores
@@ -170,7 +173,7 @@ def _end(process: subprocess.Popen | None) -> None:
 
 
 def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s: float, records_per_request: int,
-                 seconds: float, out: Out) -> None:
+                 seconds: float, out: Out, expected_partitions: int | None = None) -> None:
     launched = time.monotonic()
     cluster.launch()
     wait_ready(cluster)
@@ -185,9 +188,14 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         figures.attached = lines.next("attached", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["attached"]
         a = figures.attached
         figures.partitions = a["partitions"]
-        out(f"{figures.name}: attached to {a['partitions']:,} partitions (snapshot at offset {a['snapshot_offset']:,}) "
-            f"in {a['total_s']:.2f} s: caught up {a['caught_up_s']:.2f} s + tree {a['tree_s']:.2f} s; "
-            f"the tool's RSS grew {a['rss_growth_mb']:,.0f} MB")
+        right = a["topics_listed"] == a["topics"] and (expected_partitions is None or a["partitions"] == expected_partitions)
+        out(f"{figures.name}: attached to {a['partitions']:,} partitions (snapshot at offset {a['snapshot_offset']:,}): "
+            f"caught up {a['caught_up_s']:.2f} s, first answer (ls {FIRST_QUESTION}: {a['topics_listed']:,} topics"
+            f"{'' if right else ', WRONG'}) {a['first_answer_s']:.2f} s, whole image {a['whole_image_s']:.2f} s; "
+            f"the tool's RSS grew {a['rss_first_answer_mb']:,.0f} MB by the first answer, {a['rss_growth_mb']:,.0f} MB in all")
+        if not right:
+            raise BenchError(f"{figures.name}: the attached tool listed {a['topics_listed']:,} of {a['topics']:,} topics "
+                             f"and decoded {a['partitions']:,} partitions (expected {expected_partitions})")
 
         load = _child("metashell.bench.attach_load", "--controllers", controllers, "--cluster-id",
                       cluster.cluster_id, "--records-per-s", str(records_per_s), "--records-per-request",
@@ -221,7 +229,7 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         if figures.split:
             s = figures.split
             out(f"{figures.name}: apart: FetchSnapshot of {s['bytes'] / 1e6:,.1f} MB {s['fetch_s']:.2f} s, "
-                f"decode and replay {s['replay_s']:.2f} s")
+                f"index {s['index_s']:.2f} s, every topic decoded {s['decode_s']:.2f} s")
     finally:
         _end(load)
         _end(tool)
@@ -269,14 +277,23 @@ def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, o
 
     out(_row("partitions", col(lambda s: f"{s.partitions:,}")))
     out(_row("launch to leader and idle controllers (s)", col(lambda s: f"{s.ready_s:.1f}")))
-    out(_row("attach: start() to tree shown (s)", col(lambda s: f"{s.attached.get('total_s', float('nan')):.2f}")))
-    out(_row("  of which: start() to caught up (s)", col(lambda s: f"{s.attached.get('caught_up_s', float('nan')):.2f}")))
-    out(_row("  of which: history and tree (s)", col(lambda s: f"{s.attached.get('tree_s', float('nan')):.2f}")))
-    out(_row("then: heap settled, gc.collect + freeze (s)", col(lambda s: f"{s.attached.get('settle_s', float('nan')):.2f}")))
-    out(_row("apart: FetchSnapshot alone (s)", col(lambda s: f"{s.split['fetch_s']:.2f}" if s.split else "n/a")))
-    out(_row("apart: decode + replay alone (s)", col(lambda s: f"{s.split['replay_s']:.2f}" if s.split else "n/a")))
+    def attached(key: str) -> Callable[[SideFigures], str]:
+        return lambda s: f"{s.attached.get(key, float('nan')):.2f}"
+
+    def apart(key: str) -> Callable[[SideFigures], str]:
+        return lambda s: f"{s.split[key]:.2f}" if s.split else "n/a"
+
+    out(_row("attach: start() to caught up (s)", col(attached("caught_up_s"))))
+    out(_row(f"attach: first answer, ls {FIRST_QUESTION} (s)", col(attached("first_answer_s"))))
+    out(_row("attach: start() to the whole image decoded (s)", col(attached("whole_image_s"))))
+    out(_row("then: heap settled, gc.collect + freeze (s)", col(attached("settle_s"))))
+    out(_row("apart: FetchSnapshot alone (s)", col(apart("fetch_s"))))
+    out(_row("apart: index of the snapshot alone (s)", col(apart("index_s"))))
+    out(_row("apart: every topic decoded alone (s)", col(apart("decode_s"))))
     out(_row("snapshot size (MB)", col(lambda s: f"{s.split['bytes'] / 1e6:,.1f}" if s.split else "n/a")))
-    out(_row("the tool's RSS growth at attach (MB)", col(lambda s: f"{s.attached.get('rss_growth_mb', float('nan')):,.0f}")))
+    out(_row("the tool's RSS growth: first answer / whole image (MB)",
+             col(lambda s: f"{s.attached.get('rss_first_answer_mb', float('nan')):,.0f} / "
+                           f"{s.attached.get('rss_growth_mb', float('nan')):,.0f}")))
     out(_row(f"records/s committed (asked {records_per_s:,.0f}, {seconds:.0f} s)",
              col(lambda s: f"{s.committed_records_per_s:,.0f}")))
     out(_row("requests failed / committed but never shown", col(lambda s: f"{s.failed_requests} / {s.unseen}")))
@@ -320,7 +337,7 @@ def bench_attach(*, partitions: int = 1_000_000, records_per_s: float = 1000.0, 
         cluster = make(root, seed)
         try:
             measure_side(cluster, figures, records_per_s=records_per_s, records_per_request=records_per_request,
-                         seconds=seconds, out=out)
+                         seconds=seconds, out=out, expected_partitions=partitions)
         except (BenchError, ClusterError, LoadError) as err:
             figures.error = f"{err.one_line() if hasattr(err, 'one_line') else err} (logs in {root})"
             out(f"{figures.name}: {figures.error}")

@@ -4,9 +4,12 @@
 
 1. *attach*: ``Attachment.start()``, ``wait_caught_up``, then the tool's part, the starting image
    and what came with it replayed into a growing MetadataHistory and the tree built over its
-   newest image (``/`` listed), as the live shell does before its first prompt. Prints one JSON
-   line ``{"attached": ...}``: seconds to caught up, to the tree, the partitions, and how much
-   this process's resident memory grew (VmRSS; the process held nothing big before). Then the
+   newest image, and ``ls /image/topics/byName`` answered (the first answer), as the live shell
+   does for its first command; then every topic's partitions decoded (the whole image, as a
+   whole-image question needs). Prints one JSON line ``{"attached": ...}``: seconds from
+   ``start()`` to caught up, to the first answer and to the whole image, the topics listed, the
+   partitions, and how much this process's resident memory grew (VmRSS; the process held
+   nothing big before). Then the
    heap is settled as the live dashboard settles it (gc.collect, gc.freeze: a full collection
    would otherwise rescan a million partitions' objects, about half a second, in the middle of
    an update), timed apart.
@@ -17,8 +20,8 @@
    when standard input says ``stop N`` and request N was seen (or ``--grace-s`` later), or at EOF.
 3. *split*: how the attach time divides, measured apart after the attachment is closed, on the
    same leader and snapshot: the FetchSnapshot chunks alone (the attachment's chunk size, the
-   bytes only kept), then the decoding and replay of those bytes alone (the functions the
-   attachment's follower uses). Prints ``{"followed": ...}`` and ``{"split": ...}``.
+   bytes only kept), then the attachment's own functions on those bytes alone: the index (its
+   starting image) and the decoding of every topic. Prints ``{"followed": ...}`` and ``{"split": ...}``.
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ from typing import Any
 from engine.common.heap import settle_heap
 from engine.image.metadata_history import MetadataHistory
 from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import LoadInfo, image_of_snapshot
+from engine.image.lazy_topics import decode_all
+from engine.image.metadata_loader import LoadInfo, image_of_fetched_snapshot
 from engine.net.kafka_client import KafkaClient
 from engine.raft import raft_messages as rm
 from engine.raft.log_follower import ANONYMOUS, FollowerSettings
 from engine.records.kio_codec import ErrorCode
-from engine.storage.log_reader import LogEntry, batches_of_bytes
+from engine.storage.log_reader import LogEntry
 from engine.storage.snapshot_writer import SnapshotId
 from metashell.bench.attach_load import CONFIG_NAME, TOPIC_PREFIX, parse_controllers, request_of_value
 from metashell.live.attach import AttachError, Attachment
@@ -100,7 +104,14 @@ def load_requests(batches: list[list[LogEntry]]) -> set[int]:
     return found
 
 
+FIRST_QUESTION = "/image/topics/byName"  # `ls` of it: the first question `kraftd bench peer` asks both shells
+
+
 def attach(bootstrap: str, timeout_s: float, wake: threading.Event) -> tuple[Attachment, LiveTree, dict]:
+    """Attach as the live shell does and time its milestones from ``start()``: caught up (the
+    snapshot indexed and the records after it replayed, to the first high watermark seen), the
+    first answer (``ls /image/topics/byName`` from the tree over the newest image), and the
+    whole image (every topic's partitions decoded, as a whole-image question needs)."""
     before = rss_mb()
     started = time.monotonic()
     attachment = Attachment(bootstrap, on_update=wake.set)
@@ -111,14 +122,21 @@ def attach(bootstrap: str, timeout_s: float, wake: threading.Event) -> tuple[Att
         raise AttachError("caught up without a starting image")
     image, offset = update.reset
     live = LiveTree(bootstrap, image, offset, update.batches)
-    live.tree().child_names()  # the root listed: what the first prompt shows
-    done = time.monotonic()
+    names = resolve(live.tree(), FIRST_QUESTION).child_names()  # what the first prompt's `ls` prints
+    answered = time.monotonic()
+    first_rss = rss_mb() - before
+    newest = live.history.image_at(offset=live.history.last_offset)[0]
+    decode_all(newest.topics)  # a whole-image question: every partition decoded (the rest of the snapshot)
+    partitions = newest.partition_count
+    whole = time.monotonic()
     grown = rss_mb() - before
     settle_heap()  # as the live dashboard does before its first frame: no full collection rescans the image
     return attachment, live, {
-        "caught_up_s": caught_up - started, "tree_s": done - caught_up, "total_s": done - started,
-        "settle_s": time.monotonic() - done, "rss_growth_mb": grown, "partitions": image.partition_count, "snapshot_offset": offset,
-        "snapshot_epoch": image.provenance.last_epoch,
+        "caught_up_s": caught_up - started, "first_answer_s": answered - started, "tree_s": answered - caught_up,
+        "whole_image_s": whole - started, "total_s": whole - started, "topics_listed": len(names),
+        "topics": len(newest.topics.by_name), "settle_s": time.monotonic() - whole,
+        "rss_first_answer_mb": first_rss, "rss_growth_mb": grown, "partitions": partitions,
+        "snapshot_offset": offset, "snapshot_epoch": image.provenance.last_epoch,
         "offset": live.history.last_offset, "leader_id": update.status.leader_id,
         "leader_epoch": update.status.leader_epoch}
 
@@ -191,12 +209,15 @@ async def fetch_snapshot_alone(address: tuple[str, int], epoch: int, snapshot: S
 
 
 def split(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> dict:
+    """Apart, on the same leader: the download alone, then the attachment's own functions on
+    those bytes: indexed (the starting image), then every topic decoded."""
     fetch_s, data = asyncio.run(fetch_snapshot_alone(address, epoch, snapshot))
     started = time.monotonic()
-    entries = [e for _, batch in batches_of_bytes(data, "the snapshot", None, True) for e in batch]
-    image, _ = image_of_snapshot(entries, snapshot)
-    return {"fetch_s": fetch_s, "replay_s": time.monotonic() - started, "bytes": len(data),
-            "partitions": image.partition_count}
+    image = image_of_fetched_snapshot(data, snapshot, "the snapshot")
+    indexed = time.monotonic()
+    decode_all(image.topics)
+    return {"fetch_s": fetch_s, "index_s": indexed - started, "decode_s": time.monotonic() - indexed,
+            "replay_s": time.monotonic() - started, "bytes": len(data), "partitions": image.partition_count}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,7 +40,7 @@ from engine.common.api_keys import ApiKeys
 from engine.common.errors import MetadataError
 from engine.common.java_properties import load_properties
 from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import image_of_snapshot
+from engine.image.metadata_loader import image_of_fetched_snapshot
 from engine.net.channel_security import ClientSecurity
 from engine.net.connect import (RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS, SETUP_TIMEOUT_MAX_MS,
                                 SETUP_TIMEOUT_MS, failure_words)
@@ -51,8 +51,6 @@ from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_ver
 from engine.raft.raft_config import int_property
 from engine.raft.raft_io import InboundResponse, OutboundRequest
 from engine.raft.voter_set import Address
-from engine.storage.log_reader import LogEntry
-from engine.storage.snapshot_writer import SnapshotId
 from engine.admin import quorum_client
 from metashell.live.feed import AttachStatus, FeedUpdate
 from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch, not_a_controller
@@ -273,8 +271,9 @@ class Attachment:
             if self._stopping:
                 return
         c, now = self._connection, self._clock_ms()
-        core = LogFollower(self._addresses, snapshot_state=_snapshot_image, empty_state=MetadataImage(),
-                           cluster_id=self._cluster_id, settings=s, now_ms=now)
+        core = LogFollower(self._addresses, empty_state=MetadataImage(),
+                           cluster_id=self._cluster_id, settings=s, now_ms=now,
+                           snapshot_bytes_state=image_of_fetched_snapshot)
         self._watch = StartupWatch(self._addresses, now, self._stall_timeout_ms)
         clients = [KafkaClient(client_id=CLIENT_ID, request_timeout_ms=s.request_timeout_ms,
                                reconnect_backoff_ms=c.reconnect_backoff_ms,
@@ -433,11 +432,6 @@ class Attachment:
         if self._on_update is not None:
             with contextlib.suppress(Exception):  # the tool's wake-up must not end the feed
                 self._on_update()
-
-
-def _snapshot_image(entries: list[LogEntry], snapshot_id: SnapshotId) -> MetadataImage:
-    """A fetched snapshot's image, replayed as a snapshot file's is (MetadataDelta: one interpreter)."""
-    return image_of_snapshot(entries, snapshot_id)[0]
 
 
 def status_note(core: LogFollower, bootstrap: str, caught_up: bool, fetched: int, reached: bool) -> str:
