@@ -301,6 +301,9 @@ class LogFollower:
             self._truncate(part.diverging_epoch.end_offset, part.diverging_epoch.epoch)
             return
         if part.snapshot_id.end_offset >= 0:
+            # the leader's high watermark, told beside the snapshot: what catching up reaches
+            # for is past the snapshot's records, at the records committed after it
+            self.high_watermark = max(self.high_watermark, part.high_watermark)
             self._download = _Download(SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch))
             return
         if not self._started and self.fetch_offset == 0:
