@@ -73,7 +73,76 @@ class SideFigures:
     failed_requests: int = 0
     unseen: int = 0  # answered without an error, never shown by the tree
     committed_records_per_s: float = float("nan")
+    # per record's request, ms: the stages of commit to tree (STAGES), from the traced tool
+    stages: dict[str, list[float]] = field(default_factory=dict)
+    tail: dict[str, float] = field(default_factory=dict)  # the stages' means over the slowest 1 % (commit to tree)
+    machine: dict = field(default_factory=dict)  # during the load: run queue, CPU pressure, CPU waits
     error: str | None = None
+
+
+# the stages of a record's way from the load's send to the tree (ms), from the timestamps of
+# metashell.bench.attach_tool's trace: sent and answered (the load), appended (the leader's batch
+# timestamp), arrived (the Fetch answer that committed it reached the attachment), published
+# (handed to the tool's side), drained (the tool's thread took it), shown (the tree answered)
+STAGES = (("send to leader append", "sent", "appended"),
+          ("leader append to commit answered", "appended", "answered"),
+          ("leader append to Fetch answer at the tool", "appended", "arrived"),
+          ("commit answered to Fetch answer at the tool", "answered", "arrived"),
+          ("Fetch answer to published", "arrived", "published"),
+          ("published to drained (the tool's thread woke)", "published", "drained"),
+          ("drained to shown (replay, tree lookup)", "drained", "shown"))
+TAIL_SHARE = 0.01
+
+
+class MachineWatch:
+    """While the load runs: the run queue (/proc/loadavg's runnable entities, every 100 ms), and
+    for the given processes the seconds their threads ran and waited for a CPU (schedstat)."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+        self.runnable: list[int] = []
+        self._stop = threading.Event()
+        self._before = {name: _run_wait(pid) for name, pid in pids.items()}
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                self.runnable.append(int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]))
+            except (OSError, ValueError, IndexError):
+                pass
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        span = time.monotonic() - self._started
+        out: dict = {"span_s": span, "runnable_p50": percentile(self.runnable, 0.5),
+                     "runnable_max": max(self.runnable, default=0), "cpu_pressure": _cpu_pressure()}
+        for name, pid in self.pids.items():
+            (ran0, waited0), (ran, waited) = self._before[name], _run_wait(pid)
+            out[name] = {"ran_s": ran - ran0, "waited_s": waited - waited0}
+        return out
+
+
+def _run_wait(pid: int) -> tuple[float, float]:
+    """Seconds a process's threads ran on a CPU and waited in the run queue (schedstat)."""
+    ran = waited = 0
+    for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            fields = task.read_text().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that just ended
+    return ran / 1e9, waited / 1e9
+
+
+def _cpu_pressure() -> str:
+    try:
+        return Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return "n/a"
 
 
 def _controllers_arg(cluster: ProcessCluster) -> str:
@@ -197,6 +266,8 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
             raise BenchError(f"{figures.name}: the attached tool listed {a['topics_listed']:,} of {a['topics']:,} topics "
                              f"and decoded {a['partitions']:,} partitions (expected {expected_partitions})")
 
+        leader = cluster.procs.get(a["leader_id"])
+        watch = MachineWatch({"leader": leader.pid} if leader is not None else {})
         load = _child("metashell.bench.attach_load", "--controllers", controllers, "--cluster-id",
                       cluster.cluster_id, "--records-per-s", str(records_per_s), "--records-per-request",
                       str(records_per_request), "--seconds", str(seconds))
@@ -214,10 +285,13 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         ok = [r for r in answers if r["error"] is None]
         tool.stdin.write(f"stop {max((r['n'] for r in ok), default=-1)}\n")
         tool.stdin.flush()
+        figures.machine = watch.stop()
         followed = lines.next("followed", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["followed"]
+        figures.machine["tool"] = {"ran_s": followed["ran_s"], "waited_s": followed["waited_s"]}
         figures.split = lines.next("split", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["split"]
         tool.wait()
         _latencies(figures, answers, ok, followed["seen"], done, records_per_request)
+        _stages(figures, ok, followed["trace"])
         figures.tool_work_ms = followed["work_ms"]
         errors = Counter(r["error"] for r in answers if r["error"] is not None)
         if errors:
@@ -249,6 +323,21 @@ def _latencies(figures: SideFigures, answers: list[dict], ok: list[dict], seen: 
     if ok:
         span = max(r["answered"] for r in ok) - done["started"]
         figures.committed_records_per_s = len(ok) * records_per_request / span if span > 0 else float("nan")
+
+
+def _stages(figures: SideFigures, ok: list[dict], trace: dict[str, list[float]]) -> None:
+    """Each request's stages (STAGES), and their means over the slowest TAIL_SHARE by commit to tree."""
+    rows = []
+    for r in ok:
+        t = trace.get(str(r["n"]))
+        if t is not None:
+            rows.append(dict(zip(("appended", "arrived", "published", "drained", "shown"), t),
+                             sent=r["sent"], answered=r["answered"]))
+    figures.stages = {label: [(row[b] - row[a]) * 1000 for row in rows] for label, a, b in STAGES}
+    rows.sort(key=lambda row: row["shown"] - row["answered"])
+    tail = rows[-max(1, round(len(rows) * TAIL_SHARE)):] if rows else []
+    figures.tail = {label: sum((row[b] - row[a]) * 1000 for row in tail) / len(tail) for label, a, b in STAGES} \
+        if tail else {}
 
 
 def _row(label: str, values: list[str], width: int = 26) -> str:
@@ -301,6 +390,17 @@ def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, o
     out(_row("  the tool's work per update p50 / p99 / max (ms)", col(lambda s: _ms3(s.tool_work_ms))))
     out(_row("send to tree p50 / p99 / max (ms)", col(lambda s: _ms3(s.send_to_tree_ms))))
     out(_row("send to commit answered p50 / p99 / max (ms)", col(lambda s: _ms3(s.commit_ms))))
+    out("  where commit to tree goes, per record (p50 / p99 / max, ms; the tail: mean over the slowest 1 %):")
+    for label, _, _ in STAGES:
+        out(_row(f"  {label}", col(lambda s, k=label: f"{_ms3(s.stages.get(k, []))} [{_ms(s.tail.get(k, float('nan')))}]"),
+                 width=30))
+    out(_row("during the load: runnable tasks p50 / max (2 cpus)",
+             col(lambda s: f"{s.machine.get('runnable_p50', float('nan')):.0f} / {s.machine.get('runnable_max', 0)}")))
+    for who in ("leader", "tool"):
+        out(_row(f"  the {who}'s threads: ran / waited for a CPU (s)",
+                 col(lambda s, w=who: (f"{s.machine[w]['ran_s']:.1f} / {s.machine[w]['waited_s']:.1f}"
+                                       if w in s.machine else "n/a"))))
+    out(_row("  CPU pressure at the end", col(lambda s: s.machine.get("cpu_pressure", "n/a").replace("some ", ""))))
 
 
 def _load_average() -> str:

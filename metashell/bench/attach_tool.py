@@ -90,9 +90,10 @@ class LiveTree:
             return None
 
 
-def load_requests(batches: list[list[LogEntry]]) -> set[int]:
-    """The load's request numbers among the ConfigRecords of ``batches``."""
-    found = set()
+def load_requests(batches: list[list[LogEntry]]) -> dict[int, tuple[int, int]]:
+    """The load's request numbers among the ConfigRecords of ``batches``: each with its batch's
+    first offset and its record's timestamp (the leader's wall clock when it appended it, ms)."""
+    found: dict[int, tuple[int, int]] = {}
     for batch in batches:
         for entry in batch:
             message = entry.record.message
@@ -100,8 +101,20 @@ def load_requests(batches: list[list[LogEntry]]) -> set[int]:
                     and message.resource_name.startswith(TOPIC_PREFIX) and message.value is not None:
                 number = request_of_value(message.value)
                 if number is not None:
-                    found.add(number)
+                    found.setdefault(number, (batch[0].offset, entry.timestamp_ms))
     return found
+
+
+def _schedstat() -> tuple[float, float]:
+    """This process's threads: seconds run on a CPU, seconds waited in the run queue (all threads)."""
+    run = wait = 0
+    for task in Path("/proc/self/task").glob("*/schedstat"):
+        try:
+            fields = task.read_text().split()
+            run, wait = run + int(fields[0]), wait + int(fields[1])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended
+    return run / 1e9, wait / 1e9
 
 
 FIRST_QUESTION = "/image/topics/byName"  # `ls` of it: the first question `kraftd bench peer` asks both shells
@@ -114,7 +127,7 @@ def attach(bootstrap: str, timeout_s: float, wake: threading.Event) -> tuple[Att
     whole image (every topic's partitions decoded, as a whole-image question needs)."""
     before = rss_mb()
     started = time.monotonic()
-    attachment = Attachment(bootstrap, on_update=wake.set)
+    attachment = Attachment(bootstrap, on_update=wake.set, trace=True)
     attachment.start()
     update = attachment.wait_caught_up(timeout_s)
     caught_up = time.monotonic()
@@ -159,11 +172,20 @@ def follow(attachment: Attachment, live: LiveTree, wake: threading.Event, grace_
     shown = None
     stop_at = None
     work_ms: list[float] = []  # per update with load records: drain, replay, tree lookup
+    # per request: [the leader's append (monotonic s, from its wall-clock ms), the Fetch answer that
+    # committed it reached the attachment, published, drained here, shown by the tree]
+    trace: dict[int, list[float]] = {}
+    answered: dict[int, tuple[float, float]] = {}  # batch first offset -> (answer arrived, published)
+    wall_to_mono = time.monotonic() - time.time()  # one machine: both clocks are system-wide
+    ran0, waited0 = _schedstat()
+    attachment.take_trace()  # what came before the load
     while True:
         wake.wait(0.5)
         wake.clear()
         drained = time.monotonic()
         update = attachment.drain()
+        for first, arrived, published in attachment.take_trace():
+            answered[first] = (arrived, published)
         if update.status.error is not None:
             raise AttachError(update.status.error)
         if update.reset is not None:  # fell behind the leader's log start: the shell starts anew too
@@ -177,14 +199,18 @@ def follow(attachment: Attachment, live: LiveTree, wake: threading.Event, grace_
             lookups += 1
             now = time.monotonic()
             work_ms.append((now - drained) * 1000)
-            for number in numbers:
-                seen.setdefault(number, now)
+            for number, (first, appended_ms) in numbers.items():
+                if number not in seen:
+                    seen[number] = now
+                    arrived, published = answered.get(first, (float("nan"), float("nan")))
+                    trace[number] = [appended_ms / 1000 + wall_to_mono, arrived, published, drained, now]
         if stop and stop_at is None:
             stop_at = time.monotonic() + grace_s
         if stop and (stop[0] < 0 or stop[0] in seen or time.monotonic() > stop_at):
             break
+    ran, waited = _schedstat()
     return {"seen": seen, "work_ms": work_ms, "lookups": lookups, "resets": resets, "shown": shown,
-            "offset": live.history.last_offset}
+            "offset": live.history.last_offset, "trace": trace, "ran_s": ran - ran0, "waited_s": waited - waited0}
 
 
 async def fetch_snapshot_alone(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> tuple[float, bytes]:

@@ -112,10 +112,12 @@ def _monotonic_ms() -> int:
 class Attachment:
     def __init__(self, bootstrap: str, *, command_config: dict[str, str] | None = None,
                  on_update: Callable[[], None] | None = None, stall_timeout_ms: int = STALL_TIMEOUT_MS,
-                 clock_ms: Callable[[], int] = _monotonic_ms):
+                 clock_ms: Callable[[], int] = _monotonic_ms, trace: bool = False):
         """ConfigError (one line) for a bad --bootstrap-controller or command config.
         ``stall_timeout_ms``: before catching up, give up when nothing moved this long (after a
-        controller was reached); ``clock_ms``: the monotonic clock of that and of the core."""
+        controller was reached); ``clock_ms``: the monotonic clock of that and of the core.
+        ``trace``: keep, per committed batch handed over, when the answer that committed it
+        arrived and when it was published (``take_trace``: metashell bench attach's breakdown)."""
         config = dict(command_config or {})
         self.bootstrap = bootstrap
         self._addresses = quorum_client.parse_bootstrap(bootstrap, "--bootstrap-controller")
@@ -140,6 +142,8 @@ class Attachment:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._stopping = False
+        self._trace: list[tuple[int, float, float]] | None = [] if trace else None
+        self._answered_at = 0.0  # time.monotonic() when the last answer reached the core (traced)
 
     # -- the tools' side (any thread) --------------------------------------------------------
 
@@ -180,6 +184,15 @@ class Attachment:
             update = FeedUpdate(self._status, self._reset, self._batches)
             self._reset, self._batches = None, []
             return update
+
+    def take_trace(self) -> list[tuple[int, float, float]]:
+        """With ``trace``: (first offset, answer arrived, published) per batch handed over since
+        the last take, ``time.monotonic()`` seconds; [] without."""
+        with self._lock:
+            if not self._trace:
+                return []
+            taken, self._trace = self._trace, []
+            return taken
 
     def wait_caught_up(self, timeout_s: float | None = None, *, slow_s: float | None = None,
                        on_slow: Callable[[str], None] | None = None) -> FeedUpdate:
@@ -347,6 +360,8 @@ class Attachment:
             if isinstance(err, ConnectError):
                 self._watch.setup_failed(err.address, err.why)
             answer = InboundResponse(message.correlation_id, None, str(err))
+        if self._trace is not None:
+            self._answered_at = time.monotonic()
         core.receive(self._clock_ms(), answer)
         self._wake.set()
 
@@ -411,6 +426,9 @@ class Attachment:
                               catching_up=not caught_up, records_fetched=fetched, snapshot_bytes=downloaded,
                               snapshot_size=size)
         with self._lock:
+            if self._trace is not None and taken.batches:
+                published = time.monotonic()
+                self._trace.extend((batch[0].offset, self._answered_at, published) for batch in taken.batches)
             changed = taken.reset is not None or bool(taken.batches) or status != self._status
             if taken.reset is not None:
                 self._reset, self._batches = taken.reset, []
