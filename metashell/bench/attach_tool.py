@@ -20,7 +20,7 @@
    when standard input says ``stop N`` and request N was seen (or ``--grace-s`` later), or at EOF.
 3. *split*: how the attach time divides, measured apart after the attachment is closed, on the
    same leader and snapshot: the FetchSnapshot chunks alone (the attachment's chunk size, the
-   bytes only kept), then the attachment's own functions on those bytes alone: the index (its
+   bytes only kept; then again in Kafka 4.3's 1 MiB chunks), then the attachment's own functions on those bytes alone: the index (its
    starting image) and the decoding of every topic. Prints ``{"followed": ...}`` and ``{"split": ...}``.
 """
 
@@ -42,16 +42,18 @@ from engine.image.lazy_topics import decode_all
 from engine.image.metadata_loader import LoadInfo, image_of_fetched_snapshot
 from engine.net.kafka_client import KafkaClient
 from engine.raft import raft_messages as rm
-from engine.raft.log_follower import ANONYMOUS, FollowerSettings
+from engine.net.kafka_server import DEFAULT_MAX_FRAME_BYTES
+from engine.raft.log_follower import ANONYMOUS
 from engine.records.kio_codec import ErrorCode
 from engine.storage.log_reader import LogEntry
 from engine.storage.snapshot_writer import SnapshotId
 from metashell.bench.attach_load import CONFIG_NAME, TOPIC_PREFIX, parse_controllers, request_of_value
-from metashell.live.attach import AttachError, Attachment
+from metashell.live.attach import SNAPSHOT_CHUNK_BYTES, AttachError, Attachment
 from metashell.source import LIVE_WINDOW_RECORDS  # the live tools' window: a default load writes 30,000 records
 from metashell.tree.nodes import resolve
 from metashell.tree.root import build_tree
 
+KAFKA_43_SNAPSHOT_CHUNK_BYTES = 1024 * 1024  # controller.quorum.fetch.snapshot.max.bytes's default
 WATCHED = f"/configs/TOPIC/{TOPIC_PREFIX}0/{CONFIG_NAME}"
 
 
@@ -213,16 +215,17 @@ def follow(attachment: Attachment, live: LiveTree, wake: threading.Event, grace_
             "offset": live.history.last_offset, "trace": trace, "ran_s": ran - ran0, "waited_s": waited - waited0}
 
 
-async def fetch_snapshot_alone(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> tuple[float, bytes]:
-    """The leader's snapshot downloaded as the attachment does (its chunk size), timed."""
-    client = KafkaClient(client_id="metashell-bench-attach", request_timeout_ms=30_000)
+async def fetch_snapshot_alone(address: tuple[str, int], epoch: int, snapshot: SnapshotId,
+                               chunk_bytes: int) -> tuple[float, bytes]:
+    """The leader's snapshot downloaded in chunks of ``chunk_bytes`` asked for, timed."""
+    client = KafkaClient(client_id="metashell-bench-attach", request_timeout_ms=30_000,
+                         max_frame_bytes=max(DEFAULT_MAX_FRAME_BYTES, chunk_bytes + 65_536))
     data = bytearray()
     try:
         started = time.monotonic()
         while True:
             response = await client.send(address, rm.fetch_snapshot_request(
-                None, ANONYMOUS, epoch, (snapshot.end_offset, snapshot.epoch), len(data),
-                FollowerSettings().snapshot_max_bytes), adapt=True)
+                None, ANONYMOUS, epoch, (snapshot.end_offset, snapshot.epoch), len(data), chunk_bytes), adapt=True)
             part = rm.only_partition(response)
             if response.error_code != ErrorCode.none or part is None or part.error_code != ErrorCode.none:
                 raise AttachError(f"FetchSnapshot {snapshot} from {address[0]}:{address[1]} failed: "
@@ -237,12 +240,13 @@ async def fetch_snapshot_alone(address: tuple[str, int], epoch: int, snapshot: S
 def split(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> dict:
     """Apart, on the same leader: the download alone, then the attachment's own functions on
     those bytes: indexed (the starting image), then every topic decoded."""
-    fetch_s, data = asyncio.run(fetch_snapshot_alone(address, epoch, snapshot))
+    fetch_s, data = asyncio.run(fetch_snapshot_alone(address, epoch, snapshot, SNAPSHOT_CHUNK_BYTES))
+    small_s, _ = asyncio.run(fetch_snapshot_alone(address, epoch, snapshot, KAFKA_43_SNAPSHOT_CHUNK_BYTES))
     started = time.monotonic()
     image = image_of_fetched_snapshot(data, snapshot, "the snapshot")
     indexed = time.monotonic()
     decode_all(image.topics)
-    return {"fetch_s": fetch_s, "index_s": indexed - started, "decode_s": time.monotonic() - indexed,
+    return {"fetch_s": fetch_s, "fetch_1mib_s": small_s, "index_s": indexed - started, "decode_s": time.monotonic() - indexed,
             "replay_s": time.monotonic() - started, "bytes": len(data), "partitions": image.partition_count}
 
 

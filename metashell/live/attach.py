@@ -9,7 +9,8 @@ except ``wait_caught_up``, which is meant for command-line use, not for a UI thr
 The command config (``--command-config FILE``, Java properties) may set Kafka's client names
 ``request.timeout.ms`` and ``retry.backoff.ms``, ``socket.connection.setup.timeout.ms`` and
 ``socket.connection.setup.timeout.max.ms`` (each connection's setup, engine.net.connect),
-``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms``, ``controller.quorum.fetch.timeout.ms``, and
+``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms``, ``controller.quorum.fetch.timeout.ms``,
+``controller.quorum.fetch.snapshot.max.bytes`` (the FetchSnapshot chunk asked for), and
 ``cluster.id`` (sent in every Fetch, so that a controller of another cluster refuses us;
 without it the Fetch carries a null cluster id, which Kafka accepts, as its own tools send).
 It may also secure the connections as Kafka's tools do: ``security.protocol`` (PLAINTEXT, SSL,
@@ -46,6 +47,7 @@ from engine.net.connect import (RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS, 
                                 SETUP_TIMEOUT_MS, failure_words)
 from engine.net.errors import AuthenticationError, ConnectError, NetError
 from engine.net.kafka_client import KafkaClient
+from engine.net.kafka_server import DEFAULT_MAX_FRAME_BYTES
 from engine.net.security_config import client_security
 from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
 from engine.raft.raft_config import int_property
@@ -56,6 +58,10 @@ from metashell.live.feed import AttachStatus, FeedUpdate
 from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch, not_a_controller
 
 DESCRIBE_INTERVAL_S = 1.0
+# FetchSnapshot chunks the attachment asks for (``controller.quorum.fetch.snapshot.max.bytes``
+# sets another): 8 MiB, the most a kraftd leader hands out, where Kafka 4.3's controllers ask
+# 1 MiB and 4.1's the whole snapshot; a 123 MB snapshot is 15 round trips, not 118
+SNAPSHOT_CHUNK_BYTES = 8 * 1024 * 1024
 CLIENT_ID = "metashell-attach"
 
 
@@ -79,7 +85,9 @@ def follower_settings(config: Mapping[str, str], where: str = "--command-config"
     return FollowerSettings(request_timeout_ms=number("request.timeout.ms", defaults.request_timeout_ms, 1),
                             retry_backoff_ms=number("retry.backoff.ms", defaults.retry_backoff_ms, 0),
                             fetch_timeout_ms=number("controller.quorum.fetch.timeout.ms",
-                                                    defaults.fetch_timeout_ms, 1))
+                                                    defaults.fetch_timeout_ms, 1),
+                            snapshot_max_bytes=number("controller.quorum.fetch.snapshot.max.bytes",
+                                                      SNAPSHOT_CHUNK_BYTES, 1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,7 +300,9 @@ class Attachment:
                                reconnect_backoff_ms=c.reconnect_backoff_ms,
                                reconnect_backoff_max_ms=c.reconnect_backoff_max_ms,
                                connection_setup_timeout_ms=c.setup_timeout_ms,
-                               connection_setup_timeout_max_ms=c.setup_timeout_max_ms, security=self._security)
+                               connection_setup_timeout_max_ms=c.setup_timeout_max_ms, security=self._security,
+                               # an answer holds a snapshot chunk as large as asked, and the frame around it
+                               max_frame_bytes=max(DEFAULT_MAX_FRAME_BYTES, s.snapshot_max_bytes + 65_536))
                    for _ in range(2)]
         tasks: set[asyncio.Task] = set()
         describe = asyncio.create_task(self._describe_loop(core, clients[1]))
