@@ -58,9 +58,7 @@ class RaftConfig:
     bootstrap_servers: tuple[Address, ...] = ()
     listener_name: str = "CONTROLLER"
     fetch_max_wait_ms: int = FETCH_MAX_WAIT_MS
-    # the most a leader hands out per FetchSnapshot: Kafka's cuts only at the size asked (4.1's
-    # observers ask 2**31-1: the whole snapshot at once); ours at a batch's bound, one loop step
-    snapshot_chunk_bytes: int = MAX_BATCH_SIZE_BYTES
+    snapshot_chunk_bytes: int = SNAPSHOT_CHUNK_BYTES  # the most a leader hands out per FetchSnapshot
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # what a fetcher asks for per Fetch
     fetch_snapshot_max_bytes: int = SNAPSHOT_CHUNK_BYTES  # ... and per FetchSnapshot
 

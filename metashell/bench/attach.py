@@ -302,8 +302,7 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
             f" / max {max(figures.commit_to_tree_ms, default=float('nan')):.1f} ms")
         if figures.split:
             s = figures.split
-            out(f"{figures.name}: apart: FetchSnapshot of {s['bytes'] / 1e6:,.1f} MB {s['fetch_s']:.2f} s "
-                f"({s['fetch_1mib_s']:.2f} s in 1 MiB chunks), "
+            out(f"{figures.name}: apart: FetchSnapshot of {s['bytes'] / 1e6:,.1f} MB {s['fetch_s']:.2f} s, "
                 f"index {s['index_s']:.2f} s, every topic decoded {s['decode_s']:.2f} s")
     finally:
         _end(load)
@@ -377,9 +376,7 @@ def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, o
     out(_row(f"attach: first answer, ls {FIRST_QUESTION} (s)", col(attached("first_answer_s"))))
     out(_row("attach: start() to the whole image decoded (s)", col(attached("whole_image_s"))))
     out(_row("then: heap settled, gc.collect + freeze (s)", col(attached("settle_s"))))
-    out(_row("apart: FetchSnapshot alone, 8 MiB / 1 MiB chunks (s)",
-             col(lambda s: f"{s.split['fetch_s']:.2f} / {s.split.get('fetch_1mib_s', float('nan')):.2f}"
-                 if s.split else "n/a")))
+    out(_row("apart: FetchSnapshot alone (s)", col(apart("fetch_s"))))
     out(_row("apart: index of the snapshot alone (s)", col(apart("index_s"))))
     out(_row("apart: every topic decoded alone (s)", col(apart("decode_s"))))
     out(_row("snapshot size (MB)", col(lambda s: f"{s.split['bytes'] / 1e6:,.1f}" if s.split else "n/a")))

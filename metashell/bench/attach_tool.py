@@ -20,7 +20,7 @@
    when standard input says ``stop N`` and request N was seen (or ``--grace-s`` later), or at EOF.
 3. *split*: how the attach time divides, measured apart after the attachment is closed, on the
    same leader and snapshot: the FetchSnapshot chunks alone (the attachment's chunk size, the
-   bytes only kept; then again in Kafka 4.3's 1 MiB chunks), then the attachment's own functions on those bytes alone: the index (its
+   bytes only kept), then the attachment's own functions on those bytes alone: the index (its
    starting image) and the decoding of every topic. Prints ``{"followed": ...}`` and ``{"split": ...}``.
 """
 
@@ -53,7 +53,6 @@ from metashell.source import LIVE_WINDOW_RECORDS  # the live tools' window: a de
 from metashell.tree.nodes import resolve
 from metashell.tree.root import build_tree
 
-KAFKA_43_SNAPSHOT_CHUNK_BYTES = 1024 * 1024  # controller.quorum.fetch.snapshot.max.bytes's default
 WATCHED = f"/configs/TOPIC/{TOPIC_PREFIX}0/{CONFIG_NAME}"
 
 
@@ -241,12 +240,11 @@ def split(address: tuple[str, int], epoch: int, snapshot: SnapshotId) -> dict:
     """Apart, on the same leader: the download alone, then the attachment's own functions on
     those bytes: indexed (the starting image), then every topic decoded."""
     fetch_s, data = asyncio.run(fetch_snapshot_alone(address, epoch, snapshot, SNAPSHOT_CHUNK_BYTES))
-    small_s, _ = asyncio.run(fetch_snapshot_alone(address, epoch, snapshot, KAFKA_43_SNAPSHOT_CHUNK_BYTES))
     started = time.monotonic()
     image = image_of_fetched_snapshot(data, snapshot, "the snapshot")
     indexed = time.monotonic()
     decode_all(image.topics)
-    return {"fetch_s": fetch_s, "fetch_1mib_s": small_s, "index_s": indexed - started, "decode_s": time.monotonic() - indexed,
+    return {"fetch_s": fetch_s, "index_s": indexed - started, "decode_s": time.monotonic() - indexed,
             "replay_s": time.monotonic() - started, "bytes": len(data), "partitions": image.partition_count}
 
 

@@ -59,9 +59,10 @@ from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch, not_a_control
 
 DESCRIBE_INTERVAL_S = 1.0
 # FetchSnapshot chunks the attachment asks for (``controller.quorum.fetch.snapshot.max.bytes``
-# sets another): 8 MiB, the most a kraftd leader hands out, where Kafka 4.3's controllers ask
-# 1 MiB and 4.1's the whole snapshot; a 123 MB snapshot is 15 round trips, not 118
-SNAPSHOT_CHUNK_BYTES = 8 * 1024 * 1024
+# sets another): 1 MiB, Kafka 4.3's default and the most a kraftd leader hands out. Kafka 4.1's
+# observers ask for the whole snapshot at once; 8 MiB chunks were tried and were not faster
+# (docs/performance.md: the download is the leader's work, not the round trips)
+SNAPSHOT_CHUNK_BYTES = 1024 * 1024
 CLIENT_ID = "metashell-attach"
 
 

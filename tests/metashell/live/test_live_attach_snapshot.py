@@ -121,6 +121,7 @@ async def test_a_downloaded_snapshot_is_indexed_and_the_records_after_it_equal_a
         # deleted, one grown by a partition, a new one created; the other four untouched
         registered = await client.send(active.driver.address,
                                        broker_registration_request(BROKER_ID, 9092, active.image))
+        assert registered.error_code == 0, registered
         beats = asyncio.create_task(broker_heartbeats(client, active.driver.address, active,
                                                       int(registered.broker_epoch)))
         await wait_until(lambda: (b := active.image.cluster.brokers.get(BROKER_ID)) is not None and not b.fenced,
