@@ -262,6 +262,9 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
             f"caught up {a['caught_up_s']:.2f} s, first answer (ls {FIRST_QUESTION}: {a['topics_listed']:,} topics"
             f"{'' if right else ', WRONG'}) {a['first_answer_s']:.2f} s, whole image {a['whole_image_s']:.2f} s; "
             f"the tool's RSS grew {a['rss_first_answer_mb']:,.0f} MB by the first answer, {a['rss_growth_mb']:,.0f} MB in all")
+        steps = a.get("milestones", {})
+        out(f"{figures.name}: the attach's steps from start(): " + ", ".join(
+            f"{name} {at:.2f} s" for name, at in sorted(steps.items(), key=lambda item: item[1])))
         if not right:
             raise BenchError(f"{figures.name}: the attached tool listed {a['topics_listed']:,} of {a['topics']:,} topics "
                              f"and decoded {a['partitions']:,} partitions (expected {expected_partitions})")

@@ -145,8 +145,9 @@ def attach(bootstrap: str, timeout_s: float, wake: threading.Event) -> tuple[Att
     whole = time.monotonic()
     grown = rss_mb() - before
     settle_heap()  # as the live dashboard does before its first frame: no full collection rescans the image
+    milestones = {name: at - started for name, at in attachment.milestones.items()}
     return attachment, live, {
-        "caught_up_s": caught_up - started, "first_answer_s": answered - started, "tree_s": answered - caught_up,
+        "milestones": milestones, "caught_up_s": caught_up - started, "first_answer_s": answered - started, "tree_s": answered - caught_up,
         "whole_image_s": whole - started, "total_s": whole - started, "topics_listed": len(names),
         "topics": len(newest.topics.by_name), "settle_s": time.monotonic() - whole,
         "rss_first_answer_mb": first_rss, "rss_growth_mb": grown, "partitions": partitions,

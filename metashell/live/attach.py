@@ -54,14 +54,14 @@ from engine.raft.raft_config import int_property
 from engine.raft.raft_io import InboundResponse, OutboundRequest
 from engine.raft.voter_set import Address
 from engine.admin import quorum_client
+from metashell.live.attach_trace import AttachTrace
 from metashell.live.feed import AttachStatus, FeedUpdate
 from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch, not_a_controller
 
 DESCRIBE_INTERVAL_S = 1.0
-# FetchSnapshot chunks the attachment asks for (``controller.quorum.fetch.snapshot.max.bytes``
-# sets another): 1 MiB, Kafka 4.3's default and the most a kraftd leader hands out. Kafka 4.1's
-# observers ask for the whole snapshot at once; 8 MiB chunks were tried and were not faster
-# (docs/performance.md: the download is the leader's work, not the round trips)
+# FetchSnapshot chunks asked for (``controller.quorum.fetch.snapshot.max.bytes`` sets another):
+# Kafka 4.3's default, the most a kraftd leader hands out (Kafka 4.1's observers ask for the
+# whole snapshot; 8 MiB chunks were not faster: docs/performance.md)
 SNAPSHOT_CHUNK_BYTES = 1024 * 1024
 CLIENT_ID = "metashell-attach"
 
@@ -125,8 +125,7 @@ class Attachment:
         """ConfigError (one line) for a bad --bootstrap-controller or command config.
         ``stall_timeout_ms``: before catching up, give up when nothing moved this long (after a
         controller was reached); ``clock_ms``: the monotonic clock of that and of the core.
-        ``trace``: keep, per committed batch handed over, when the answer that committed it
-        arrived and when it was published (``take_trace``: metashell bench attach's breakdown)."""
+        ``trace``: keep timestamps for metashell bench attach (metashell.live.attach_trace)."""
         config = dict(command_config or {})
         self.bootstrap = bootstrap
         self._addresses = quorum_client.parse_bootstrap(bootstrap, "--bootstrap-controller")
@@ -151,8 +150,7 @@ class Attachment:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._stopping = False
-        self._trace: list[tuple[int, float, float]] | None = [] if trace else None
-        self._answered_at = 0.0  # time.monotonic() when the last answer reached the core (traced)
+        self._trace = AttachTrace() if trace else None
 
     # -- the tools' side (any thread) --------------------------------------------------------
 
@@ -196,12 +194,16 @@ class Attachment:
 
     def take_trace(self) -> list[tuple[int, float, float]]:
         """With ``trace``: (first offset, answer arrived, published) per batch handed over since
-        the last take, ``time.monotonic()`` seconds; [] without."""
+        the last take, ``time.monotonic()`` seconds; [] without (metashell.live.attach_trace)."""
         with self._lock:
-            if not self._trace:
-                return []
-            taken, self._trace = self._trace, []
-            return taken
+            return self._trace.take() if self._trace is not None else []
+
+    @property
+    def milestones(self) -> dict[str, float]:
+        """With ``trace``: the attach's steps reached so far (connected, snapshot named,
+        downloaded, indexed, caught up), ``time.monotonic()`` of the first of each; {} without."""
+        with self._lock:
+            return dict(self._trace.milestones) if self._trace is not None else {}
 
     def wait_caught_up(self, timeout_s: float | None = None, *, slow_s: float | None = None,
                        on_slow: Callable[[str], None] | None = None) -> FeedUpdate:
@@ -351,6 +353,8 @@ class Attachment:
                     return
                 served = ranges.get(ApiKeys.FETCH)
                 self._watch.connected(self._clock_ms())
+                if self._trace is not None:
+                    self._trace.connected()
                 sent = fetch_at_version(request, served, core.high_watermark)
                 if sent is None:
                     offered = f"v{served[0]}-v{served[1]}" if served else "no Fetch at all"
@@ -372,7 +376,7 @@ class Attachment:
                 self._watch.setup_failed(err.address, err.why)
             answer = InboundResponse(message.correlation_id, None, str(err))
         if self._trace is not None:
-            self._answered_at = time.monotonic()
+            self._trace.answered()
         core.receive(self._clock_ms(), answer)
         self._wake.set()
 
@@ -437,9 +441,8 @@ class Attachment:
                               catching_up=not caught_up, records_fetched=fetched, snapshot_bytes=downloaded,
                               snapshot_size=size)
         with self._lock:
-            if self._trace is not None and taken.batches:
-                published = time.monotonic()
-                self._trace.extend((batch[0].offset, self._answered_at, published) for batch in taken.batches)
+            if self._trace is not None:
+                self._trace.published(core, taken.batches, taken.reset is not None, caught_up)
             changed = taken.reset is not None or bool(taken.batches) or status != self._status
             if taken.reset is not None:
                 self._reset, self._batches = taken.reset, []

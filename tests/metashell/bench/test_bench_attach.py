@@ -43,6 +43,8 @@ def test_tiny_run_prints_every_figure_and_says_why_kafka_did_not_run(tmp_path):
         row = next(line for line in summary if line.strip().startswith(label))
         assert re.fullmatch(rf"\s+{re.escape(label)}\s+-?{NUMBER} / -?{NUMBER}\s+-", row), row
     assert ours.attached["topics_listed"] == ours.attached["topics"] == 3  # the first answer was right
+    steps = ours.attached["milestones"]  # the attach's steps, in the order they happen
+    assert sorted(steps, key=steps.get) == ["connected", "snapshot named", "downloaded", "indexed", "caught up"]
     # every record of the load traced through its stages; the tail's means given
     assert all(len(ours.stages[label]) == 10 for label, _, _ in STAGES) and set(ours.tail) == {l for l, _, _ in STAGES}
     for label, _, _ in STAGES:
