@@ -20,7 +20,7 @@ from typing import Iterable, Iterator
 
 from engine.common.errors import CorruptRecordError, MetadataError, OffsetOutOfRange, StorageError
 from engine.storage.log_reader import (
-    LogDirListing, LogEntry, entries_by_batch, entries_of_batch, is_snapshot_file, list_log_dir, read_file,
+    LogDirListing, LogEntry, batches_of_bytes, entries_by_batch, entries_of_batch, is_snapshot_file, list_log_dir, read_file,
     resolve_metadata_dir, unreadable_snapshot,
 )
 from engine.storage.log_segment import iter_batches, read_segment_bytes
@@ -137,6 +137,19 @@ def image_of_snapshot_bytes(buf: bytes, where: str, snapshot_id: SnapshotId | No
             return None
         image, skipped = image_of_snapshot(index.entries, snapshot_id)
     return replace(image, topics=lazy_topics_image(index)), skipped
+
+
+def image_of_fetched_snapshot(buf: bytes, snapshot_id: SnapshotId, where: str) -> MetadataImage:
+    """The live attachment's starting image (engine.raft.log_follower's ``snapshot_bytes_state``):
+    a FetchSnapshot download indexed as a snapshot file is, its topics decoded on first touch;
+    a download not in the grouped shape replayed whole. A damaged one raises the eager reader's
+    MetadataError, naming ``where`` (the snapshot and the controller it came from) and the byte
+    offset. The bytes are read once: the index keeps them until every topic was decoded."""
+    lazy = image_of_snapshot_bytes(buf, where, snapshot_id)
+    if lazy is not None:
+        return lazy[0]
+    return image_of_snapshot((e for _, batch in batches_of_bytes(buf, where, None, True) for e in batch),
+                             snapshot_id)[0]
 
 
 @dataclass(frozen=True, slots=True)

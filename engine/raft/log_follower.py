@@ -39,6 +39,9 @@ E = ErrorCode
 # The state machine's view of a fetched snapshot: (its records, its id) -> the state the owner
 # replays onto (engine.raft knows no metadata image; the owner passes image_of_snapshot's)
 SnapshotState = Callable[[list[LogEntry], SnapshotId], Any]
+# ... or from the snapshot's bytes as downloaded (bytes, its id, where they came from): an owner
+# that indexes them instead of decoding every record up front (metashell.live: the lazy image)
+SnapshotBytesState = Callable[[bytes, SnapshotId, str], Any]
 ANONYMOUS = ReplicaKey(-1, None)  # Kafka's observer without a node id: tracked by no leader
 FETCH_VERSIONS = (13, 18)  # 13: the first with topic ids; 18 (KIP-1166) adds the fetcher's high watermark
 UNKNOWN_HIGH_WATERMARK = -1  # Fetch v18: "not known" (its default, 2**63-1, means "not supported")
@@ -79,15 +82,23 @@ class Committed:
 
 
 class LogFollower:
-    def __init__(self, bootstrap: Sequence[Address], *, snapshot_state: SnapshotState, empty_state: Any,
+    def __init__(self, bootstrap: Sequence[Address], *, snapshot_state: SnapshotState | None = None, empty_state: Any,
                  cluster_id: str | None = None, settings: FollowerSettings | None = None,
-                 rng: random.Random | None = None, now_ms: int = 0):
-        """``snapshot_state`` builds the starting state from a downloaded snapshot (a MetadataError
-        for a damaged one: downloaded again); ``empty_state`` is the state of a log starting at 0."""
+                 rng: random.Random | None = None, now_ms: int = 0,
+                 snapshot_bytes_state: SnapshotBytesState | None = None):
+        """``snapshot_state`` builds the starting state from a downloaded snapshot's records;
+        ``snapshot_bytes_state``, when given, from its bytes instead (the records not decoded
+        here). A MetadataError from either (a damaged snapshot) has it downloaded again once;
+        damaged again, the follower stops with that error's line. ``empty_state`` is the state
+        of a log starting at 0."""
         if not bootstrap:
             raise ValueError("a follower needs at least one bootstrap controller")
+        if (snapshot_state is None) == (snapshot_bytes_state is None):
+            raise ValueError("a follower needs one of snapshot_state and snapshot_bytes_state")
         self.bootstrap = tuple(bootstrap)
         self._snapshot_state, self._empty_state = snapshot_state, empty_state
+        self._snapshot_bytes_state = snapshot_bytes_state
+        self._damaged: SnapshotId | None = None  # the snapshot last downloaded damaged
         self.cluster_id = cluster_id
         self.settings = settings or FollowerSettings()
         self._bootstrap_index = (rng or random.Random()).randrange(len(self.bootstrap)) - 1
@@ -290,6 +301,9 @@ class LogFollower:
             self._truncate(part.diverging_epoch.end_offset, part.diverging_epoch.epoch)
             return
         if part.snapshot_id.end_offset >= 0:
+            # the leader's high watermark, told beside the snapshot: what catching up reaches
+            # for is past the snapshot's records, at the records committed after it
+            self.high_watermark = max(self.high_watermark, part.high_watermark)
             self._download = _Download(SnapshotId(part.snapshot_id.end_offset, part.snapshot_id.epoch))
             return
         if not self._started and self.fetch_offset == 0:
@@ -382,13 +396,23 @@ class LogFollower:
         if len(download.data) < part.size:
             return
         self._download = None
+        data, source = bytes(download.data), f"snapshot {snapshot_id.file_name} from {where}"
+        download.data = bytearray()  # the bytes are held once, by whatever the state keeps of them
         try:
-            entries = [e for _, batch in batches_of_bytes(bytes(download.data), f"snapshot {snapshot_id} from "
-                                                          f"{where}", None, True) for e in batch]
-            image = self._snapshot_state(entries, snapshot_id)
-        except MetadataError:
-            self._back_off(now_ms)  # damaged on the way: download it again
+            if self._snapshot_bytes_state is not None:
+                image = self._snapshot_bytes_state(data, snapshot_id, source)
+            else:
+                entries = [e for _, batch in batches_of_bytes(data, source, None, True) for e in batch]
+                image = self._snapshot_state(entries, snapshot_id)  # type: ignore[misc]  # one is set
+        except MetadataError as err:
+            line = err.one_line() if hasattr(err, "one_line") else str(err)
+            if self._damaged == snapshot_id:
+                raise FollowerError(line) from None  # the leader's own copy is damaged: it would say so again
+            self._damaged = snapshot_id
+            self.last_failure = line
+            self._back_off(now_ms)  # damaged on the way: download it again, once
             return
+        self._damaged = None
         end = snapshot_id.end_offset
         self._start(image, end - 1)
         self._tail, self._epochs = [], [(snapshot_id.epoch, end)]

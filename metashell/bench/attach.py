@@ -6,8 +6,10 @@ For each side (our ``kraftd`` controllers, then Apache Kafka's, same shape, same
    ``partitions`` partitions (metashell.bench.attach_cluster), is launched; the bench waits
    until DescribeQuorum names a leader and the controllers are idle (loading done);
 2. *attach*: the attached tool, a process of its own (metashell.bench.attach_tool), runs
-   ``Attachment.start()`` to caught up and builds the tree — the total, then, apart, the
-   FetchSnapshot download alone and the decoding and replay alone, and the tool's memory growth;
+   ``Attachment.start()`` to caught up, answers ``ls /image/topics/byName`` (the first answer,
+   checked against the image's topics), then decodes every partition (the whole image); then,
+   apart, the FetchSnapshot download alone, the index alone and the decoding alone, and the
+   tool's memory growth;
 3. *commit to tree*: a load process (metashell.bench.attach_load) commits ``records_per_s``
    config records per second for ``seconds``, ``records_per_request`` per IncrementalAlterConfigs;
    the commit time of a record is when the controller's answer arrived (it answers once the
@@ -43,6 +45,7 @@ from engine.bench.controller_load import ControllerLoad, LoadError, percentile
 from engine.cluster.kafka_dist import KafkaUnavailable, find_distribution
 from engine.cluster.processes import SOURCE_ROOT, ClusterError, ProcessCluster
 from metashell.bench.attach_cluster import SeededKafka, SeededKraftd, SnapshotSeed
+from metashell.bench.attach_tool import FIRST_QUESTION
 
 Out = Callable[[str], None]
 READY_TIMEOUT_S = 300.0  # a safety net: three JVMs loading a million partitions on two cores
@@ -70,7 +73,76 @@ class SideFigures:
     failed_requests: int = 0
     unseen: int = 0  # answered without an error, never shown by the tree
     committed_records_per_s: float = float("nan")
+    # per record's request, ms: the stages of commit to tree (STAGES), from the traced tool
+    stages: dict[str, list[float]] = field(default_factory=dict)
+    tail: dict[str, float] = field(default_factory=dict)  # the stages' means over the slowest 1 % (commit to tree)
+    machine: dict = field(default_factory=dict)  # during the load: run queue, CPU pressure, CPU waits
     error: str | None = None
+
+
+# the stages of a record's way from the load's send to the tree (ms), from the timestamps of
+# metashell.bench.attach_tool's trace: sent and answered (the load), appended (the leader's batch
+# timestamp), arrived (the Fetch answer that committed it reached the attachment), published
+# (handed to the tool's side), drained (the tool's thread took it), shown (the tree answered)
+STAGES = (("send to leader append", "sent", "appended"),
+          ("leader append to commit answered", "appended", "answered"),
+          ("leader append to Fetch answer at the tool", "appended", "arrived"),
+          ("commit answered to Fetch answer at the tool", "answered", "arrived"),
+          ("Fetch answer to published", "arrived", "published"),
+          ("published to drained (the tool's thread woke)", "published", "drained"),
+          ("drained to shown (replay, tree lookup)", "drained", "shown"))
+TAIL_SHARE = 0.01
+
+
+class MachineWatch:
+    """While the load runs: the run queue (/proc/loadavg's runnable entities, every 100 ms), and
+    for the given processes the seconds their threads ran and waited for a CPU (schedstat)."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = pids
+        self.runnable: list[int] = []
+        self._stop = threading.Event()
+        self._before = {name: _run_wait(pid) for name, pid in pids.items()}
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                self.runnable.append(int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]))
+            except (OSError, ValueError, IndexError):
+                pass
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        span = time.monotonic() - self._started
+        out: dict = {"span_s": span, "runnable_p50": percentile(self.runnable, 0.5),
+                     "runnable_max": max(self.runnable, default=0), "cpu_pressure": _cpu_pressure()}
+        for name, pid in self.pids.items():
+            (ran0, waited0), (ran, waited) = self._before[name], _run_wait(pid)
+            out[name] = {"ran_s": ran - ran0, "waited_s": waited - waited0}
+        return out
+
+
+def _run_wait(pid: int) -> tuple[float, float]:
+    """Seconds a process's threads ran on a CPU and waited in the run queue (schedstat)."""
+    ran = waited = 0
+    for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            fields = task.read_text().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that just ended
+    return ran / 1e9, waited / 1e9
+
+
+def _cpu_pressure() -> str:
+    try:
+        return Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return "n/a"
 
 
 def _controllers_arg(cluster: ProcessCluster) -> str:
@@ -170,7 +242,7 @@ def _end(process: subprocess.Popen | None) -> None:
 
 
 def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s: float, records_per_request: int,
-                 seconds: float, out: Out) -> None:
+                 seconds: float, out: Out, expected_partitions: int | None = None) -> None:
     launched = time.monotonic()
     cluster.launch()
     wait_ready(cluster)
@@ -185,10 +257,20 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         figures.attached = lines.next("attached", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["attached"]
         a = figures.attached
         figures.partitions = a["partitions"]
-        out(f"{figures.name}: attached to {a['partitions']:,} partitions (snapshot at offset {a['snapshot_offset']:,}) "
-            f"in {a['total_s']:.2f} s: caught up {a['caught_up_s']:.2f} s + tree {a['tree_s']:.2f} s; "
-            f"the tool's RSS grew {a['rss_growth_mb']:,.0f} MB")
+        right = a["topics_listed"] == a["topics"] and (expected_partitions is None or a["partitions"] == expected_partitions)
+        out(f"{figures.name}: attached to {a['partitions']:,} partitions (snapshot at offset {a['snapshot_offset']:,}): "
+            f"caught up {a['caught_up_s']:.2f} s, first answer (ls {FIRST_QUESTION}: {a['topics_listed']:,} topics"
+            f"{'' if right else ', WRONG'}) {a['first_answer_s']:.2f} s, whole image {a['whole_image_s']:.2f} s; "
+            f"the tool's RSS grew {a['rss_first_answer_mb']:,.0f} MB by the first answer, {a['rss_growth_mb']:,.0f} MB in all")
+        steps = a.get("milestones", {})
+        out(f"{figures.name}: the attach's steps from start(): " + ", ".join(
+            f"{name} {at:.2f} s" for name, at in sorted(steps.items(), key=lambda item: item[1])))
+        if not right:
+            raise BenchError(f"{figures.name}: the attached tool listed {a['topics_listed']:,} of {a['topics']:,} topics "
+                             f"and decoded {a['partitions']:,} partitions (expected {expected_partitions})")
 
+        leader = cluster.procs.get(a["leader_id"])
+        watch = MachineWatch({"leader": leader.pid} if leader is not None else {})
         load = _child("metashell.bench.attach_load", "--controllers", controllers, "--cluster-id",
                       cluster.cluster_id, "--records-per-s", str(records_per_s), "--records-per-request",
                       str(records_per_request), "--seconds", str(seconds))
@@ -206,10 +288,13 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         ok = [r for r in answers if r["error"] is None]
         tool.stdin.write(f"stop {max((r['n'] for r in ok), default=-1)}\n")
         tool.stdin.flush()
+        figures.machine = watch.stop()
         followed = lines.next("followed", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["followed"]
+        figures.machine["tool"] = {"ran_s": followed["ran_s"], "waited_s": followed["waited_s"]}
         figures.split = lines.next("split", TOOL_TIMEOUT_S, f"{figures.name}: the attached tool")["split"]
         tool.wait()
         _latencies(figures, answers, ok, followed["seen"], done, records_per_request)
+        _stages(figures, ok, followed["trace"])
         figures.tool_work_ms = followed["work_ms"]
         errors = Counter(r["error"] for r in answers if r["error"] is not None)
         if errors:
@@ -221,7 +306,7 @@ def measure_side(cluster: ProcessCluster, figures: SideFigures, *, records_per_s
         if figures.split:
             s = figures.split
             out(f"{figures.name}: apart: FetchSnapshot of {s['bytes'] / 1e6:,.1f} MB {s['fetch_s']:.2f} s, "
-                f"decode and replay {s['replay_s']:.2f} s")
+                f"index {s['index_s']:.2f} s, every topic decoded {s['decode_s']:.2f} s")
     finally:
         _end(load)
         _end(tool)
@@ -241,6 +326,21 @@ def _latencies(figures: SideFigures, answers: list[dict], ok: list[dict], seen: 
     if ok:
         span = max(r["answered"] for r in ok) - done["started"]
         figures.committed_records_per_s = len(ok) * records_per_request / span if span > 0 else float("nan")
+
+
+def _stages(figures: SideFigures, ok: list[dict], trace: dict[str, list[float]]) -> None:
+    """Each request's stages (STAGES), and their means over the slowest TAIL_SHARE by commit to tree."""
+    rows = []
+    for r in ok:
+        t = trace.get(str(r["n"]))
+        if t is not None:
+            rows.append(dict(zip(("appended", "arrived", "published", "drained", "shown"), t),
+                             sent=r["sent"], answered=r["answered"]))
+    figures.stages = {label: [(row[b] - row[a]) * 1000 for row in rows] for label, a, b in STAGES}
+    rows.sort(key=lambda row: row["shown"] - row["answered"])
+    tail = rows[-max(1, round(len(rows) * TAIL_SHARE)):] if rows else []
+    figures.tail = {label: sum((row[b] - row[a]) * 1000 for row in tail) / len(tail) for label, a, b in STAGES} \
+        if tail else {}
 
 
 def _row(label: str, values: list[str], width: int = 26) -> str:
@@ -269,14 +369,23 @@ def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, o
 
     out(_row("partitions", col(lambda s: f"{s.partitions:,}")))
     out(_row("launch to leader and idle controllers (s)", col(lambda s: f"{s.ready_s:.1f}")))
-    out(_row("attach: start() to tree shown (s)", col(lambda s: f"{s.attached.get('total_s', float('nan')):.2f}")))
-    out(_row("  of which: start() to caught up (s)", col(lambda s: f"{s.attached.get('caught_up_s', float('nan')):.2f}")))
-    out(_row("  of which: history and tree (s)", col(lambda s: f"{s.attached.get('tree_s', float('nan')):.2f}")))
-    out(_row("then: heap settled, gc.collect + freeze (s)", col(lambda s: f"{s.attached.get('settle_s', float('nan')):.2f}")))
-    out(_row("apart: FetchSnapshot alone (s)", col(lambda s: f"{s.split['fetch_s']:.2f}" if s.split else "n/a")))
-    out(_row("apart: decode + replay alone (s)", col(lambda s: f"{s.split['replay_s']:.2f}" if s.split else "n/a")))
+    def attached(key: str) -> Callable[[SideFigures], str]:
+        return lambda s: f"{s.attached.get(key, float('nan')):.2f}"
+
+    def apart(key: str) -> Callable[[SideFigures], str]:
+        return lambda s: f"{s.split[key]:.2f}" if s.split else "n/a"
+
+    out(_row("attach: start() to caught up (s)", col(attached("caught_up_s"))))
+    out(_row(f"attach: first answer, ls {FIRST_QUESTION} (s)", col(attached("first_answer_s"))))
+    out(_row("attach: start() to the whole image decoded (s)", col(attached("whole_image_s"))))
+    out(_row("then: heap settled, gc.collect + freeze (s)", col(attached("settle_s"))))
+    out(_row("apart: FetchSnapshot alone (s)", col(apart("fetch_s"))))
+    out(_row("apart: index of the snapshot alone (s)", col(apart("index_s"))))
+    out(_row("apart: every topic decoded alone (s)", col(apart("decode_s"))))
     out(_row("snapshot size (MB)", col(lambda s: f"{s.split['bytes'] / 1e6:,.1f}" if s.split else "n/a")))
-    out(_row("the tool's RSS growth at attach (MB)", col(lambda s: f"{s.attached.get('rss_growth_mb', float('nan')):,.0f}")))
+    out(_row("the tool's RSS growth: first answer / whole image (MB)",
+             col(lambda s: f"{s.attached.get('rss_first_answer_mb', float('nan')):,.0f} / "
+                           f"{s.attached.get('rss_growth_mb', float('nan')):,.0f}")))
     out(_row(f"records/s committed (asked {records_per_s:,.0f}, {seconds:.0f} s)",
              col(lambda s: f"{s.committed_records_per_s:,.0f}")))
     out(_row("requests failed / committed but never shown", col(lambda s: f"{s.failed_requests} / {s.unseen}")))
@@ -284,6 +393,17 @@ def summary(sides: list[SideFigures], *, records_per_s: float, seconds: float, o
     out(_row("  the tool's work per update p50 / p99 / max (ms)", col(lambda s: _ms3(s.tool_work_ms))))
     out(_row("send to tree p50 / p99 / max (ms)", col(lambda s: _ms3(s.send_to_tree_ms))))
     out(_row("send to commit answered p50 / p99 / max (ms)", col(lambda s: _ms3(s.commit_ms))))
+    out("  where commit to tree goes, per record (p50 / p99 / max, ms; the tail: mean over the slowest 1 %):")
+    for label, _, _ in STAGES:
+        out(_row(f"  {label}", col(lambda s, k=label: f"{_ms3(s.stages.get(k, []))} [{_ms(s.tail.get(k, float('nan')))}]"),
+                 width=30))
+    out(_row("during the load: runnable tasks p50 / max (2 cpus)",
+             col(lambda s: f"{s.machine.get('runnable_p50', float('nan')):.0f} / {s.machine.get('runnable_max', 0)}")))
+    for who in ("leader", "tool"):
+        out(_row(f"  the {who}'s threads: ran / waited for a CPU (s)",
+                 col(lambda s, w=who: (f"{s.machine[w]['ran_s']:.1f} / {s.machine[w]['waited_s']:.1f}"
+                                       if w in s.machine else "n/a"))))
+    out(_row("  CPU pressure at the end", col(lambda s: s.machine.get("cpu_pressure", "n/a").replace("some ", ""))))
 
 
 def _load_average() -> str:
@@ -320,7 +440,7 @@ def bench_attach(*, partitions: int = 1_000_000, records_per_s: float = 1000.0, 
         cluster = make(root, seed)
         try:
             measure_side(cluster, figures, records_per_s=records_per_s, records_per_request=records_per_request,
-                         seconds=seconds, out=out)
+                         seconds=seconds, out=out, expected_partitions=partitions)
         except (BenchError, ClusterError, LoadError) as err:
             figures.error = f"{err.one_line() if hasattr(err, 'one_line') else err} (logs in {root})"
             out(f"{figures.name}: {figures.error}")

@@ -29,6 +29,7 @@ from types import MappingProxyType
 from engine.common.file_io import write_bytes_atomically
 from engine.image.features_image import FeaturesImage
 from engine.image.image_writer import image_records
+from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import load_snapshot
 from engine.records.kio_codec import SnapshotHeaderRecord, i16, i64
 from engine.records.metadata_record_serde import control_record, encode_record
@@ -47,10 +48,11 @@ _BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length (the bytes after
 class SnapshotSeed:
     """The bytes of a snapshot of ``bench_image(partitions)``, for each voter of a cluster."""
 
-    def __init__(self, partitions: int):
+    def __init__(self, partitions: int, image: MetadataImage | None = None):
+        """``image``: another image to write (a test's), ``partitions`` then only its size."""
         self.partitions = partitions
         self.encode_s = 0.0  # seconds spent encoding records, all feature sets together
-        self._image = bench_image(partitions)
+        self._image = image if image is not None else bench_image(partitions)
         self._encoded: dict[tuple, tuple[bytes, int]] = {}  # features -> (bytes after the header batch, entries)
 
     def snapshot(self, features: dict[str, int], kraft_control: list, now_ms: int) -> tuple[bytes, SnapshotId]:

@@ -9,7 +9,8 @@ except ``wait_caught_up``, which is meant for command-line use, not for a UI thr
 The command config (``--command-config FILE``, Java properties) may set Kafka's client names
 ``request.timeout.ms`` and ``retry.backoff.ms``, ``socket.connection.setup.timeout.ms`` and
 ``socket.connection.setup.timeout.max.ms`` (each connection's setup, engine.net.connect),
-``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms``, ``controller.quorum.fetch.timeout.ms``, and
+``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms``, ``controller.quorum.fetch.timeout.ms``,
+``controller.quorum.fetch.snapshot.max.bytes`` (the FetchSnapshot chunk asked for), and
 ``cluster.id`` (sent in every Fetch, so that a controller of another cluster refuses us;
 without it the Fetch carries a null cluster id, which Kafka accepts, as its own tools send).
 It may also secure the connections as Kafka's tools do: ``security.protocol`` (PLAINTEXT, SSL,
@@ -40,24 +41,28 @@ from engine.common.api_keys import ApiKeys
 from engine.common.errors import MetadataError
 from engine.common.java_properties import load_properties
 from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import image_of_snapshot
+from engine.image.metadata_loader import image_of_fetched_snapshot
 from engine.net.channel_security import ClientSecurity
 from engine.net.connect import (RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS, SETUP_TIMEOUT_MAX_MS,
                                 SETUP_TIMEOUT_MS, failure_words)
 from engine.net.errors import AuthenticationError, ConnectError, NetError
 from engine.net.kafka_client import KafkaClient
+from engine.net.kafka_server import DEFAULT_MAX_FRAME_BYTES
 from engine.net.security_config import client_security
 from engine.raft.log_follower import FollowerSettings, LogFollower, fetch_at_version
 from engine.raft.raft_config import int_property
 from engine.raft.raft_io import InboundResponse, OutboundRequest
 from engine.raft.voter_set import Address
-from engine.storage.log_reader import LogEntry
-from engine.storage.snapshot_writer import SnapshotId
 from engine.admin import quorum_client
+from metashell.live.attach_trace import AttachTrace
 from metashell.live.feed import AttachStatus, FeedUpdate
 from metashell.live.startup import STALL_TIMEOUT_MS, StartupWatch, not_a_controller
 
 DESCRIBE_INTERVAL_S = 1.0
+# FetchSnapshot chunks asked for (``controller.quorum.fetch.snapshot.max.bytes`` sets another):
+# Kafka 4.3's default, the most a kraftd leader hands out (Kafka 4.1's observers ask for the
+# whole snapshot; 8 MiB chunks were not faster: docs/performance.md)
+SNAPSHOT_CHUNK_BYTES = 1024 * 1024
 CLIENT_ID = "metashell-attach"
 
 
@@ -81,7 +86,9 @@ def follower_settings(config: Mapping[str, str], where: str = "--command-config"
     return FollowerSettings(request_timeout_ms=number("request.timeout.ms", defaults.request_timeout_ms, 1),
                             retry_backoff_ms=number("retry.backoff.ms", defaults.retry_backoff_ms, 0),
                             fetch_timeout_ms=number("controller.quorum.fetch.timeout.ms",
-                                                    defaults.fetch_timeout_ms, 1))
+                                                    defaults.fetch_timeout_ms, 1),
+                            snapshot_max_bytes=number("controller.quorum.fetch.snapshot.max.bytes",
+                                                      SNAPSHOT_CHUNK_BYTES, 1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +121,11 @@ def _monotonic_ms() -> int:
 class Attachment:
     def __init__(self, bootstrap: str, *, command_config: dict[str, str] | None = None,
                  on_update: Callable[[], None] | None = None, stall_timeout_ms: int = STALL_TIMEOUT_MS,
-                 clock_ms: Callable[[], int] = _monotonic_ms):
+                 clock_ms: Callable[[], int] = _monotonic_ms, trace: bool = False):
         """ConfigError (one line) for a bad --bootstrap-controller or command config.
         ``stall_timeout_ms``: before catching up, give up when nothing moved this long (after a
-        controller was reached); ``clock_ms``: the monotonic clock of that and of the core."""
+        controller was reached); ``clock_ms``: the monotonic clock of that and of the core.
+        ``trace``: keep timestamps for metashell bench attach (metashell.live.attach_trace)."""
         config = dict(command_config or {})
         self.bootstrap = bootstrap
         self._addresses = quorum_client.parse_bootstrap(bootstrap, "--bootstrap-controller")
@@ -142,6 +150,7 @@ class Attachment:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._stopping = False
+        self._trace = AttachTrace() if trace else None
 
     # -- the tools' side (any thread) --------------------------------------------------------
 
@@ -182,6 +191,19 @@ class Attachment:
             update = FeedUpdate(self._status, self._reset, self._batches)
             self._reset, self._batches = None, []
             return update
+
+    def take_trace(self) -> list[tuple[int, float, float]]:
+        """With ``trace``: (first offset, answer arrived, published) per batch handed over since
+        the last take, ``time.monotonic()`` seconds; [] without (metashell.live.attach_trace)."""
+        with self._lock:
+            return self._trace.take() if self._trace is not None else []
+
+    @property
+    def milestones(self) -> dict[str, float]:
+        """With ``trace``: the attach's steps reached so far (connected, snapshot named,
+        downloaded, indexed, caught up), ``time.monotonic()`` of the first of each; {} without."""
+        with self._lock:
+            return dict(self._trace.milestones) if self._trace is not None else {}
 
     def wait_caught_up(self, timeout_s: float | None = None, *, slow_s: float | None = None,
                        on_slow: Callable[[str], None] | None = None) -> FeedUpdate:
@@ -273,14 +295,17 @@ class Attachment:
             if self._stopping:
                 return
         c, now = self._connection, self._clock_ms()
-        core = LogFollower(self._addresses, snapshot_state=_snapshot_image, empty_state=MetadataImage(),
-                           cluster_id=self._cluster_id, settings=s, now_ms=now)
+        core = LogFollower(self._addresses, empty_state=MetadataImage(),
+                           cluster_id=self._cluster_id, settings=s, now_ms=now,
+                           snapshot_bytes_state=image_of_fetched_snapshot)
         self._watch = StartupWatch(self._addresses, now, self._stall_timeout_ms)
         clients = [KafkaClient(client_id=CLIENT_ID, request_timeout_ms=s.request_timeout_ms,
                                reconnect_backoff_ms=c.reconnect_backoff_ms,
                                reconnect_backoff_max_ms=c.reconnect_backoff_max_ms,
                                connection_setup_timeout_ms=c.setup_timeout_ms,
-                               connection_setup_timeout_max_ms=c.setup_timeout_max_ms, security=self._security)
+                               connection_setup_timeout_max_ms=c.setup_timeout_max_ms, security=self._security,
+                               # an answer holds a snapshot chunk as large as asked, and the frame around it
+                               max_frame_bytes=max(DEFAULT_MAX_FRAME_BYTES, s.snapshot_max_bytes + 65_536))
                    for _ in range(2)]
         tasks: set[asyncio.Task] = set()
         describe = asyncio.create_task(self._describe_loop(core, clients[1]))
@@ -328,6 +353,8 @@ class Attachment:
                     return
                 served = ranges.get(ApiKeys.FETCH)
                 self._watch.connected(self._clock_ms())
+                if self._trace is not None:
+                    self._trace.connected()
                 sent = fetch_at_version(request, served, core.high_watermark)
                 if sent is None:
                     offered = f"v{served[0]}-v{served[1]}" if served else "no Fetch at all"
@@ -348,6 +375,8 @@ class Attachment:
             if isinstance(err, ConnectError):
                 self._watch.setup_failed(err.address, err.why)
             answer = InboundResponse(message.correlation_id, None, str(err))
+        if self._trace is not None:
+            self._trace.answered()
         core.receive(self._clock_ms(), answer)
         self._wake.set()
 
@@ -412,6 +441,8 @@ class Attachment:
                               catching_up=not caught_up, records_fetched=fetched, snapshot_bytes=downloaded,
                               snapshot_size=size)
         with self._lock:
+            if self._trace is not None:
+                self._trace.published(core, taken.batches, taken.reset is not None, caught_up)
             changed = taken.reset is not None or bool(taken.batches) or status != self._status
             if taken.reset is not None:
                 self._reset, self._batches = taken.reset, []
@@ -433,11 +464,6 @@ class Attachment:
         if self._on_update is not None:
             with contextlib.suppress(Exception):  # the tool's wake-up must not end the feed
                 self._on_update()
-
-
-def _snapshot_image(entries: list[LogEntry], snapshot_id: SnapshotId) -> MetadataImage:
-    """A fetched snapshot's image, replayed as a snapshot file's is (MetadataDelta: one interpreter)."""
-    return image_of_snapshot(entries, snapshot_id)[0]
 
 
 def status_note(core: LogFollower, bootstrap: str, caught_up: bool, fetched: int, reached: bool) -> str:

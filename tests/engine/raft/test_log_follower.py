@@ -17,6 +17,7 @@ import random
 
 import pytest
 
+from engine.common.errors import CorruptRecordError
 from engine.raft import raft_messages as rm
 from engine.raft.log_follower import Committed, FollowerSettings, LogFollower, fetch_at_version
 from engine.raft.raft_io import InboundResponse
@@ -289,3 +290,50 @@ def test_snapshot_id_is_downloaded_in_chunks_before_any_fetch() -> None:
     assert f.downloading == SnapshotId(20, 2)
     ask = _ask(f, 2)
     assert type(ask.request).__name__ == "FetchSnapshotRequest" and ask.request.max_bytes == 10
+
+
+def _download_answer(f: LogFollower, now_ms: int, data: bytes) -> None:
+    """Answer the follower's FetchSnapshot with all of ``data`` in one chunk."""
+    ask = _ask(f, now_ms)
+    assert type(ask.request).__name__ == "FetchSnapshotRequest"
+    f.receive(now_ms + 1, InboundResponse(ask.correlation_id, rm.fetch_snapshot_response(
+        E.none, leader_id=3, epoch=3, snapshot_id=(20, 2), size=len(data), position=0, data=data,
+        leader_address=("c3", 9093))))
+
+
+def test_a_snapshot_damaged_once_is_downloaded_again_and_damaged_twice_stops_with_its_line() -> None:
+    built: list[tuple[bytes, SnapshotId, str]] = []
+
+    def from_bytes(data: bytes, snapshot_id: SnapshotId, where: str) -> object:
+        built.append((data, snapshot_id, where))
+        if data.startswith(b"bad"):
+            raise CorruptRecordError("batch CRC mismatch", path=where, byte_offset=3)
+        return "the image"
+
+    f = LogFollower(BOOT, snapshot_bytes_state=from_bytes, empty_state=None, rng=random.Random(0),
+                    settings=FollowerSettings(retry_backoff_ms=10))
+    f.leader_id, f.epoch, f.leader_address = 3, 3, ("c3", 9093)
+    request = _ask(f, 0)
+    f.receive(1, InboundResponse(request.correlation_id, rm.fetch_response(
+        E.none, leader_id=3, epoch=3, high_watermark=25, snapshot=(20, 2), leader_address=("c3", 9093))))
+    assert f.high_watermark == 25  # told beside the snapshot: catching up reaches past it
+    _download_answer(f, 2, b"bad bytes")
+    where = "snapshot 00000000000000000020-0000000002.checkpoint from controller c3:9093"
+    assert built[-1] == (b"bad bytes", SnapshotId(20, 2), where)
+    assert f.error is None and f.last_failure == f"{where}, byte offset 3: batch CRC mismatch"
+    request = _ask(f, 20)  # after the backoff: asked again, and told the snapshot again
+    f.receive(21, InboundResponse(request.correlation_id, rm.fetch_response(
+        E.none, leader_id=3, epoch=3, high_watermark=25, snapshot=(20, 2), leader_address=("c3", 9093))))
+    _download_answer(f, 22, b"good bytes")
+    assert f.take().reset == ("the image", 19) and f.error is None
+    # a later download of the same snapshot damaged twice in a row: the leader's copy is bad
+    f2 = LogFollower(BOOT, snapshot_bytes_state=from_bytes, empty_state=None, rng=random.Random(0),
+                     settings=FollowerSettings(retry_backoff_ms=10))
+    f2.leader_id, f2.epoch, f2.leader_address = 3, 3, ("c3", 9093)
+    for now in (0, 100):
+        request = _ask(f2, now)
+        f2.receive(now + 1, InboundResponse(request.correlation_id, rm.fetch_response(
+            E.none, leader_id=3, epoch=3, high_watermark=25, snapshot=(20, 2), leader_address=("c3", 9093))))
+        _download_answer(f2, now + 2, b"bad bytes")
+    assert f2.error == f"{where}, byte offset 3: batch CRC mismatch"
+    assert f2.poll(200).messages == []

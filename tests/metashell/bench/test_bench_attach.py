@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import re
 
-from metashell.bench.attach import bench_attach, build_bench_attach_parser, run_bench_attach
+from metashell.bench.attach import STAGES, bench_attach, build_bench_attach_parser, run_bench_attach
 
 # processes, sockets and timers of their own: out of the fast tier
 pytestmark = pytest.mark.slow
@@ -33,10 +33,23 @@ def test_tiny_run_prints_every_figure_and_says_why_kafka_did_not_run(tmp_path):
     assert summary[1].startswith("  Kafka 4.3.1: not measured: no Kafka quorum:")
     partitions = next(line for line in summary if line.strip().startswith("partitions"))
     assert partitions.split()[1:] == ["300", "-"]
-    for label in ("attach: start() to tree shown (s)", "apart: FetchSnapshot alone (s)",
-                  "apart: decode + replay alone (s)", "the tool's RSS growth at attach (MB)"):
+    for label in ("attach: start() to caught up (s)", "attach: first answer, ls /image/topics/byName (s)",
+                  "attach: start() to the whole image decoded (s)", "apart: index of the snapshot alone (s)",
+                  "apart: every topic decoded alone (s)", "apart: FetchSnapshot alone (s)"):
         row = next(line for line in summary if line.strip().startswith(label))
         assert re.fullmatch(rf"\s+{re.escape(label)}\s+-?{NUMBER}\s+-", row), row
+    for label in ("the tool's RSS growth: first answer / whole image (MB)",
+                  "during the load: runnable tasks p50 / max (2 cpus)"):
+        row = next(line for line in summary if line.strip().startswith(label))
+        assert re.fullmatch(rf"\s+{re.escape(label)}\s+-?{NUMBER} / -?{NUMBER}\s+-", row), row
+    assert ours.attached["topics_listed"] == ours.attached["topics"] == 3  # the first answer was right
+    steps = ours.attached["milestones"]  # the attach's steps, in the order they happen
+    assert sorted(steps, key=steps.get) == ["connected", "snapshot named", "downloaded", "indexed", "caught up"]
+    # every record of the load traced through its stages; the tail's means given
+    assert all(len(ours.stages[label]) == 10 for label, _, _ in STAGES) and set(ours.tail) == {l for l, _, _ in STAGES}
+    for label, _, _ in STAGES:
+        row = next(line for line in summary if line.strip().startswith(label))
+        assert re.fullmatch(rf"\s+{re.escape(label)}\s+(-?{NUMBER} / ){{2}}-?{NUMBER} \[-?{NUMBER}\]\s+-", row), row
     for label in ("commit to tree p50 / p99 / max (ms)", "send to tree p50 / p99 / max (ms)"):
         row = next(line for line in summary if line.strip().startswith(label))
         assert re.fullmatch(rf"\s+{re.escape(label)}\s+(-?{NUMBER} / ){{2}}-?{NUMBER}\s+-", row), row
