@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from engine.common.errors import ConfigError
+from engine.bench.peer_attach import AttachUnavailable, bench_attach_rows
 from engine.bench.peer_files import BenchFiles, bench_files
 from engine.bench.peer_report import Figure, table
 from engine.bench.peer_shells import PeerError, Question, Sample, Session, questions, run_session
@@ -140,7 +141,8 @@ def timed(command: Sequence[str], stdout: Path | None = None) -> Sample:
 
 def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_partitions: int = 300_000,
                rounds: int = 3, kafka_heap: str = "2G", directory: Path | None = None, controller: bool = False,
-               controller_heap: str = "4G", out: Callable[[str], None] = print) -> list[Figure]:
+               controller_heap: str = "4G", attach_seconds: float = 0.0,
+               out: Callable[[str], None] = print) -> list[Figure]:
     """Every row against the Kafka jars in each of ``kafka_libs``; files in ``directory`` (kept),
     else a temporary one. Returns the figures it printed."""
     kafkas = [kafka_tools(Path(libs)) for libs in kafka_libs]
@@ -176,8 +178,14 @@ def bench_peer(kafka_libs: Sequence[Path], partitions: int = 1_000_000, log_part
             figures += _bench_controller(partitions, kafkas[-1], controller_heap, out)
         except PeerError as err:  # the rows measured so far still stand
             out(f"the controller's rows are left out: {err}")
-    out(f"attach to a quorum of {partitions:,} partitions: not run here (the engine never imports metashell); "
-        f"its row is `metashell bench attach --partitions {partitions}`")
+    if attach_seconds:
+        try:
+            figures += bench_attach_rows(partitions, kafkas[-1].version, str(kafkas[-1].libs), attach_seconds, out)
+        except AttachUnavailable as err:  # the rows measured so far still stand
+            out(f"the attach's rows are left out: {err}")
+    else:
+        out(f"attach to a quorum of {partitions:,} partitions: not asked (--attach runs `metashell bench attach "
+            f"--partitions {partitions}` against the last Kafka given)")
     out(f"load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
     out("ratios are metashell/Kafka: the ratio of the medians, then the range of the pairs' own ratios")
     for line in table(figures, [n.removeprefix("Kafka ") for n in names[1:]]):

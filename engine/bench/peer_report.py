@@ -18,7 +18,7 @@ class Figure:
     """One row: its label, how its values print, what a ratio above 1 means, the runs of each side."""
 
     label: str
-    unit: str  # "s", "MiB" or "records/s"
+    unit: str  # "s", "ms", "MiB" or "records/s"
     ours: list[float] = field(default_factory=list)
     theirs: dict[str, list[float]] = field(default_factory=dict)
     higher_is_better: bool = False
@@ -39,6 +39,8 @@ def _value(value: float, unit: str) -> str:
         return f"{value:,.0f}"
     if unit == "MiB":
         return f"{value:,.0f} MiB"
+    if unit == "ms":
+        return f"{value:,.1f} ms"
     return f"{value:.2f} s"
 
 

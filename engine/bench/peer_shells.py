@@ -172,7 +172,9 @@ def run_session(command: Sequence[str], asked: Sequence[Question], name: str, ti
             why = said[-1].strip() if said else "no message"
             if time.perf_counter() - started >= timeout_s + KILL_GRACE_S:
                 why = f"killed after {timeout_s + KILL_GRACE_S:.0f} s (for Kafka's shell: a heap too small? see --kafka-heap)"
-            raise PeerError(f"{exc if isinstance(exc, PeerError) else name + ' stopped'}; its last words: {why}") \
+            # a process already gone when we write is a broken pipe, else an empty read: the same line
+            raise PeerError(f"{exc if isinstance(exc, PeerError) else name + ' exited before answering'}; "
+                            f"its last words: {why}") \
                 from None
         finally:
             killer.cancel()

@@ -96,7 +96,8 @@ def cmd_bench_peer(args: argparse.Namespace) -> int:
     bench_peer([Path(libs) for libs in args.kafka_libs], partitions=args.partitions,
                log_partitions=args.log_partitions, rounds=args.rounds, kafka_heap=args.kafka_heap,
                directory=Path(args.dir) if args.dir else None, controller=args.controller,
-               controller_heap=args.controller_kafka_heap, out=_out)
+               controller_heap=args.controller_kafka_heap, attach_seconds=args.attach_seconds if args.attach else 0.0,
+               out=_out)
     return 0
 
 
@@ -231,6 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     peer.add_argument("--controller-kafka-heap", default="4G", metavar="HEAP",
                       help="-Xmx and -Xms of each of Kafka's controllers with --controller (1,000,000 partitions "
                            "need about 4G)")
+    peer.add_argument("--attach", action="store_true",
+                      help="also run `metashell bench attach` for as many partitions, against the last Kafka given "
+                           "(attach, first answer, commit to tree; minutes: three controllers a side)")
+    peer.add_argument("--attach-seconds", type=float, default=30.0, metavar="S",
+                      help="how long the attach bench's load commits, with --attach")
     peer.set_defaults(run=cmd_bench_peer)
 
     quorum_bench = bench_sub.add_parser("quorum", help="3 controller processes on loopback: commit latency, records/s")

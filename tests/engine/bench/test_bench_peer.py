@@ -61,7 +61,7 @@ def test_runs_every_side_and_prints_the_table(peer_dist, tmp_path):
     assert shell_runs == ["warm-up metashell", f"warm-up {kafka}", "round 1 metashell", f"round 1 {kafka}"]
     assert "dump-log, 303 records" in "\n".join(lines)  # 300 partitions and 3 topics
     assert f"  metashell and {kafka} printed every record; their outputs are identical" in lines
-    assert any(line.startswith("attach to a quorum of 300 partitions: not run here") for line in lines)
+    assert any(line.startswith("attach to a quorum of 300 partitions: not asked (--attach runs") for line in lines)
     head = lines.index(f"| figure (median (min - max)) | metashell | {kafka} | ratio |")
     rows = [re.fullmatch(rf"\| (.*) \| {NUMBER}( s| MiB)? \| {NUMBER}( s| MiB)? \| {NUMBER} \|", line)
             for line in lines[head + 2:]]
