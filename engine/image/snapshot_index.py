@@ -30,6 +30,7 @@ from typing import Any, Mapping
 from engine.common.errors import MetadataError
 from engine.image.gc_pause import collector_paused
 from engine.image.domain_delta import ReplayJournal
+from engine.image.partition_decode import decode_topic_partitions
 from engine.image.topics_image import TopicsDelta, TopicsImage
 from engine.records import metadata_records as m
 from engine.records.compression import NONE
@@ -113,6 +114,12 @@ class SnapshotIndex:
             return topic.partitions
 
     def _decode(self, topic: IndexedTopic) -> None:
+        fast = decode_topic_partitions(self._buf, [(start, end, count) for _, _, count, start, end in topic.runs])
+        if fast is not None:  # Kafka's shape: read straight into registrations (engine.image.partition_decode)
+            partitions, skipped = fast
+            self.skipped += skipped
+            self._decoded(topic, partitions)
+            return
         delta = TopicsDelta(TopicsImage.EMPTY, ReplayJournal())
         for record in self._records(topic):
             if isinstance(record, m.TopicRecordV0):
@@ -122,7 +129,10 @@ class SnapshotIndex:
             else:  # a record that did not decode (an UnknownRecord): the eager replay skips it too
                 delta.journal.skipped += 1
         self.skipped += delta.journal.skipped
-        topic.partitions = MappingProxyType(delta.changed_topics()[topic.record.topic_id].partitions)
+        self._decoded(topic, delta.changed_topics()[topic.record.topic_id].partitions)
+
+    def _decoded(self, topic: IndexedTopic, partitions: dict) -> None:
+        topic.partitions = MappingProxyType(partitions)
         topic.runs = []
         self._pending -= 1
         if self._pending == 0:
