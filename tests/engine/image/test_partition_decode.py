@@ -147,3 +147,29 @@ def test_the_same_bytes_under_another_version_are_read_by_that_version_rules(mon
     fast, _ = _both(_snapshot([v2], 4), monkeypatch)
     assert fast is not None and fast[0][0].elr == (1,)
     assert _both(_snapshot([v1], 4), monkeypatch) == (None, None)
+
+
+def test_a_null_replica_list_is_skipped_alike_lazily_and_eagerly(tmp_path) -> None:
+    """Kafka's schema makes the replica lists non-nullable and its reader refuses such a record;
+    kio reads it, with None. It is skipped (counted), never a TypeError, in either load."""
+    from engine.image.lazy_topics import decode_all
+    from engine.image.metadata_loader import image_of_snapshot, image_of_snapshot_bytes
+    from engine.storage.log_reader import read_file
+
+    good = m.PartitionRecordV0(partition_id=i32(1), topic_id=TOPIC_ID, replicas=(i32(1),), isr=(i32(1),),
+                               removing_replicas=(), adding_replicas=(), leader=i32(1), leader_epoch=i32(0),
+                               partition_epoch=i32(0))
+    damaged = bytearray(encode_metadata_value(m.PartitionRecordV0(
+        partition_id=i32(0), topic_id=TOPIC_ID, replicas=(), isr=(), removing_replicas=(), adding_replicas=(),
+        leader=i32(1), leader_epoch=i32(0), partition_epoch=i32(0))))
+    damaged[23] = 0  # the replica list's count: null
+    path = tmp_path / "00000000000000000004-0000000001.checkpoint"
+    path.write_bytes(_snapshot([bytes(damaged), encode_metadata_value(good)], 4))
+    eager, eager_skipped = image_of_snapshot(read_file(path, snapshot=True), None)
+    lazy, _ = image_of_snapshot_bytes(path.read_bytes(), str(path), None)
+    topic = lazy.topics.by_id[TOPIC_ID]
+    index = topic.partitions._index
+    decode_all(lazy.topics)
+    assert lazy == eager
+    assert list(eager.topics.by_id[TOPIC_ID].partitions) == [1]
+    assert index.skipped == 1 and eager_skipped >= 1
