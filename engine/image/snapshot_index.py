@@ -8,7 +8,8 @@ stand at a fixed place: after the frame version, api key, version and the int32 
 ``index_snapshot`` walks every batch so, checks every batch's CRC, decodes the TopicRecords and
 the few records of the other domains, and notes each topic's runs as byte ranges. The
 partitions are decoded when ``SnapshotIndex.topic_partitions`` is first asked for a topic
-(engine.image.lazy_topics).
+(engine.image.lazy_topics): in Kafka's shape straight into registrations
+(engine.image.partition_decode), else by the general path, the eager replay's.
 
 The index answers None (the caller loads the file eagerly, as before) for anything that is not
 that shape, so a lazy image is never a guess: a PartitionRecord that does not follow its
