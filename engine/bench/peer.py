@@ -87,8 +87,10 @@ class KafkaTools:
     dump_main: str
 
     def command(self, main: str, heap: str, log4j: Path, *args: str) -> list[str]:
+        # java.io.tmpdir beside the log4j file, in the bench's own temporary directory: Kafka's
+        # MetadataShell makes a MetadataShell<N> directory there and leaves it when it is killed
         return [self.java, f"-Xmx{heap}", *KAFKA_TOOL_JVM_OPTS, f"-Dlog4j2.configurationFile={log4j}",
-                "-cp", str(self.libs / "*"), main, *args]
+                f"-Djava.io.tmpdir={log4j.parent}", "-cp", str(self.libs / "*"), main, *args]
 
 
 def kafka_tools(libs: Path) -> KafkaTools:

@@ -26,7 +26,11 @@ LEADER_RECOVERY_RECOVERING = 1
 LEADER_RECOVERY_NO_CHANGE = -1
 
 
-class InvalidReplicaDirectories(ValueError):
+class InvalidPartitionRecord(ValueError):
+    """A PartitionRecord the replay skips: it changes nothing."""
+
+
+class InvalidReplicaDirectories(InvalidPartitionRecord):
     """Directories that do not pair one to one with the replicas (Kafka's
     InvalidReplicaDirectoriesException): the record changes nothing."""
 
@@ -55,6 +59,11 @@ class PartitionRegistration(NamedTuple):
         """
         version = record.__version__
         replicas = record.replicas
+        if replicas is None or record.isr is None or record.removing_replicas is None \
+                or record.adding_replicas is None:
+            # arrays Kafka's schema makes non-nullable, read as null from damaged bytes (Kafka's
+            # reader refuses the record; kio reads it): skipped, as a record that does not decode
+            raise InvalidPartitionRecord("a null replica list")
         directories = _record_directories(record.directories if version >= 1 else None, len(replicas))
         elr = record.eligible_leader_replicas if version >= 2 else None
         last_known = record.last_known_elr if version >= 2 else None

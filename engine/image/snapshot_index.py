@@ -8,7 +8,8 @@ stand at a fixed place: after the frame version, api key, version and the int32 
 ``index_snapshot`` walks every batch so, checks every batch's CRC, decodes the TopicRecords and
 the few records of the other domains, and notes each topic's runs as byte ranges. The
 partitions are decoded when ``SnapshotIndex.topic_partitions`` is first asked for a topic
-(engine.image.lazy_topics).
+(engine.image.lazy_topics): in Kafka's shape straight into registrations
+(engine.image.partition_decode), else by the general path, the eager replay's.
 
 The index answers None (the caller loads the file eagerly, as before) for anything that is not
 that shape, so a lazy image is never a guess: a PartitionRecord that does not follow its
@@ -30,6 +31,7 @@ from typing import Any, Mapping
 from engine.common.errors import MetadataError
 from engine.image.gc_pause import collector_paused
 from engine.image.domain_delta import ReplayJournal
+from engine.image.partition_decode import decode_topic_partitions
 from engine.image.topics_image import TopicsDelta, TopicsImage
 from engine.records import metadata_records as m
 from engine.records.compression import NONE
@@ -113,6 +115,12 @@ class SnapshotIndex:
             return topic.partitions
 
     def _decode(self, topic: IndexedTopic) -> None:
+        fast = decode_topic_partitions(self._buf, [(start, end, count) for _, _, count, start, end in topic.runs])
+        if fast is not None:  # Kafka's shape: read straight into registrations (engine.image.partition_decode)
+            partitions, skipped = fast
+            self.skipped += skipped
+            self._decoded(topic, partitions)
+            return
         delta = TopicsDelta(TopicsImage.EMPTY, ReplayJournal())
         for record in self._records(topic):
             if isinstance(record, m.TopicRecordV0):
@@ -122,7 +130,10 @@ class SnapshotIndex:
             else:  # a record that did not decode (an UnknownRecord): the eager replay skips it too
                 delta.journal.skipped += 1
         self.skipped += delta.journal.skipped
-        topic.partitions = MappingProxyType(delta.changed_topics()[topic.record.topic_id].partitions)
+        self._decoded(topic, delta.changed_topics()[topic.record.topic_id].partitions)
+
+    def _decoded(self, topic: IndexedTopic, partitions: dict) -> None:
+        topic.partitions = MappingProxyType(partitions)
         topic.runs = []
         self._pending -= 1
         if self._pending == 0:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Union
 from engine.image.change_set import Change
 from engine.image.domain_delta import DomainDelta, ReplayJournal
 from engine.image.image_map import EMPTY_MAP
-from engine.image.partition_registration import InvalidReplicaDirectories, PartitionRegistration
+from engine.image.partition_registration import InvalidPartitionRecord, InvalidReplicaDirectories, PartitionRegistration
 from engine.records import metadata_records as m
 
 PartitionRecord = Union[m.PartitionRecordV0, m.PartitionRecordV1, m.PartitionRecordV2]
@@ -169,7 +169,7 @@ class TopicsDelta(DomainDelta):
             return
         try:
             registration = PartitionRegistration.from_record(record)
-        except InvalidReplicaDirectories:
+        except InvalidPartitionRecord:
             self._skip()
             return
         partitions, partition_id = topic.partitions, record.partition_id

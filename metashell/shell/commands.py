@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import sys
 from datetime import datetime, timezone
 from typing import Any
 
 from metashell.export import FORMATS as EXPORT_FORMATS
 from metashell.export.schemas import HISTORY_TABLES
-from metashell.tree.nodes import has_glob, render, render_json, walk
+from metashell.tree.nodes import has_glob, render, render_json, walk_paths
 from metashell.shell.kafka_form import cat_lines, ls_lines, tree_lines, under_image
 from metashell.shell.registry import COMMANDS, ArgParser, ExitShell, ShellError, command
 from metashell.shell.session import Session
@@ -137,20 +138,31 @@ find [PATH] [-name GLOB] [-type f|d]
 """, lambda p: (p.add_argument("path", nargs="?", default="."), p.add_argument("-name"),
                 p.add_argument("-type", choices=["f", "d"])))
 def _find(session: Session, args: argparse.Namespace) -> int:
+    keep = None
+    if args.name or args.type:
+        def keep(name: str, is_directory: bool) -> bool:
+            return (not args.name or fnmatch.fnmatchcase(name, args.name)) \
+                and (not args.type or (args.type == "d") == is_directory)
     found = 0
     for base in session.paths(args.path):
-        for path, node in walk(session.node(base), base):
-            name = path.rsplit("/", 1)[-1]
-            if args.name and not fnmatch.fnmatchcase(name, args.name):
-                continue
-            if args.type and (args.type == "d") != node.is_directory:
-                continue
-            session.out(path)
-            found += 1
+        for lines in walk_paths(session.node(base), base, keep):
+            out_lines(session, lines)
+            found += len(lines)
     if not found:  # said, as kubectl's "No resources found": an empty answer is not a silent one
         which = " ".join(f"-{k} {v}" for k, v in (("name", args.name), ("type", args.type)) if v)
         session.err(f"metashell: find: no node under {args.path} matches {which}")
     return 0
+
+
+def out_lines(session: Session, lines: list[str]) -> None:
+    """``lines`` out, as many ``session.out`` calls would print them: to standard output (print,
+    the shell's one-shot and piped forms) in one write; to any other sink (the terminal's pager,
+    a test) line by line."""
+    if session.out is print:
+        sys.stdout.write("\n".join(lines) + "\n")
+    else:
+        for line in lines:
+            session.out(line)
 
 
 @command("tree", "show a subtree", """

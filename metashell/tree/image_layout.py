@@ -38,7 +38,7 @@ from engine.storage.log_reader import read_batch_headers
 from metashell.tree import kafka_text as text
 from metashell.tree.kafka_names import SCRAM_MECHANISMS
 from metashell.tree.kafka_shell_configs import shown_in_kafka_shell
-from metashell.tree.nodes import DEFAULT_NAME, DirNode, FileNode, Node, decode_name, encode_name
+from metashell.tree.nodes import DEFAULT_NAME, EMPTY_NAME, DirNode, FileNode, Node, decode_name, encode_name
 from metashell.tree.tree_layout import REDACTED, TreeBuilder, is_secret_config, partition_json
 
 FINALIZED = "finalized_"
@@ -50,8 +50,22 @@ def java_name_order(shown: str) -> bytes:
     return text.java_order(shown if decoded is None else decoded)
 
 
-def kafka_dir(name: str, names: Callable[[], Any], make: Callable[[str], Node | None]) -> DirNode:
-    return DirNode(name, names, make, java_name_order)
+def java_sorted(shown: Any) -> list[str]:
+    """``shown`` sorted by java_name_order. Names of ASCII only, with no ``%`` (none encoded)
+    and not the empty name's ``<empty>``, stand for themselves, and Java's order of ASCII is
+    Python's: one plain sort (a topic's hundreds of partitions, listed for every topic by ``find``)."""
+    names = list(shown)
+    joined = "".join(names)
+    if joined.isascii() and "%" not in joined and EMPTY_NAME not in names:
+        names.sort()
+        return names
+    names.sort(key=java_name_order)
+    return names
+
+
+def kafka_dir(name: str, names: Callable[[], Any], make: Callable[[str], Node | None],
+              files_only: bool = False) -> DirNode:
+    return DirNode(name, names, make, java_name_order, java_sorted, files_only)
 
 
 def fixed_dir(name: str, children: dict[str, Callable[[], Node]]) -> DirNode:
@@ -172,7 +186,7 @@ def _topic(tree: TreeBuilder, topic_id, shown: str) -> DirNode:
             return None
         return leaf(n, lambda: partition_json(topic_id, pid, topic.partitions[pid]),
                     lambda: text.partition_text(topic.partitions[pid]))
-    return kafka_dir(shown, lambda: ["name", "id", *map(str, topic.partitions)], make)
+    return kafka_dir(shown, lambda: ["name", "id", *map(str, topic.partitions)], make, files_only=True)
 
 
 def _topics_by_name(tree: TreeBuilder) -> DirNode:

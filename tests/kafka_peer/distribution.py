@@ -26,6 +26,7 @@ Maven Central's metadata at run time, so the suite follows Kafka's releases with
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import functools
 import hashlib
@@ -34,6 +35,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +157,8 @@ class KafkaDistribution(engine_dist.KafkaDistribution):
 
     def command(self, tool: str, *args: str, jvm_opts: tuple[str, ...] = TOOL_JVM_OPTS) -> list[str]:
         """Kafka's command line, mapping this version's class archive once there is one (class_sharing)."""
+        if tool == "kafka-metadata-shell":  # its MetadataShell<N> directory, left when it is killed, goes with ours
+            jvm_opts = (*jvm_opts, f"-Djava.io.tmpdir={_shell_tmpdir()}")
         line = super().command(tool, *args, jvm_opts=(*class_sharing.jvm_opts(self.libs), *jvm_opts))
         if tool == "kafka-metadata-shell" and self.shell_bridge is not None:
             at = line.index("-cp") + 1  # after the jars: a class this release still has is its own
@@ -171,6 +175,14 @@ class KafkaDistribution(engine_dist.KafkaDistribution):
             raise AssertionError(f"Kafka {self.version} {tool} {' '.join(args)} exited {done.returncode}:\n"
                                  f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
         return done
+
+
+@functools.cache
+def _shell_tmpdir() -> str:
+    """The java.io.tmpdir of every kafka-metadata-shell this process starts, removed at its exit."""
+    path = tempfile.mkdtemp(prefix="metashell-tests-kafka-shell-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def fetch(version: str, root: Path | None = None, *, tools: bool = True) -> KafkaDistribution:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +57,9 @@ def test_runs_every_side_and_prints_the_table(peer_dist, tmp_path):
     assert "org.apache.kafka.shell.MetadataShell --snapshot" in commands[1]
     assert "DumpLogSegments --cluster-metadata-decoder --files" in commands[3]
     assert all("-XX:+UseG1GC" in c for c in commands[1::2]) and "-Xmx256M" in commands[3]
+    # Kafka's JVMs keep their temporary files (MetadataShell<N>) in the bench's own directory, gone after it
+    tmpdirs = {re.search(r"-Djava\.io\.tmpdir=(\S+)", c).group(1) for c in commands[1::2]}
+    assert len(tmpdirs) == 1 and not Path(tmpdirs.pop()).exists()
     # a warm-up and one counted run of each side, A then B; every answer right (or asked again)
     shell_runs = [line.split(":")[0].strip() for line in lines if re.match(r"  (warm-up|round 1) .*first answer", line)]
     assert shell_runs == ["warm-up metashell", f"warm-up {kafka}", "round 1 metashell", f"round 1 {kafka}"]
