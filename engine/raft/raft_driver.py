@@ -40,7 +40,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode
-from engine.records.metadata_record_serde import AnyRecord
 from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
@@ -60,6 +59,7 @@ from engine.raft.voter_set import Address, ReplicaKey
 from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 
 log = logging.getLogger("engine.raft.driver")
+Entry = tuple[bytes | None, bytes | None]  # an encoded record: (key, value)
 
 # Raft's own RPCs, which the core answers (ApiVersions and DescribeCluster, on the same listener,
 # are the listener's: engine.server.controller_apis)
@@ -259,12 +259,12 @@ class RaftDriver:
         self.request_poll()  # may run inside a listener callback, i.e. inside poll: no re-entry
         return offset
 
-    def request_snapshot(self, end_offset: int, records: Iterable[AnyRecord], *,
+    def request_snapshot(self, end_offset: int, entries: Iterable[Entry], *,
                          last_contained_log_timestamp_ms: int,
                          on_done: Callable[[SnapshotId], None] | None = None) -> bool:
         """Snapshot the state machine as of ``end_offset`` (committed and applied, on a batch
-        boundary); ``records`` is an iterator over an immutable state, so it may be consumed
-        later. Returns at once: the bytes are built in slices of SNAPSHOT_SLICE_MS between the
+        boundary); ``entries`` are its records encoded, (key, value) as ``encode_record`` gives
+        them, from an iterator over an immutable state, so it may be consumed later. Returns at once: the bytes are built in slices of SNAPSHOT_SLICE_MS between the
         loop's other work, written and fsynced on a worker thread, then installed, and the
         core deletes the log before it. A snapshot that cannot be written is logged and the
         log kept whole: nothing is lost. False if one is still being written (it is skipped,
@@ -274,14 +274,14 @@ class RaftDriver:
                      self.local.node_id, end_offset)
             return False
         task = asyncio.get_running_loop().create_task(
-            self._write_snapshot(end_offset, iter(records), last_contained_log_timestamp_ms, on_done),
+            self._write_snapshot(end_offset, iter(entries), last_contained_log_timestamp_ms, on_done),
             name=f"snapshot at {end_offset}")
         self._snapshot_task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return True
 
-    async def _write_snapshot(self, end_offset: int, records: Iterator[AnyRecord], timestamp_ms: int,
+    async def _write_snapshot(self, end_offset: int, entries: Iterator[Entry], timestamp_ms: int,
                               on_done: Callable[[SnapshotId], None] | None) -> None:
         await asyncio.sleep(0)  # past the poll that asked: the core cannot be re-entered from a listener
         client = self.client
@@ -297,7 +297,7 @@ class RaftDriver:
             while more:
                 deadline = time.perf_counter() + SNAPSHOT_SLICE_MS / 1000
                 while more and time.perf_counter() < deadline:
-                    more = builder.add(records, SNAPSHOT_SLICE_RECORDS)
+                    more = builder.add_entries(entries, SNAPSHOT_SLICE_RECORDS)
                 await asyncio.sleep(0)
                 if self._stopping:
                     return
