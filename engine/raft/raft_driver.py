@@ -20,8 +20,10 @@ into the core happens on the event loop thread, so nothing needs a lock.
   responses on one connection come back in order, so a parked Fetch must not sit in
   front of a Vote or an AddRaftVoter on the same connection.
 - A snapshot a listener asks for from ``handle_commit`` (``request_snapshot``) is encoded
-  after that poll, in short slices between the loop's other work (the image it reads is
-  immutable), written on a worker thread, and installed on the loop.
+  after that poll and written by a forked child (engine.raft.snapshot_child: the image it
+  reads is immutable, so the child's copy-on-write view of it is the same), or, for a log
+  in memory, in short slices between the loop's other work and on a worker thread; it is
+  installed on the loop.
 
 The clock is wall-clock milliseconds at start plus monotonic time since: DescribeQuorum
 timestamps are epoch milliseconds, yet timers never jump with the wall clock.
@@ -55,6 +57,7 @@ from engine.raft.raft_client import (
 )
 from engine.raft.raft_config import RaftConfig
 from engine.raft.raft_log import RaftLog
+from engine.raft.snapshot_child import can_fork, write_in_child
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 
@@ -170,6 +173,10 @@ class RaftDriver:
         self._timer: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._snapshot_task: asyncio.Task | None = None
+        # a file log's snapshots are written by a forked child (engine.raft.snapshot_child);
+        # False: in slices on the loop and a worker thread (the memory log; tests of the slices)
+        self.snapshot_in_child = can_fork() and hasattr(log, "staged_snapshot_path")
+        self.snapshot_child_pid: int | None = None  # the child writing one now, if any
         self._stopping = False  # no more calls into the core
         self._stopped = False
 
@@ -264,11 +271,12 @@ class RaftDriver:
                          on_done: Callable[[SnapshotId], None] | None = None) -> bool:
         """Snapshot the state machine as of ``end_offset`` (committed and applied, on a batch
         boundary); ``entries`` are its records encoded, (key, value) as ``encode_record`` gives
-        them, from an iterator over an immutable state, so it may be consumed later. Returns at once: the bytes are built in slices of SNAPSHOT_SLICE_MS between the
-        loop's other work, written and fsynced on a worker thread, then installed, and the
-        core deletes the log before it. A snapshot that cannot be written is logged and the
-        log kept whole: nothing is lost. False if one is still being written (it is skipped,
-        as Kafka's SnapshotGenerator skips)."""
+        them, from an iterator over an immutable state, so it may be consumed later (or in a
+        forked child). Returns at once: the bytes are built and written off the loop (a child
+        process, or slices of SNAPSHOT_SLICE_MS and a worker thread), then installed, and the
+        core deletes the log before it. A snapshot that cannot be written is logged in one line
+        and the log kept whole: nothing is lost. False if one is still being written (it is
+        skipped, as Kafka's SnapshotGenerator skips)."""
         if self._snapshot_task is not None and not self._snapshot_task.done():
             log.info("node %d: snapshot at offset %d skipped: the previous one is still being written",
                      self.local.node_id, end_offset)
@@ -291,33 +299,62 @@ class RaftDriver:
             plan = client.prepare_snapshot(end_offset)
             if plan is None:
                 return
-            builder = SnapshotBuilder(epoch=plan.snapshot_id.epoch, kraft_control=plan.kraft_control,
-                                      last_contained_log_timestamp_ms=timestamp_ms, now_ms=self.now_ms())
-            more = True
-            while more:
-                deadline = time.perf_counter() + SNAPSHOT_SLICE_MS / 1000
-                while more and time.perf_counter() < deadline:
-                    more = builder.add_entries(entries, SNAPSHOT_SLICE_RECORDS)
-                await asyncio.sleep(0)
-                if self._stopping:
-                    return
-            data = builder.finish()
-            writing = asyncio.ensure_future(asyncio.to_thread(self.raft_log.stage_snapshot, plan.snapshot_id, data))
-            try:
-                staged = await asyncio.shield(writing)
-            except asyncio.CancelledError:
-                # stopped mid-write: the thread finishes its file, which is then deleted, not left behind
-                writing.add_done_callback(self._discard_staged)
-                raise
-            if self._stopping:
-                self.raft_log.discard_snapshot(staged)
+            now_ms = self.now_ms()
+
+            def make_builder() -> SnapshotBuilder:
+                return SnapshotBuilder(epoch=plan.snapshot_id.epoch, kraft_control=plan.kraft_control,
+                                       last_contained_log_timestamp_ms=timestamp_ms, now_ms=now_ms)
+
+            if self.snapshot_in_child:
+                staged = await self._write_in_child(plan.snapshot_id, make_builder, entries)
+            else:
+                staged = await self._write_in_slices(plan.snapshot_id, make_builder(), entries)
+            if staged is None or self._stopping:
+                if staged is not None:
+                    self.raft_log.discard_snapshot(staged)
                 return
             installed = client.install_snapshot(plan.snapshot_id, staged)
         except Exception as err:  # noqa: BLE001 - a failed snapshot is one line; the log stays whole
-            log.error("node %d: no snapshot at offset %d: %s", self.local.node_id, end_offset, one_line(err))
+            log.error("node %d: no snapshot at offset %d (the next one due is tried afresh): %s", self.local.node_id,
+                      end_offset, one_line(err))
             return
         if installed and on_done is not None:
             on_done(plan.snapshot_id)
+
+    async def _write_in_child(self, snapshot_id: SnapshotId, make_builder: Callable[[], SnapshotBuilder],
+                              entries: Iterator[Entry]) -> Any:
+        """Encode and write in a forked child (engine.raft.snapshot_child): the staged path."""
+        part = self.raft_log.staged_snapshot_path(snapshot_id)
+
+        def started(pid: int) -> None:
+            self.snapshot_child_pid = pid
+
+        try:
+            await write_in_child(make_builder, entries, lambda data: self.raft_log.stage_snapshot(snapshot_id, data, part),
+                                 part, on_started=started)
+        finally:
+            self.snapshot_child_pid = None
+        return part
+
+    async def _write_in_slices(self, snapshot_id: SnapshotId, builder: SnapshotBuilder,
+                               entries: Iterator[Entry]) -> Any:
+        """Encode between the loop's other work, write on a worker thread; None if stopped meanwhile."""
+        more = True
+        while more:
+            deadline = time.perf_counter() + SNAPSHOT_SLICE_MS / 1000
+            while more and time.perf_counter() < deadline:
+                more = builder.add_entries(entries, SNAPSHOT_SLICE_RECORDS)
+            await asyncio.sleep(0)
+            if self._stopping:
+                return None
+        data = builder.finish()
+        writing = asyncio.ensure_future(asyncio.to_thread(self.raft_log.stage_snapshot, snapshot_id, data))
+        try:
+            return await asyncio.shield(writing)
+        except asyncio.CancelledError:
+            # stopped mid-write: the thread finishes its file, which is then deleted, not left behind
+            writing.add_done_callback(self._discard_staged)
+            raise
 
     def _discard_staged(self, writing: asyncio.Future) -> None:
         if not writing.cancelled() and writing.exception() is None:

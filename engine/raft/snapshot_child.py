@@ -1,0 +1,141 @@
+"""A snapshot written by a forked child, off the event loop (Kafka writes its snapshots on the
+SnapshotGenerator's own thread; one Python thread cannot, so a process does).
+
+The image a snapshot reads is immutable, and ``fork`` gives the child that very image, copied
+only where a page is written: the child encodes the records, writes them to a ``.part`` file
+the parent named beforehand (fsynced), says "ok" through a pipe and exits. The parent goes on
+serving meanwhile; the pipe's end wakes its loop, and only then, the child reaped and its exit
+clean, does the parent install (rename) the file. So a child that fails, is killed or never
+finishes leaves at most a ``.part``, which is deleted here, or by the log's next opening after a
+crash: never a half snapshot under a snapshot's name. Its failure is one line (the caller logs
+it), and the next snapshot that falls due is tried afresh.
+
+The child does nothing but pure encoding and file writes: no logging, no event loop, no garbage
+collection (it would walk and dirty every page of the parent's heap), and it leaves by
+``os._exit`` whatever happens, so no code of the parent's runs twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import signal
+from pathlib import Path
+from typing import Callable, Iterator
+
+from engine.common.errors import StorageError
+from engine.storage.snapshot_writer import SnapshotBuilder
+
+Entry = tuple[bytes | None, bytes | None]
+_OK = b"ok"
+_REAP_POLL_S = 0.005
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork")
+
+
+async def write_in_child(make_builder: Callable[[], SnapshotBuilder], entries: Iterator[Entry],
+                         stage: Callable[[bytes], None], part: Path,
+                         on_started: Callable[[int], None] | None = None) -> None:
+    """Build the snapshot (``make_builder``, then every entry) and ``stage`` its bytes to ``part``,
+    in a forked child; returns once ``part`` is complete. StorageError (one line) if the child
+    failed or was killed, ``part`` then deleted; cancelled, the child is killed and ``part``
+    deleted. ``on_started`` gets the child's pid (tests kill it)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        _child(read_fd, write_fd, make_builder, entries, stage)
+    os.close(write_fd)
+    if on_started is not None:
+        on_started(pid)
+    try:
+        try:
+            message = await _read_to_end(read_fd)
+        finally:
+            os.close(read_fd)
+        status = await _reap(pid)
+    except BaseException:
+        _kill(pid)
+        part.unlink(missing_ok=True)
+        raise
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0 and message == _OK:
+        return
+    part.unlink(missing_ok=True)
+    if code < 0:
+        why = f"was killed by signal {signal.Signals(-code).name}"
+    else:
+        why = f"failed: {message.decode(errors='replace') or f'exit code {code}'}"
+    raise StorageError(f"the snapshot writer (process {pid}) {why}", path=str(part))
+
+
+def _child(read_fd: int, write_fd: int, make_builder: Callable[[], SnapshotBuilder], entries: Iterator[Entry],
+           stage: Callable[[bytes], None]) -> None:
+    code = 1
+    try:
+        os.close(read_fd)
+        gc.disable()  # short-lived: freed at exit, and the parent's heap stays shared
+        try:
+            signal.set_wakeup_fd(-1)  # a signal here must not wake the parent's loop
+        except (ValueError, OSError):
+            pass
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
+        builder = make_builder()
+        builder.add_entries(entries)
+        stage(builder.finish())
+        os.write(write_fd, _OK)
+        code = 0
+    except BaseException as err:  # noqa: BLE001 - said to the parent in one line
+        try:
+            text = " ".join(str(err).split()) or type(err).__name__
+            os.write(write_fd, text.encode(errors="replace")[:1000])
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code)
+
+
+async def _read_to_end(fd: int) -> bytes:
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bytes] = loop.create_future()
+    chunks: list[bytes] = []
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError as err:
+            chunk = b""
+            chunks.append(f"cannot read from the snapshot writer: {err.strerror}".encode())
+        if chunk:
+            chunks.append(chunk)
+        elif not done.done():
+            done.set_result(b"".join(chunks))
+
+    loop.add_reader(fd, readable)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(fd)
+
+
+async def _reap(pid: int) -> int:
+    """The child's wait status; it has closed its end of the pipe, so it is exiting."""
+    while True:
+        reaped, status = os.waitpid(pid, os.WNOHANG)
+        if reaped:
+            return status
+        await asyncio.sleep(_REAP_POLL_S)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+
+
+__all__ = ["can_fork", "write_in_child"]
