@@ -20,7 +20,7 @@ into the core happens on the event loop thread, so nothing needs a lock.
   responses on one connection come back in order, so a parked Fetch must not sit in
   front of a Vote or an AddRaftVoter on the same connection.
 - A snapshot a listener asks for from ``handle_commit`` (``request_snapshot``) is encoded
-  after that poll and written by a forked child (engine.raft.snapshot_child: the image it
+  after that poll and written by a forked child (engine.raft.snapshot_writing: the image it
   reads is immutable, so the child's copy-on-write view of it is the same), or, for a log
   in memory, in short slices between the loop's other work and on a worker thread; it is
   installed on the loop.
@@ -57,7 +57,7 @@ from engine.raft.raft_client import (
 )
 from engine.raft.raft_config import RaftConfig
 from engine.raft.raft_log import RaftLog
-from engine.raft.snapshot_child import can_fork, write_in_child
+from engine.raft.snapshot_writing import can_fork, write_in_child, write_in_slices
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 
@@ -73,11 +73,6 @@ ANSWER_WAIT_MS = 30_000  # a safety net: the core answers every other request fa
 # What ApiVersions tells of us: a leader adding us as a voter (AddRaftVoter) reads our kraft.version
 # range there and refuses a node that cannot take the finalized level (Kafka's reads 0-0 if absent).
 SUPPORTED_FEATURES = {"kraft.version": (0, 1)}
-# A snapshot is encoded in slices of about this much time, the loop serving requests between
-# them: a million partitions take tens of seconds, and a loop stopped for longer than the
-# fetch timeout loses the leadership. Within a slice the clock is read every so many records.
-SNAPSHOT_SLICE_MS = 20
-SNAPSHOT_SLICE_RECORDS = 256
 
 
 def served_apis() -> dict[int, ApiSpec]:
@@ -173,7 +168,7 @@ class RaftDriver:
         self._timer: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._snapshot_task: asyncio.Task | None = None
-        # a file log's snapshots are written by a forked child (engine.raft.snapshot_child);
+        # a file log's snapshots are written by a forked child (engine.raft.snapshot_writing);
         # False: in slices on the loop and a worker thread (the memory log; tests of the slices)
         self.snapshot_in_child = can_fork() and hasattr(log, "staged_snapshot_path")
         self.snapshot_child_pid: int | None = None  # the child writing one now, if any
@@ -273,7 +268,7 @@ class RaftDriver:
         boundary); ``entries`` are its records encoded, (key, value) as ``encode_record`` gives
         them, from an iterator over an immutable state, so it may be consumed later (or in a
         forked child). Returns at once: the bytes are built and written off the loop (a child
-        process, or slices of SNAPSHOT_SLICE_MS and a worker thread), then installed, and the
+        process, or slices between the loop's other work and a worker thread), then installed, and the
         core deletes the log before it. A snapshot that cannot be written is logged in one line
         and the log kept whole: nothing is lost. False if one is still being written (it is
         skipped, as Kafka's SnapshotGenerator skips)."""
@@ -308,7 +303,9 @@ class RaftDriver:
             if self.snapshot_in_child:
                 staged = await self._write_in_child(plan.snapshot_id, make_builder, entries)
             else:
-                staged = await self._write_in_slices(plan.snapshot_id, make_builder(), entries)
+                staged = await write_in_slices(make_builder(), entries,
+                                               lambda data: self.raft_log.stage_snapshot(plan.snapshot_id, data),
+                                               self.raft_log.discard_snapshot, lambda: self._stopping)
             if staged is None or self._stopping:
                 if staged is not None:
                     self.raft_log.discard_snapshot(staged)
@@ -323,7 +320,7 @@ class RaftDriver:
 
     async def _write_in_child(self, snapshot_id: SnapshotId, make_builder: Callable[[], SnapshotBuilder],
                               entries: Iterator[Entry]) -> Any:
-        """Encode and write in a forked child (engine.raft.snapshot_child): the staged path."""
+        """Encode and write in a forked child (engine.raft.snapshot_writing): the staged path."""
         part = self.raft_log.staged_snapshot_path(snapshot_id)
 
         def started(pid: int) -> None:
@@ -335,31 +332,6 @@ class RaftDriver:
         finally:
             self.snapshot_child_pid = None
         return part
-
-    async def _write_in_slices(self, snapshot_id: SnapshotId, builder: SnapshotBuilder,
-                               entries: Iterator[Entry]) -> Any:
-        """Encode between the loop's other work, write on a worker thread; None if stopped meanwhile."""
-        more = True
-        while more:
-            deadline = time.perf_counter() + SNAPSHOT_SLICE_MS / 1000
-            while more and time.perf_counter() < deadline:
-                more = builder.add_entries(entries, SNAPSHOT_SLICE_RECORDS)
-            await asyncio.sleep(0)
-            if self._stopping:
-                return None
-        data = builder.finish()
-        writing = asyncio.ensure_future(asyncio.to_thread(self.raft_log.stage_snapshot, snapshot_id, data))
-        try:
-            return await asyncio.shield(writing)
-        except asyncio.CancelledError:
-            # stopped mid-write: the thread finishes its file, which is then deleted, not left behind
-            writing.add_done_callback(self._discard_staged)
-            raise
-
-    def _discard_staged(self, writing: asyncio.Future) -> None:
-        if not writing.cancelled() and writing.exception() is None:
-            with contextlib.suppress(OSError):
-                self.raft_log.discard_snapshot(writing.result())
 
     def request_poll(self) -> None:
         """Have the timer task poll the core soon (safe from inside a listener callback)."""

@@ -110,7 +110,7 @@ def test_a_node_serves_between_slices_skips_a_second_request_and_installs(tmp_pa
         (config,), (node,) = await start_quorum(tmp_path, count=1)
         try:
             driver = node.driver
-            driver.snapshot_in_child = False  # the in-loop writer (engine.raft.snapshot_child has its own tests)
+            driver.snapshot_in_child = False  # the in-loop writer (engine.raft.snapshot_writing's child has its own tests)
             await wait_until(lambda: driver.is_leader, 10, "the solo leader")
             await wait_until(lambda: node.last_committed_offset >= 1, 10, "something committed")
             end = node.last_committed_offset + 1

@@ -1,5 +1,7 @@
-"""A snapshot written by a forked child, off the event loop (Kafka writes its snapshots on the
-SnapshotGenerator's own thread; one Python thread cannot, so a process does).
+"""Writing a snapshot off the event loop: by a forked child, or in slices (a log in memory).
+
+Kafka writes its snapshots on the SnapshotGenerator's own thread; one Python thread cannot, so
+a process does (``write_in_child``).
 
 The image a snapshot reads is immutable, and ``fork`` gives the child that very image, copied
 only where a page is written: the child encodes the records, writes them to a ``.part`` file
@@ -13,16 +15,22 @@ it), and the next snapshot that falls due is tried afresh.
 The child does nothing but pure encoding and file writes: no logging, no event loop, no garbage
 collection (it would walk and dirty every page of the parent's heap), and it leaves by
 ``os._exit`` whatever happens, so no code of the parent's runs twice.
+
+Where there is no fork, or the log is in memory (the simulator's; its snapshots are bytes, not
+files), ``write_in_slices`` encodes in short slices between the loop's other work and writes on
+a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import signal
+import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from engine.common.errors import StorageError
 from engine.storage.snapshot_writer import SnapshotBuilder
@@ -30,6 +38,11 @@ from engine.storage.snapshot_writer import SnapshotBuilder
 Entry = tuple[bytes | None, bytes | None]
 _OK = b"ok"
 _REAP_POLL_S = 0.005
+# In slices: about this much time each, the loop serving requests between them (a million
+# partitions take seconds, and a loop stopped past the fetch timeout loses the leadership);
+# within a slice the clock is read every so many records.
+SNAPSHOT_SLICE_MS = 20
+SNAPSHOT_SLICE_RECORDS = 256
 
 
 def can_fork() -> bool:
@@ -138,4 +151,31 @@ def _kill(pid: int) -> None:
         pass
 
 
-__all__ = ["can_fork", "write_in_child"]
+async def write_in_slices(builder: SnapshotBuilder, entries: Iterator[Entry], stage: Callable[[bytes], Any],
+                          discard: Callable[[Any], None], stopping: Callable[[], bool]) -> Any:
+    """Encode between the loop's other work, then ``stage`` the bytes on a worker thread: what
+    ``stage`` returns, or None if ``stopping`` meanwhile. Cancelled mid-write, the thread's
+    file is discarded once written, not left behind."""
+    more = True
+    while more:
+        deadline = time.perf_counter() + SNAPSHOT_SLICE_MS / 1000
+        while more and time.perf_counter() < deadline:
+            more = builder.add_entries(entries, SNAPSHOT_SLICE_RECORDS)
+        await asyncio.sleep(0)
+        if stopping():
+            return None
+    data = builder.finish()
+    writing = asyncio.ensure_future(asyncio.to_thread(stage, data))
+    try:
+        return await asyncio.shield(writing)
+    except asyncio.CancelledError:
+        def discard_when_written(done: asyncio.Future) -> None:
+            if not done.cancelled() and done.exception() is None:
+                with contextlib.suppress(OSError):
+                    discard(done.result())
+
+        writing.add_done_callback(discard_when_written)
+        raise
+
+
+__all__ = ["SNAPSHOT_SLICE_MS", "SNAPSHOT_SLICE_RECORDS", "can_fork", "write_in_child", "write_in_slices"]

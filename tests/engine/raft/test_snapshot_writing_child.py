@@ -1,4 +1,4 @@
-"""Snapshots written by a forked child (engine.raft.snapshot_child), alone and in a real node."""
+"""Snapshots written by a forked child (engine.raft.snapshot_writing), alone and in a real node."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.common.errors import StorageError
-from engine.raft.snapshot_child import can_fork, write_in_child
+from engine.raft.snapshot_writing import can_fork, write_in_child
 from engine.records import metadata_records as m
 from engine.records.metadata_record_serde import encode_record
 from engine.storage.log_reader import read_batches
