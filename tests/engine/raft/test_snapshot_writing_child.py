@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.common.errors import StorageError
-from engine.raft.snapshot_writing import can_fork, write_in_child
+from engine.raft.snapshot_writing import CHILD_NICE, can_fork, write_in_child
 from engine.records import metadata_records as m
 from engine.records.metadata_record_serde import encode_record
 from engine.storage.log_reader import read_batches
@@ -45,18 +45,24 @@ def gated(items: list, gate: int):
     yield from items
 
 
-def test_the_child_writes_what_the_in_loop_writer_writes_while_the_loop_goes_on(tmp_path: Path) -> None:
+def test_the_child_writes_what_the_in_loop_writer_writes_nicer_while_the_loop_goes_on(tmp_path: Path) -> None:
     items = entries(5000)
     part = tmp_path / "snap.part"
+    pids: list[int] = []
 
     async def scenario() -> None:
         gate_r, gate_w = os.pipe()
         try:
-            writing = asyncio.create_task(write_in_child(builder, gated(items, gate_r), stage_to(part), part))
+            writing = asyncio.create_task(write_in_child(builder, gated(items, gate_r), stage_to(part), part,
+                                                         on_started=pids.append))
             # the child waits at the gate; the loop is free meanwhile: this coroutine runs to its end
             for _ in range(3):
                 await asyncio.sleep(0)
             assert not writing.done() and not part.exists()
+            # and it runs nicer than its parent, which serves the quorum
+            parent = os.getpriority(os.PRIO_PROCESS, 0)
+            await wait_until(lambda: pids and os.getpriority(os.PRIO_PROCESS, pids[0]) == min(19, parent + CHILD_NICE),
+                             30, "the child reniced")
             os.write(gate_w, b"x")
             await writing
         finally:
