@@ -248,11 +248,12 @@ def _create_summary(results: list[SideResult], out: Out) -> None:
             out(f"  {name}: no round completed{note}")
             continue
         medians[name] = statistics.median(times)
-        cpu = [sum(r.create_cpu_s.values()) for r in runs if r.error is None]
+        cpu = [sum(r.create_cpu_s.values()) for r in runs if r.error is None and r.create_cpu_s]
+        cpu_note = (f"; CPU of its controllers (sum) median {statistics.median(cpu):.1f} s "
+                    f"({', '.join(f'{c:.1f}' for c in cpu)})") if cpu else ""
         out(f"  {name}: create {max(r.partitions for r in runs):,} partitions: median {medians[name]:.1f} s, range "
             f"{min(times):.1f} - {max(times):.1f} s over {len(times)} rounds ({', '.join(f'{t:.1f}' for t in times)})"
-            f"{note}; CPU of its controllers (sum) median {statistics.median(cpu):.1f} s "
-            f"({', '.join(f'{c:.1f}' for c in cpu)})")
+            f"{cpu_note}{note}")
     if len(medians) == 2:
         ours, theirs = names
         out(f"  ratio of the medians, {ours} / {theirs}: {medians[ours] / medians[theirs]:.2f}")
