@@ -13,8 +13,10 @@ crash: never a half snapshot under a snapshot's name. Its failure is one line (t
 it), and the next snapshot that falls due is tried afresh.
 
 The child does nothing but pure encoding and file writes: no logging, no event loop, no garbage
-collection (it would walk and dirty every page of the parent's heap), and it leaves by
-``os._exit`` whatever happens, so no code of the parent's runs twice.
+collection (it would walk and dirty every page of the parent's heap), no inherited descriptor
+but its pipe (a socket it held would stay open after the parent closed it), and it leaves by
+``os._exit`` whatever happens, so no code of the parent's runs twice. On Linux it is killed
+with its parent (PR_SET_PDEATHSIG): a SIGKILLed node leaves no writer behind.
 
 Where there is no fork, or the log is in memory (the simulator's; its snapshots are bytes, not
 files), ``write_in_slices`` encodes in short slices between the loop's other work and writes on
@@ -37,6 +39,7 @@ from engine.storage.snapshot_writer import SnapshotBuilder
 
 Entry = tuple[bytes | None, bytes | None]
 _OK = b"ok"
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _REAP_POLL_S = 0.005
 # The child runs this much nicer than its parent: the loops that serve Raft and the controller
 # are the critical path, and every node of a quorum snapshots at about the same offsets, so three
@@ -93,7 +96,14 @@ def _child(read_fd: int, write_fd: int, make_builder: Callable[[], SnapshotBuild
            stage: Callable[[bytes], None]) -> None:
     code = 1
     try:
-        os.close(read_fd)
+        parent = os.getppid()
+        _die_with_parent()
+        if os.getppid() != parent:  # the parent died before that took effect
+            return
+        # Only the pipe stays open: an inherited socket (the listener, a peer's connection) held
+        # here would outlive the parent's close of it, and keep a killed node's port bound.
+        os.closerange(3, write_fd)
+        os.closerange(write_fd + 1, _max_fd())
         gc.disable()  # short-lived: freed at exit, and the parent's heap stays shared
         try:
             signal.set_wakeup_fd(-1)  # a signal here must not wake the parent's loop
@@ -118,6 +128,24 @@ def _child(read_fd: int, write_fd: int, make_builder: Callable[[], SnapshotBuild
             pass
     finally:
         os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """Linux: be sent SIGKILL when the parent dies (a SIGKILLed node leaves no writer behind)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _max_fd() -> int:
+    try:
+        return min(os.sysconf("SC_OPEN_MAX"), 1 << 20)
+    except (OSError, ValueError):
+        return 1 << 16
 
 
 async def _read_to_end(fd: int) -> bytes:
