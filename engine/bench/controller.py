@@ -60,6 +60,7 @@ class SideResult:
     create_s: float = float("nan")
     heartbeat_ms: list[float] = field(default_factory=list)
     peak_rss_mb: dict[int, float] = field(default_factory=dict)
+    create_cpu_s: dict[int, float] = field(default_factory=dict)  # CPU seconds per controller by the creation's end
     failover_ms: list[float] = field(default_factory=list)
     heartbeat_error: str | None = None  # the heartbeat phase could not start (its brokers not unfenced)
     error: str | None = None  # the run did not complete (one of several rounds)
@@ -114,6 +115,14 @@ class KafkaControllers(ProcessCluster):
             time.sleep(0.1)
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system, all its threads, and the children it has
+    reaped: our snapshot writers), in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+
+
 def peak_rss_mb(pid: int) -> float:
     """The process's resident-memory high-water mark (VmHWM), in MB."""
     with open(f"/proc/{pid}/status") as status:
@@ -147,10 +156,16 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
 
         out(f"{result.name}: creating {total:,} partitions ({topics:,} topics x {partitions}, RF 1-3) on "
             f"{brokers} brokers, {in_flight} requests in flight")
+        started_cpu = {i: cpu_seconds(p.pid) for i, p in cluster.procs.items() if p.poll() is None}
         result.create_s = await create_all(load, specs, in_flight=in_flight, progress=progress)
         result.partitions = total
+        # the CPU each controller spent creating: on a shared 2-core machine, steadier than the wall time
+        result.create_cpu_s = {i: cpu_seconds(p.pid) - started_cpu.get(i, 0.0) for i, p in cluster.procs.items()
+                               if p.poll() is None}
         out(f"{result.name}: {total:,} partitions created in {result.create_s:.1f} s "
-            f"({total / result.create_s:,.0f} partitions/s)")
+            f"({total / result.create_s:,.0f} partitions/s); CPU per controller meanwhile: " +
+            ", ".join(f"{i}: {s:.1f} s" for i, s in sorted(result.create_cpu_s.items())) +
+            f" (sum {sum(result.create_cpu_s.values()):.1f} s)")
         if create_only:
             result.peak_rss_mb = {i: peak_rss_mb(p.pid) for i, p in cluster.procs.items() if p.poll() is None}
             out(f"{result.name}: peak RSS (VmHWM) per controller: " +
@@ -233,9 +248,12 @@ def _create_summary(results: list[SideResult], out: Out) -> None:
             out(f"  {name}: no round completed{note}")
             continue
         medians[name] = statistics.median(times)
+        cpu = [sum(r.create_cpu_s.values()) for r in runs if r.error is None and r.create_cpu_s]
+        cpu_note = (f"; CPU of its controllers (sum) median {statistics.median(cpu):.1f} s "
+                    f"({', '.join(f'{c:.1f}' for c in cpu)})") if cpu else ""
         out(f"  {name}: create {max(r.partitions for r in runs):,} partitions: median {medians[name]:.1f} s, range "
             f"{min(times):.1f} - {max(times):.1f} s over {len(times)} rounds ({', '.join(f'{t:.1f}' for t in times)})"
-            f"{note}")
+            f"{cpu_note}{note}")
     if len(medians) == 2:
         ours, theirs = names
         out(f"  ratio of the medians, {ours} / {theirs}: {medians[ours] / medians[theirs]:.2f}")

@@ -92,20 +92,38 @@ def _rng(ctx: ControllerContext) -> random.Random:
 
 
 def _new_partition_record(ctx: ControllerContext, topic_id: uuid.UUID, partition_id: int,
-                          replicas: list[int], isr: list[int]) -> Any:
+                          replicas: list[int], isr: list[int], directories: "_Directories | None" = None) -> Any:
     """A new partition's PartitionRecord at the image's version: directories from 3.7-IV2 (v1+),
-    empty ELR lists left out (null) as Kafka writes them from 4.0-IV1 (v2)."""
+    empty ELR lists left out (null) as Kafka writes them from 4.0-IV1 (v2). ``directories``:
+    the request's table of default directories (one per request: a CreateTopics of 10,000
+    partitions asks for the same few replica lists again and again)."""
     version = ctx.versions.partition
+    replicas = tuple(replicas)
     # Plain ints, not kio's checked wrappers (half of a 10,000-partition CreateTopics' time): the
     # ids are registered brokers' and the encoder's struct packing refuses one out of range.
-    fields: dict[str, Any] = dict(
-        partition_id=partition_id, topic_id=topic_id, replicas=tuple(replicas), isr=tuple(isr),
-        removing_replicas=(), adding_replicas=(), leader=isr[0], leader_recovery_state=0, leader_epoch=0,
-        partition_epoch=0)
     if version >= 1:
-        default_dir = directory_for_new_replica(ctx.image)
-        fields["directories"] = tuple(default_dir(r) for r in replicas)
-    return m.RECORD_CLASSES[(3, version)](**fields)
+        dirs = (directories or _Directories(ctx)).of(replicas)
+        return m.RECORD_CLASSES[(3, version)](
+            partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=tuple(isr), removing_replicas=(),
+            adding_replicas=(), leader=isr[0], leader_recovery_state=0, leader_epoch=0, partition_epoch=0,
+            directories=dirs)
+    return m.RECORD_CLASSES[(3, version)](
+        partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=tuple(isr), removing_replicas=(),
+        adding_replicas=(), leader=isr[0], leader_recovery_state=0, leader_epoch=0, partition_epoch=0)
+
+
+class _Directories:
+    """Each replica's default directory (its broker's), per replica list, for one request's image."""
+
+    def __init__(self, ctx: ControllerContext):
+        self._default_dir = directory_for_new_replica(ctx.image)
+        self._by_replicas: dict[tuple[int, ...], tuple[uuid.UUID, ...]] = {}
+
+    def of(self, replicas: tuple[int, ...]) -> tuple[uuid.UUID, ...]:
+        dirs = self._by_replicas.get(replicas)
+        if dirs is None:
+            dirs = self._by_replicas[replicas] = tuple(self._default_dir(r) for r in replicas)
+        return dirs
 
 
 def _check_manual(image: MetadataImage, replicas: Iterable[int], replication_factor: int | None) -> list[int]:
@@ -186,10 +204,11 @@ def create_topics(ctx: ControllerContext, request: Any) -> ControllerResult:
     records: list[Any] = []
     results: list[Any] = []
     used_ids: set[uuid.UUID] = set()
+    directories = _Directories(ctx)  # the request's image: the same brokers' directories throughout
     for t in topics:
         if t.name not in errors:
             try:
-                topic_records, result = _create_topic(ctx, t, used_ids)
+                topic_records, result = _create_topic(ctx, t, used_ids, directories)
                 records.extend(topic_records)
                 results.append(result)
                 continue
@@ -204,7 +223,8 @@ def create_topics(ctx: ControllerContext, request: Any) -> ControllerResult:
     return ControllerResult([] if request.validate_only else records, response, atomic=True)
 
 
-def _create_topic(ctx: ControllerContext, topic: Any, used_ids: set[uuid.UUID]) -> tuple[list[Any], Any]:
+def _create_topic(ctx: ControllerContext, topic: Any, used_ids: set[uuid.UUID],
+                  directories: "_Directories") -> tuple[list[Any], Any]:
     image = ctx.image
     configs = {c.name: c.value for c in topic.configs}
     # the configs as an incremental alter of a newly created topic, as Kafka checks them
@@ -264,7 +284,7 @@ def _create_topic(ctx: ControllerContext, topic: Any, used_ids: set[uuid.UUID]) 
     records += config_records + clear_elr_records(image, config_records)
     for partition_id in sorted(assignments):
         replicas, isr = assignments[partition_id]
-        records.append(_new_partition_record(ctx, topic_id, partition_id, replicas, isr))
+        records.append(_new_partition_record(ctx, topic_id, partition_id, replicas, isr, directories))
     return records, CREATE_RESP.CreatableTopicResult(
         name=topic.name, topic_id=topic_id, error_code=ErrorCode.none, error_message=None,
         topic_config_error_code=i16(0), num_partitions=i32(len(assignments)),

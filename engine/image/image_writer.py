@@ -24,15 +24,39 @@ _MV_3_4_IV0, _MV_3_7_IV2, _MV_4_0_IV1, _MV_4_3_IV0 = 8, 17, 23, 30
 
 def image_records(image: MetadataImage) -> Iterator[Any]:
     """Every record a snapshot of ``image`` holds, in Kafka's order."""
-    level = image.metadata_version or 0
-    yield from _feature_records(image)
-    yield from (_broker_record(b, level) for b in image.cluster.brokers.values())
-    yield from (_controller_record(c) for c in image.cluster.controllers.values())
-    elr = level >= _MV_4_0_IV1 or image.features.get("eligible.leader.replicas.version", 0) > 0
+    yield from records_before_topics(image)
+    level, elr = partition_record_level(image)
     for topic in image.topics.by_id.values():
         yield m.TopicRecordV0(name=topic.name, topic_id=topic.id)
         for partition_id, partition in topic.partitions.items():
             yield _partition_record(topic.id, partition_id, partition, level, elr)
+    yield from records_after_topics(image)
+
+
+# The parts around the topics, for a writer that encodes the partitions its own way
+# (engine.image.image_entries): the same records, the same order.
+
+def records_before_topics(image: MetadataImage) -> Iterator[Any]:
+    """Features, brokers, controllers."""
+    level = image.metadata_version or 0
+    yield from _feature_records(image)
+    yield from (_broker_record(b, level) for b in image.cluster.brokers.values())
+    yield from (_controller_record(c) for c in image.cluster.controllers.values())
+
+
+def partition_record_level(image: MetadataImage) -> tuple[int, bool]:
+    """(metadata.version level, ELR on): what picks a PartitionRecord's version (partition_record)."""
+    level = image.metadata_version or 0
+    return level, level >= _MV_4_0_IV1 or image.features.get("eligible.leader.replicas.version", 0) > 0
+
+
+def partition_record(topic_id: Any, partition_id: int, p: PartitionRegistration, level: int, elr: bool) -> Any:
+    """The PartitionRecord a snapshot holds for ``p`` (``level``, ``elr``: partition_record_level)."""
+    return _partition_record(topic_id, partition_id, p, level, elr)
+
+
+def records_after_topics(image: MetadataImage) -> Iterator[Any]:
+    """Configs, client quotas, producer ids, ACLs, SCRAM credentials, delegation tokens."""
     for resource, values in image.configs.items():
         for key, value in values.items():
             yield m.ConfigRecordV0(resource_type=i8(int(resource.type)), resource_name=resource.name, name=key,

@@ -295,13 +295,18 @@ class FileRaftLog:
         except StorageError as exc:
             raise exc.at(path=str(self.directory)) from None
 
-    def stage_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> Path:
-        """Write ``data`` to a uniquely named ``.checkpoint.part`` file beside the log (fsynced
-        unless the policy is "never"). Reads and changes nothing of the log's own state, so
-        it may run on another thread while the log goes on: the fsync of 100 MB must not
-        stop the event loop. A crash leaves only a ``.part``, which opening deletes."""
+    def staged_snapshot_path(self, snapshot_id: SnapshotId) -> Path:
+        """A new, uniquely named ``.checkpoint.part`` path beside the log for ``snapshot_id``."""
         stem = snapshot_id.file_name[: -len(".checkpoint")]
-        part = self.directory / f"{stem}.{secrets.token_hex(4)}.checkpoint{PARTIAL_SUFFIX}"
+        return self.directory / f"{stem}.{secrets.token_hex(4)}.checkpoint{PARTIAL_SUFFIX}"
+
+    def stage_snapshot(self, snapshot_id: SnapshotId, data: bytes, part: Path | None = None) -> Path:
+        """Write ``data`` to ``part`` (by default a new ``staged_snapshot_path``; fsynced unless
+        the policy is "never"). Reads and changes nothing of the log's own state, so it may run
+        on another thread, or in a forked child, while the log goes on: the fsync of 100 MB must
+        not stop the event loop. A crash leaves only a ``.part``, which opening deletes."""
+        if part is None:
+            part = self.staged_snapshot_path(snapshot_id)
         try:
             write_new_file(part, data, fsync=self._log.fsync_policy != "never")
         except OSError as err:

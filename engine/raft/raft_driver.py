@@ -20,8 +20,10 @@ into the core happens on the event loop thread, so nothing needs a lock.
   responses on one connection come back in order, so a parked Fetch must not sit in
   front of a Vote or an AddRaftVoter on the same connection.
 - A snapshot a listener asks for from ``handle_commit`` (``request_snapshot``) is encoded
-  after that poll, in short slices between the loop's other work (the image it reads is
-  immutable), written on a worker thread, and installed on the loop.
+  after that poll and written by a forked child (engine.raft.snapshot_writing: the image it
+  reads is immutable, so the child's copy-on-write view of it is the same), or, for a log
+  in memory, in short slices between the loop's other work and on a worker thread; it is
+  installed on the loop.
 
 The clock is wall-clock milliseconds at start plus monotonic time since: DescribeQuorum
 timestamps are epoch milliseconds, yet timers never jump with the wall clock.
@@ -40,7 +42,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 from engine.common.api_keys import ApiKeys
 from engine.records.kio_codec import ErrorCode
-from engine.records.metadata_record_serde import AnyRecord
 from engine.net.channel_security import PLAINTEXT_CLIENT, ClientSecurity
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
@@ -56,10 +57,12 @@ from engine.raft.raft_client import (
 )
 from engine.raft.raft_config import RaftConfig
 from engine.raft.raft_log import RaftLog
+from engine.raft.snapshot_writing import can_fork, write_in_child, write_in_slices
 from engine.raft.voter_set import Address, ReplicaKey
 from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 
 log = logging.getLogger("engine.raft.driver")
+Entry = tuple[bytes | None, bytes | None]  # an encoded record: (key, value)
 
 # Raft's own RPCs, which the core answers (ApiVersions and DescribeCluster, on the same listener,
 # are the listener's: engine.server.controller_apis)
@@ -70,11 +73,6 @@ ANSWER_WAIT_MS = 30_000  # a safety net: the core answers every other request fa
 # What ApiVersions tells of us: a leader adding us as a voter (AddRaftVoter) reads our kraft.version
 # range there and refuses a node that cannot take the finalized level (Kafka's reads 0-0 if absent).
 SUPPORTED_FEATURES = {"kraft.version": (0, 1)}
-# A snapshot is encoded in slices of about this much time, the loop serving requests between
-# them: a million partitions take tens of seconds, and a loop stopped for longer than the
-# fetch timeout loses the leadership. Within a slice the clock is read every so many records.
-SNAPSHOT_SLICE_MS = 20
-SNAPSHOT_SLICE_RECORDS = 256
 
 
 def served_apis() -> dict[int, ApiSpec]:
@@ -170,6 +168,10 @@ class RaftDriver:
         self._timer: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._snapshot_task: asyncio.Task | None = None
+        # a file log's snapshots are written by a forked child (engine.raft.snapshot_writing);
+        # False: in slices on the loop and a worker thread (the memory log; tests of the slices)
+        self.snapshot_in_child = can_fork() and hasattr(log, "staged_snapshot_path")
+        self.snapshot_child_pid: int | None = None  # the child writing one now, if any
         self._stopping = False  # no more calls into the core
         self._stopped = False
 
@@ -259,29 +261,30 @@ class RaftDriver:
         self.request_poll()  # may run inside a listener callback, i.e. inside poll: no re-entry
         return offset
 
-    def request_snapshot(self, end_offset: int, records: Iterable[AnyRecord], *,
+    def request_snapshot(self, end_offset: int, entries: Iterable[Entry], *,
                          last_contained_log_timestamp_ms: int,
                          on_done: Callable[[SnapshotId], None] | None = None) -> bool:
         """Snapshot the state machine as of ``end_offset`` (committed and applied, on a batch
-        boundary); ``records`` is an iterator over an immutable state, so it may be consumed
-        later. Returns at once: the bytes are built in slices of SNAPSHOT_SLICE_MS between the
-        loop's other work, written and fsynced on a worker thread, then installed, and the
-        core deletes the log before it. A snapshot that cannot be written is logged and the
-        log kept whole: nothing is lost. False if one is still being written (it is skipped,
-        as Kafka's SnapshotGenerator skips)."""
+        boundary); ``entries`` are its records encoded, (key, value) as ``encode_record`` gives
+        them, from an iterator over an immutable state, so it may be consumed later (or in a
+        forked child). Returns at once: the bytes are built and written off the loop (a child
+        process, or slices between the loop's other work and a worker thread), then installed, and the
+        core deletes the log before it. A snapshot that cannot be written is logged in one line
+        and the log kept whole: nothing is lost. False if one is still being written (it is
+        skipped, as Kafka's SnapshotGenerator skips)."""
         if self._snapshot_task is not None and not self._snapshot_task.done():
             log.info("node %d: snapshot at offset %d skipped: the previous one is still being written",
                      self.local.node_id, end_offset)
             return False
         task = asyncio.get_running_loop().create_task(
-            self._write_snapshot(end_offset, iter(records), last_contained_log_timestamp_ms, on_done),
+            self._write_snapshot(end_offset, iter(entries), last_contained_log_timestamp_ms, on_done),
             name=f"snapshot at {end_offset}")
         self._snapshot_task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return True
 
-    async def _write_snapshot(self, end_offset: int, records: Iterator[AnyRecord], timestamp_ms: int,
+    async def _write_snapshot(self, end_offset: int, entries: Iterator[Entry], timestamp_ms: int,
                               on_done: Callable[[SnapshotId], None] | None) -> None:
         await asyncio.sleep(0)  # past the poll that asked: the core cannot be re-entered from a listener
         client = self.client
@@ -291,38 +294,44 @@ class RaftDriver:
             plan = client.prepare_snapshot(end_offset)
             if plan is None:
                 return
-            builder = SnapshotBuilder(epoch=plan.snapshot_id.epoch, kraft_control=plan.kraft_control,
-                                      last_contained_log_timestamp_ms=timestamp_ms, now_ms=self.now_ms())
-            more = True
-            while more:
-                deadline = time.perf_counter() + SNAPSHOT_SLICE_MS / 1000
-                while more and time.perf_counter() < deadline:
-                    more = builder.add(records, SNAPSHOT_SLICE_RECORDS)
-                await asyncio.sleep(0)
-                if self._stopping:
-                    return
-            data = builder.finish()
-            writing = asyncio.ensure_future(asyncio.to_thread(self.raft_log.stage_snapshot, plan.snapshot_id, data))
-            try:
-                staged = await asyncio.shield(writing)
-            except asyncio.CancelledError:
-                # stopped mid-write: the thread finishes its file, which is then deleted, not left behind
-                writing.add_done_callback(self._discard_staged)
-                raise
-            if self._stopping:
-                self.raft_log.discard_snapshot(staged)
+            now_ms = self.now_ms()
+
+            def make_builder() -> SnapshotBuilder:
+                return SnapshotBuilder(epoch=plan.snapshot_id.epoch, kraft_control=plan.kraft_control,
+                                       last_contained_log_timestamp_ms=timestamp_ms, now_ms=now_ms)
+
+            if self.snapshot_in_child:
+                staged = await self._write_in_child(plan.snapshot_id, make_builder, entries)
+            else:
+                staged = await write_in_slices(make_builder(), entries,
+                                               lambda data: self.raft_log.stage_snapshot(plan.snapshot_id, data),
+                                               self.raft_log.discard_snapshot, lambda: self._stopping)
+            if staged is None or self._stopping:
+                if staged is not None:
+                    self.raft_log.discard_snapshot(staged)
                 return
             installed = client.install_snapshot(plan.snapshot_id, staged)
         except Exception as err:  # noqa: BLE001 - a failed snapshot is one line; the log stays whole
-            log.error("node %d: no snapshot at offset %d: %s", self.local.node_id, end_offset, one_line(err))
+            log.error("node %d: no snapshot at offset %d (the next one due is tried afresh): %s", self.local.node_id,
+                      end_offset, one_line(err))
             return
         if installed and on_done is not None:
             on_done(plan.snapshot_id)
 
-    def _discard_staged(self, writing: asyncio.Future) -> None:
-        if not writing.cancelled() and writing.exception() is None:
-            with contextlib.suppress(OSError):
-                self.raft_log.discard_snapshot(writing.result())
+    async def _write_in_child(self, snapshot_id: SnapshotId, make_builder: Callable[[], SnapshotBuilder],
+                              entries: Iterator[Entry]) -> Any:
+        """Encode and write in a forked child (engine.raft.snapshot_writing): the staged path."""
+        part = self.raft_log.staged_snapshot_path(snapshot_id)
+
+        def started(pid: int) -> None:
+            self.snapshot_child_pid = pid
+
+        try:
+            await write_in_child(make_builder, entries, lambda data: self.raft_log.stage_snapshot(snapshot_id, data, part),
+                                 part, on_started=started)
+        finally:
+            self.snapshot_child_pid = None
+        return part
 
     def request_poll(self) -> None:
         """Have the timer task poll the core soon (safe from inside a listener callback)."""

@@ -36,7 +36,7 @@ from engine.broker.controller_channel import ControllerChannel
 from engine.broker.replica_sim import ReplicaConfig
 from engine.common.errors import ConfigError
 from engine.controller.feature_control import supported_feature_ranges
-from engine.image.image_writer import image_records
+from engine.image.image_entries import image_entries
 from engine.image.metadata_image import MetadataImage
 from engine.net.errors import NetError
 from engine.net.kafka_client import KafkaClient
@@ -233,7 +233,7 @@ class BrokerNode:
         def done(snapshot_id: SnapshotId) -> None:
             self.log.info("%s created snapshot %s because %s", self.prefix, snapshot_id.file_name, reason)
 
-        return self.driver.request_snapshot(end_offset, image_records(image),
+        return self.driver.request_snapshot(end_offset, image_entries(image),
                                             last_contained_log_timestamp_ms=timestamp_ms, on_done=done)
 
     # -- the lifecycle toward the controller --------------------------------------------------

@@ -38,7 +38,7 @@ from engine.storage.meta_properties import META_PROPERTIES_FILE, MetaProperties,
 from engine.controller import commands as controller_commands
 from engine.controller.controller_config import ControllerConfig
 from engine.controller.feature_control import supported_feature_ranges
-from engine.image.image_writer import image_records
+from engine.image.image_entries import image_entries
 from engine.image.metadata_image import MetadataImage
 from engine.net.channel_security import (
     PLAINTEXT_CLIENT, PLAINTEXT_LISTENER, ClientSecurity, ListenerSecurity, SecurityProtocol,
@@ -281,7 +281,7 @@ class ControllerNode:
             self.log.info("%s created snapshot %s because %s; the log now starts at offset %d", self.prefix,
                           snapshot_id.file_name, reason, self.raft_log.start_offset)
 
-        return self.driver.request_snapshot(end_offset, image_records(image),
+        return self.driver.request_snapshot(end_offset, image_entries(image),
                                             last_contained_log_timestamp_ms=timestamp_ms, on_done=done)
 
     async def _idle_noops(self) -> None:

@@ -78,10 +78,13 @@ class SnapshotBuilder:
 
     def add(self, records: Iterator[AnyRecord], max_records: int | None = None) -> bool:
         """Encode records from ``records`` (at most ``max_records``); False once it is exhausted."""
+        return self.add_entries(map(encode_record, records), max_records)
+
+    def add_entries(self, entries: Iterator[tuple[bytes | None, bytes | None]], max_entries: int | None = None) -> bool:
+        """As ``add``, with records already encoded ((key, value), as ``encode_record`` gives them)."""
         pending, limit = self._pending, self._max_batch_bytes
         taken = 0
-        for record in records:
-            entry = encode_record(record)
+        for entry in entries:
             size = len(entry[1] or b"") + 8
             if pending and self._pending_bytes + size > limit:
                 self._emit(pending, control=False)
@@ -90,7 +93,7 @@ class SnapshotBuilder:
             pending.append(entry)
             self._pending_bytes += size
             taken += 1
-            if max_records is not None and taken >= max_records:
+            if max_entries is not None and taken >= max_entries:
                 return True
         return False
 

@@ -30,7 +30,8 @@ def _check(result, lines: list[str], name: str, failovers: int = 1) -> None:
     assert result.name == name and result.partitions == 50
     assert result.heartbeat_ms and len(result.failover_ms) == failovers and len(result.peak_rss_mb) == 3
     text = "\n".join(lines)
-    assert re.search(rf"^{name}: 50 partitions created in {NUMBER} s \({NUMBER} partitions/s\)$", text, re.M)
+    assert re.search(rf"^{name}: 50 partitions created in {NUMBER} s \({NUMBER} partitions/s\); CPU per controller "
+                     rf"meanwhile: 1: {NUMBER} s, 2: {NUMBER} s, 3: {NUMBER} s \(sum {NUMBER} s\)$", text, re.M)
     assert re.search(rf"^{name}: 20 brokers heartbeating every 500 ms for 2 s: {NUMBER} heartbeats, latency "
                      rf"p50 {NUMBER} / p99 {NUMBER} / max {NUMBER} ms$", text, re.M)
     assert re.search(rf"^{name}: peak RSS \(VmHWM\) per controller: 1: {NUMBER} MB, 2: {NUMBER} MB, "

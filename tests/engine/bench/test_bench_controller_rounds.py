@@ -38,3 +38,12 @@ def test_no_round_completed_gives_no_ratio():
     lines: list[str] = []
     _create_summary([side("kraftd", None), side("Kafka 4.3.1", 40.0)], lines.append)
     assert lines[0] == "  kraftd: no round completed; 1 of 1 rounds not completed" and len(lines) == 2
+
+
+def test_the_controllers_cpu_is_summed_per_round_with_its_median():
+    lines: list[str] = []
+    first, second = side("kraftd", 30.0), side("kraftd", 20.0)
+    first.create_cpu_s, second.create_cpu_s = {1: 10.0, 2: 5.5, 3: 4.5}, {1: 8.0, 2: 4.0, 3: 4.0}
+    _create_summary([first, second], lines.append)
+    assert lines == ["  kraftd: create 1,000 partitions: median 25.0 s, range 20.0 - 30.0 s over 2 rounds (30.0, 20.0); "
+                     "CPU of its controllers (sum) median 18.0 s (20.0, 16.0)"]
