@@ -35,11 +35,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from engine.common.errors import ConfigError
 from engine.common.server_gc import tune_gc_for_server
 from engine.bench.peer import KAFKA_TOOL_JVM_OPTS, LOG4J2_TOOLS
+from engine.bench.node_memory import NodeMemoryWatch
 from engine.bench.controller_load import ControllerLoad, LoadError, create_all, percentile, topic_specs
 from engine.cluster.processes import ClusterError, Command, ProcessCluster
 
@@ -140,6 +141,7 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
     admin = ControllerLoad(addresses, cluster.cluster_id, connections=1, request_timeout_ms=1000)
     stop = asyncio.Event()
     keeper: asyncio.Task | None = None
+    memory: NodeMemoryWatch | None = None
     try:
         await load.find_active()
         await load.start_brokers(list(range(1000, 1000 + brokers)))
@@ -157,6 +159,7 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
         out(f"{result.name}: creating {total:,} partitions ({topics:,} topics x {partitions}, RF 1-3) on "
             f"{brokers} brokers, {in_flight} requests in flight")
         started_cpu = {i: cpu_seconds(p.pid) for i, p in cluster.procs.items() if p.poll() is None}
+        memory = NodeMemoryWatch({i: p.pid for i, p in cluster.procs.items() if p.poll() is None}).start()
         result.create_s = await create_all(load, specs, in_flight=in_flight, progress=progress)
         result.partitions = total
         # the CPU each controller spent creating: on a shared 2-core machine, steadier than the wall time
@@ -167,9 +170,7 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
             ", ".join(f"{i}: {s:.1f} s" for i, s in sorted(result.create_cpu_s.items())) +
             f" (sum {sum(result.create_cpu_s.values()):.1f} s)")
         if create_only:
-            result.peak_rss_mb = {i: peak_rss_mb(p.pid) for i, p in cluster.procs.items() if p.poll() is None}
-            out(f"{result.name}: peak RSS (VmHWM) per controller: " +
-                ", ".join(f"{i}: {mb:,.0f} MB" for i, mb in sorted(result.peak_rss_mb.items())))
+            result.peak_rss_mb = _node_peaks(memory, cluster, result.name, out)
             return
 
         stop.set()
@@ -191,9 +192,7 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
                 f"{percentile(latencies, 0.5):.1f} / p99 {percentile(latencies, 0.99):.1f} / max "
                 f"{max(latencies, default=float('nan')):.1f} ms")
 
-        result.peak_rss_mb = {i: peak_rss_mb(p.pid) for i, p in cluster.procs.items() if p.poll() is None}
-        out(f"{result.name}: peak RSS (VmHWM) per controller: " +
-            ", ".join(f"{i}: {mb:,.0f} MB" for i, mb in sorted(result.peak_rss_mb.items())))
+        result.peak_rss_mb = _node_peaks(memory, cluster, result.name, out)
 
         for number in range(1, failovers + 1):
             killed = await load.find_active()
@@ -216,10 +215,23 @@ async def _run_side(cluster: ProcessCluster, result: SideResult, *, topics: int,
                     f"{time.monotonic() - restarted_at:.1f} s")
     finally:
         stop.set()
+        if memory is not None:
+            memory.stop()  # a failed side's sampler ends too (again, harmlessly, after a peak was taken)
         if keeper is not None:
             await asyncio.gather(keeper, return_exceptions=True)
         await load.close()
         await admin.close()
+
+
+def _node_peaks(memory: NodeMemoryWatch, cluster: Any, name: str, out: Out) -> dict[int, float]:
+    """Each live controller's peak memory: its VmHWM, or, when larger, its resident memory plus
+    its snapshot writer's own pages, sampled (engine.bench.node_memory)."""
+    peaks = memory.stop()
+    live = {i for i, p in cluster.procs.items() if p.poll() is None}
+    hwm = {i: peak_rss_mb(cluster.procs[i].pid) for i in live}
+    out(f"{name}: peak memory per controller, with any snapshot writer's own pages (its VmHWM alone): " +
+        ", ".join(f"{i}: {peaks[i]:,.0f} MB ({hwm[i]:,.0f})" for i in sorted(live) if i in peaks))
+    return {i: peaks[i] for i in live if i in peaks}
 
 
 def _summary(results: list[SideResult], out: Out) -> None:
