@@ -117,7 +117,7 @@ def _child(read_fd: int, write_fd: int, make_builder: Callable[[], SnapshotBuild
             pass
         builder = make_builder()
         builder.add_entries(entries)
-        stage(builder.finish())
+        stage(builder.finish_buffer())  # not a copy: the child's memory is the node's
         os.write(write_fd, _OK)
         code = 0
     except BaseException as err:  # noqa: BLE001 - said to the parent in one line
