@@ -30,24 +30,39 @@ from metashell.dashboard.model import PartitionRow
 class PartitionView(Sequence):
     """Every partition row of ``image``, sorted by (topic, partition), built on demand."""
 
-    def __init__(self, image: MetadataImage, counted: Mapping[int, tuple] | None = None) -> None:
-        """``counted``: id(topic) -> (topic, partitions), counted elsewhere (metashell.dashboard.counting)."""
+    def __init__(self, image: MetadataImage, counted: Mapping[int, tuple] | None = None,
+                 previous: PartitionView | None = None) -> None:
+        """``counted``: id(topic) -> (topic, partitions), counted elsewhere (metashell.dashboard.counting);
+        ``previous``: the view of the frame before, whose layout is reused for the topics this
+        image shares with it (a step: 10,000 topics are not sorted again)."""
         self.image = image
-        self._topics: list[TopicImage] = sorted(image.topics.by_id.values(), key=_NAME)
-        counts, exact = [], True
+        by_id = image.topics.by_id
+        if previous is not None and previous.image.topics.by_name == image.topics.by_name:
+            self._topics = [by_id[topic.id] for topic in previous._topics]  # the same topics, same order
+        else:
+            previous = None
+            self._topics = sorted(by_id.values(), key=_NAME)
         counted = counted or {}
-        for topic in self._topics:
-            pending = pending_partition_records(topic.partitions)
-            if pending is None:
+        counts: list[int] = []
+        pending: list[bool] = []
+        for at, topic in enumerate(self._topics):
+            if previous is not None and previous._topics[at] is topic and not previous._pending[at]:
+                counts.append(previous._counts[at])
+                pending.append(False)
+                continue
+            laid_out = pending_partition_records(topic.partitions)
+            if laid_out is None:
                 counts.append(len(topic.partitions))
             elif (entry := counted.get(id(topic))) is not None and entry[0] is topic:
                 counts.append(entry[1])
+                laid_out = None
             else:
-                counts.append(pending)
-                exact = False
+                counts.append(laid_out)
+            pending.append(laid_out is not None)
         self._counts = counts
+        self._pending = pending  # per topic: laid out by a count not confirmed yet
         self._ends = list(accumulate(counts))  # the row index past each topic's last row
-        self.exact = exact  # every count is a decoded topic's (else the total is not to be reported)
+        self.exact = not any(pending)  # every count is a decoded topic's (else the total is not to be reported)
 
     def __len__(self) -> int:
         return self._ends[-1] if self._ends else 0
@@ -71,6 +86,7 @@ class PartitionView(Sequence):
             rows = self.topic_rows(at)
             first = self._ends[at] - self._counts[at]
             if len(rows) == self._counts[at]:
+                self._pending[at] = False  # decoded now: its count is confirmed
                 return rows[index - first]
             self._relayout(at, len(rows))  # laid out by a count the decoding did not confirm
             if index >= len(self):
@@ -82,6 +98,7 @@ class PartitionView(Sequence):
 
     def _relayout(self, at: int, count: int) -> None:
         self._counts[at] = count
+        self._pending[at] = False
         self._ends = list(accumulate(self._counts))
 
     def __iter__(self) -> Iterator[PartitionRow]:
@@ -89,6 +106,7 @@ class PartitionView(Sequence):
             rows = self.topic_rows(at)
             if len(rows) != self._counts[at]:
                 self._relayout(at, len(rows))
+            self._pending[at] = False
             yield from rows
         self.exact = True  # every topic was decoded on the way
 

@@ -209,7 +209,9 @@ class MainScreen(PanelNavigation, Screen):
         self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
 
     def _partition_view(self, image) -> PartitionView:
-        return PartitionView(image, self.counts.partition_counts if self.counts is not None else None)
+        shown = self.query_one(PartitionsPanel).all_rows
+        return PartitionView(image, self.counts.partition_counts if self.counts is not None else None,
+                             shown if isinstance(shown, PartitionView) else None)
 
     def on_unmount(self) -> None:
         if self._polling is not None:
