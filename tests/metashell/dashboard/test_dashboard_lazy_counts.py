@@ -148,7 +148,8 @@ def test_a_lazy_image_shows_the_same_rows_and_counts_as_an_eager_one(tmp_path, m
     assert any(r.flags for r in last["rows"]) and last["metrics"].offline_partitions_count > 0
 
 
-def test_the_counts_say_counting_until_the_whole_count_is_in(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("size", [(160, 50), (80, 24)], ids=["wide", "80x24"])
+def test_the_counts_say_counting_until_the_whole_count_is_in(tmp_path, monkeypatch, size) -> None:
     """While the background count is held, no panel shows a number where a count over the
     partitions goes, stepping included; once it is delivered, the numbers are the eager ones."""
     directory = _log_dir(tmp_path)
@@ -166,7 +167,7 @@ def test_the_counts_say_counting_until_the_whole_count_is_in(tmp_path, monkeypat
     app = DashboardApp(_history(directory, monkeypatch, lazy=True))
 
     async def main() -> tuple[list[dict], list[dict]]:
-        async with app.run_test(size=(160, 50)) as pilot:
+        async with app.run_test(size=size) as pilot:
             await pilot.pause()
             waiting = await _walk(app, pilot)
             assert not app.main.counted
