@@ -106,6 +106,15 @@ def count_whole_image(image: MetadataImage, source: Any) -> WholeImageCounts:
     return _assemble(image, *_per_topic(image, source))
 
 
+def _detach_from_terminal() -> None:
+    """The child never speaks to the terminal, and holds none of the parent's standard streams
+    open (a caller reading the parent's output to its end would wait for the child too)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def start_counting(image: MetadataImage, source: Any,
                    deliver: Callable[[WholeImageCounts | None, Exception | None], None]) -> None:
     """Count ``image`` in the background and hand the result (or the error) to ``deliver``, which
@@ -135,6 +144,7 @@ def start_counting(image: MetadataImage, source: Any,
         code = 0
         try:
             os.close(read_end)
+            _detach_from_terminal()
             try:
                 payload = pickle.dumps(("counts", _per_topic(image, source)), protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # noqa: BLE001 - sent to the parent, which says it
