@@ -215,3 +215,20 @@ def test_the_partition_view_builds_only_the_rows_read(tmp_path) -> None:
     assert first == panels.partition_rows(image)[0]
     assert list(view) == panels.partition_rows(image) and view.exact
     assert view[-1] == panels.partition_rows(image)[-1] and view[2:4] == panels.partition_rows(image)[2:4]
+
+
+def test_a_step_reuses_the_layout_and_counts_the_topic_it_changed(tmp_path) -> None:
+    """The view of the frame after a step follows the view before: the same rows as built afresh,
+    the changed topic's rows the new ones, the untouched topics still not decoded."""
+    [snapshot] = (_log_dir(tmp_path) / "__cluster_metadata-0").glob("*.checkpoint")
+    image, _ = metadata_loader.load_snapshot(snapshot)
+    before = PartitionView(image)
+    delta = MetadataDelta(image)
+    delta.replay(m.PartitionChangeRecordV0(partition_id=i32(0), topic_id=_topic_id(4), leader=i32(-1)))
+    stepped = delta.apply()
+    after = PartitionView(stepped, previous=before)
+    assert undecoded_topics(stepped.topics) == TOPICS - 1 and not after.exact
+    assert len(after) == len(before)
+    row = next(r for r in after if (r.topic, r.partition) == ("t4", 0))
+    assert row.leader == -1 and "leaderless" in row.flags
+    assert list(after) == panels.partition_rows(stepped) and after.exact
