@@ -116,7 +116,7 @@ def _detach_from_terminal() -> None:
 
 
 def start_counting(image: MetadataImage, source: Any,
-                   deliver: Callable[[WholeImageCounts | None, Exception | None], None]) -> None:
+                   deliver: Callable[[WholeImageCounts | None, Exception | None], None], *, fork: bool = True) -> None:
     """Count ``image`` in the background and hand the result (or the error) to ``deliver``, which
     is called on a thread of this process (post a message from it).
 
@@ -124,7 +124,9 @@ def start_counting(image: MetadataImage, source: Any,
     and on a thread of this process it would hold the interpreter lock against the app (a step
     took seconds while it ran); the child uses the other core, and this process's image stays
     as lazy as it was (its memory too). The child decodes its copy of the snapshot's bytes and
-    sends back plain numbers per topic, in the image's topic order. Elsewhere: a thread."""
+    sends back plain numbers per topic, in the image's topic order. Elsewhere, or with ``fork``
+    False (a live source: its feed's thread may hold a lock the child would wait on forever), a
+    thread."""
     def on_thread(work: Callable[[], WholeImageCounts]) -> None:
         def run() -> None:
             try:
@@ -135,7 +137,7 @@ def start_counting(image: MetadataImage, source: Any,
             deliver(counts, None)
         threading.Thread(target=run, name="metashell-counting", daemon=True).start()
 
-    if not hasattr(os, "fork"):
+    if not fork or not hasattr(os, "fork"):
         on_thread(lambda: count_whole_image(image, source))
         return
     read_end, write_end = os.pipe()

@@ -157,13 +157,16 @@ class MainScreen(PanelNavigation, Screen):
 
     def on_mount(self) -> None:
         src = self.source
-        self.query_one(Charts).follow(src)
         frame = src.last() if self._start_offset is None else src.frame_at(self._start_offset)
         self.counted = not counting.counted_in_background(frame.image)
         if self.counted:
+            if not getattr(src, "under_counted", True):  # its own start was big, what is shown is not
+                src.set_under_base(src.count_under_base())
+                self._seen = (src.generation, src.reshaped)
             self.counted_event.set()
-        else:  # after the first paint: the thread would slow it down
+        else:  # after the first paint: the counting's start (a fork) would delay it
             self.call_after_refresh(self._start_counting, frame.image)
+        self.query_one(Charts).follow(src)
         self.show(frame)
         for spec in PANELS:
             self.panel(spec.id).border_title = f"{spec.key} {spec.title}"
@@ -180,7 +183,12 @@ class MainScreen(PanelNavigation, Screen):
 
     def _start_counting(self, image) -> None:
         """Quitting does not wait for it (a daemon thread, a child process that ends with the pipe)."""
-        counting.start_counting(image, self.source, lambda counts, error: self.post_message(Counted(counts, error)))
+        try:
+            counting.start_counting(image, self.source,
+                                    lambda counts, error: self.post_message(Counted(counts, error)),
+                                    fork=self.source.live is None)
+        except Exception as exc:  # noqa: BLE001 - could not start (no process or thread left): said in one line
+            self.on_counted(Counted(None, exc))
 
     def on_counted(self, message: Counted) -> None:
         if message.error is not None:

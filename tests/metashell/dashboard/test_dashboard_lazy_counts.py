@@ -157,11 +157,11 @@ def test_the_counts_say_counting_until_the_whole_count_is_in(tmp_path, monkeypat
     gate = threading.Event()
     real = counting.start_counting
 
-    def held(image, source, deliver) -> None:
+    def held(image, source, deliver, **options) -> None:
         def later(counts, error) -> None:
             gate.wait()
             deliver(counts, error)
-        real(image, source, later)
+        real(image, source, later, **options)
 
     monkeypatch.setattr(counting, "start_counting", held)
     app = DashboardApp(_history(directory, monkeypatch, lazy=True))
