@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -115,8 +116,26 @@ def _detach_from_terminal() -> None:
     os.close(devnull)
 
 
+class Counting:
+    """A count under way: ``stop`` ends its process (the app quits: its seconds of decoding and
+    its memory go with it), or lets a thread's result be dropped."""
+
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)  # it holds nothing worth a clean end: numbers in memory
+            except (ProcessLookupError, PermissionError):
+                pass  # already ended (its answer was read and it was waited for)
+
+
 def start_counting(image: MetadataImage, source: Any,
-                   deliver: Callable[[WholeImageCounts | None, Exception | None], None], *, fork: bool = True) -> None:
+                   deliver: Callable[[WholeImageCounts | None, Exception | None], None], *,
+                   fork: bool = True) -> Counting:
     """Count ``image`` in the background and hand the result (or the error) to ``deliver``, which
     is called on a thread of this process (post a message from it).
 
@@ -139,7 +158,7 @@ def start_counting(image: MetadataImage, source: Any,
 
     if not fork or not hasattr(os, "fork"):
         on_thread(lambda: count_whole_image(image, source))
-        return
+        return Counting()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: count, send, and leave without running the parent's exit handlers
@@ -158,19 +177,23 @@ def start_counting(image: MetadataImage, source: Any,
             os._exit(code)
     os.close(write_end)
 
+    handle = Counting(pid)
+
     def receive() -> WholeImageCounts:
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()
         os.waitpid(pid, 0)
+        handle.pid = None
         if not data:
-            raise RuntimeError("the counting process ended without an answer")
+            raise RuntimeError("stopped" if handle.stopped else "the counting process ended without an answer")
         kind, value = pickle.loads(data)
         if kind == "error":
             raise RuntimeError(value)
         return _assemble(image, *value)
 
     on_thread(receive)
+    return handle
 
 
 __all__ = ["BACKGROUND_PARTITIONS", "WholeImageCounts", "count_whole_image", "counted_in_background",
-           "pending_partitions", "start_counting"]
+           "pending_partitions", "start_counting", "Counting"]

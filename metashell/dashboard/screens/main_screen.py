@@ -137,6 +137,7 @@ class MainScreen(PanelNavigation, Screen):
         self.counted_event = asyncio.Event()  # set once they are (tests await it)
         self.count_failure: str | None = None
         self.counts: WholeImageCounts | None = None
+        self._counting: counting.Counting | None = None
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -184,7 +185,7 @@ class MainScreen(PanelNavigation, Screen):
     def _start_counting(self, image) -> None:
         """Quitting does not wait for it (a daemon thread, a child process that ends with the pipe)."""
         try:
-            counting.start_counting(image, self.source,
+            self._counting = counting.start_counting(image, self.source,
                                     lambda counts, error: self.post_message(Counted(counts, error)),
                                     fork=self.source.live is None)
         except Exception as exc:  # noqa: BLE001 - could not start (no process or thread left): said in one line
@@ -222,6 +223,8 @@ class MainScreen(PanelNavigation, Screen):
                              shown if isinstance(shown, PartitionView) else None)
 
     def on_unmount(self) -> None:
+        if self._counting is not None:
+            self._counting.stop()  # quitting: the count's process ends with the app
         if self._polling is not None:
             self._polling.stop()
         self.source.watch(lambda: None)
