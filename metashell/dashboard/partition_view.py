@@ -39,8 +39,7 @@ class PartitionView(Sequence):
         self.image = image
         self._counted = counted
         by_id = image.topics.by_id
-        if previous is not None and previous._counted is counted and previous._topics \
-                and previous.image.topics.by_name == image.topics.by_name:
+        if previous is not None and previous._topics and previous.image.topics.by_name == image.topics.by_name:
             self._follow(previous, by_id)  # a step: the same topics, most of them the same objects
             return
         self._topics: list[TopicImage] = sorted(by_id.values(), key=_NAME)
@@ -74,6 +73,8 @@ class PartitionView(Sequence):
         self._topics = list(getter(by_id)) if getter is not None else [by_id[old[0].id]]
         self._counts, self._pending = list(previous._counts), list(previous._pending)
         changed = list(compress(range(len(old)), map(is_not, old, self._topics)))
+        if previous._counted is not self._counted:  # the background's counts came in: the pending topics too
+            changed = sorted(set(changed).union(compress(range(len(old)), self._pending)))
         for at in changed:
             self._count(self._topics[at], self._counted, at)
         same = all(self._counts[at] == previous._counts[at] for at in changed)
