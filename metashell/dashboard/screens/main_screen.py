@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import ClassVar
@@ -131,7 +130,7 @@ class MainScreen(PanelNavigation, Screen):
         self._polling: Ticking | None = None
         self.feed_failure: str | None = None  # why a growing source was stopped (its poll raised)
         self._seen = (source.generation, source.reshaped)
-        # False while a big lazily loaded image's whole-image counts are made on a thread
+        # False while a big lazily loaded image's whole-image counts are made in the background
         # (metashell.dashboard.counting): the panels say "counting…" until then
         self.counted = True
         self.counted_event = asyncio.Event()  # set once they are (tests await it)
@@ -183,7 +182,7 @@ class MainScreen(PanelNavigation, Screen):
     # -- whole-image counts in the background -----------------------------------------------------
 
     def _start_counting(self, image) -> None:
-        """Quitting does not wait for it (a daemon thread, a child process that ends with the pipe)."""
+        """Quitting does not wait for it: its process is ended on unmount, a thread is a daemon."""
         try:
             self._counting = counting.start_counting(image, self.source,
                                     lambda counts, error: self.post_message(Counted(counts, error)),
