@@ -137,6 +137,13 @@ def build_bench_parser() -> OneLineParser:
                            description="Time one step of history in the dashboard (headless) over many partitions.")
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--steps", type=int, default=50)
+    given = parser.add_mutually_exclusive_group()
+    given.add_argument("--snapshot", help="a snapshot file (e.g. Kafka 4.x's at 1,000,000 partitions, from "
+                                          "kraftd bench peer): the history is it plus --steps batches")
+    given.add_argument("--log-dir", help="a log directory with history, opened as it is")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="fresh processes timed from start to the first full paint (default 5 with "
+                             "--snapshot or --log-dir, else 0)")
     return parser
 
 
@@ -179,7 +186,14 @@ def _bench_dash(args) -> int:
         raise ConfigError("--partitions and --steps must be positive")
     from metashell.bench.dash import bench_dash
 
-    bench_dash(args.partitions, args.steps)
+    runs = args.runs if args.runs is not None else (5 if args.snapshot or args.log_dir else 0)
+    if runs < 0:
+        raise ConfigError("--runs must not be negative")
+    for given in (args.snapshot, args.log_dir):
+        if given and not Path(given).exists():
+            raise ConfigError(f"{given}: no such file or directory")
+    bench_dash(args.partitions, args.steps, snapshot=Path(args.snapshot) if args.snapshot else None,
+               log_dir=Path(args.log_dir) if args.log_dir else None, runs=runs)
     return 0
 
 

@@ -107,9 +107,22 @@ def decode_all(topics: TopicsImage) -> None:
             len(partitions)
 
 
+def pending_partition_records(partitions: Mapping) -> int | None:
+    """For a topic not decoded yet, how many PartitionRecords its runs hold: its partition count
+    unless the file repeats a partition (the decode then keeps the last), so a count to lay out
+    by, not to report; None once decoded (or for partitions that were never lazy): ask ``len``."""
+    if not isinstance(partitions, LazyPartitions) or partitions.decoded:
+        return None
+    topic = partitions._topic
+    runs = topic.runs if topic is not None else None
+    if not runs or topic.partitions is not None:  # decoded meanwhile (another thread)
+        return None
+    return sum(run[2] for run in runs) - 1  # the first run begins with the TopicRecord
+
+
 def undecoded_topics(topics: TopicsImage) -> int:
     """How many topics still wait for their partitions."""
     return sum(1 for t in topics.by_id.values() if isinstance(t.partitions, LazyPartitions) and not t.partitions.decoded)
 
 
-__all__ = ["LazyPartitions", "decode_all", "lazy_topics_image", "undecoded_topics"]
+__all__ = ["LazyPartitions", "decode_all", "lazy_topics_image", "pending_partition_records", "undecoded_topics"]

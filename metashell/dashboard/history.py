@@ -29,6 +29,7 @@ from engine.image.metadata_history import MetadataHistory, ReplayedBatch
 from engine.image.metadata_image import MetadataImage, TopicImage, min_isr
 from engine.image.metadata_loader import LoadInfo
 from engine.storage.log_reader import LogEntry
+from metashell.dashboard.counting import counted_in_background
 from metashell.dashboard.events import events_of_changes
 from metashell.dashboard.model import Event, Frame
 
@@ -208,8 +209,19 @@ class History:
         self._broker_seen: dict[int, int] = {b: start_offset for b in image.cluster.brokers}  # id -> first offset
         self._rate: list[tuple[int, float]] = []  # (second start ms, records stamped in it), in time order
         self._fenced: list[tuple[int, float]] = [(start_offset, float(_fenced_count(image)))]
-        self._under_by_topic: dict = {t.id: n for t in image.topics.by_id.values() if (n := _under_count(image, t))}
-        self._under: list[tuple[int, float]] = [(start_offset, float(sum(self._under_by_topic.values())))]
+        # Under-min-ISR partitions: the starting image's total (``_under_base``) plus, per topic a
+        # batch touched since, its count now less its count then. A big lazily loaded image's total
+        # is counted in the background (metashell.dashboard.counting): until ``set_under_base``
+        # the series holds only that difference, and ``series`` leaves it out.
+        self._start_image = image
+        self._under_now: dict = {}  # topic id -> under-min-ISR partitions now, for the topics touched
+        self._under_then: dict = {}  # topic id -> the same in the starting image (0: created since)
+        self._under_delta = 0  # sum(now) - sum(then)
+        self._under_base: int | None = None
+        self._under: list[tuple[int, float]] = [(start_offset, 0.0)]
+        if not counted_in_background(image):
+            self._under_base = self.count_under_base()
+            self._under[0] = (start_offset, float(self._under_base))
 
     def batch_replayed(self, batch: ReplayedBatch) -> None:
         self._count_rate(batch.entries)
@@ -259,25 +271,25 @@ class History:
                 self._fenced.append((offset, fenced))
         if after.topics is not before.topics or after.configs is not before.configs:
             self._track_under_min_isr(after, changes)
-            under = float(sum(self._under_by_topic.values()))
+            base = self._under_base
+            under = float(self._under_delta if base is None else base + self._under_delta)
             if under != self._under[-1][1]:
                 self._under.append((offset, under))
 
     def _track_under_min_isr(self, after: MetadataImage, changes: ChangeSet) -> None:
         """Per-topic counts, recounted for the topics created, deleted, renamed or reconfigured, and
         adjusted partition by partition for the rest: a batch costs what it changed."""
-        by_id, counts = after.topics.by_id, self._under_by_topic
+        by_id, counts = after.topics.by_id, self._under_now
         min_isr_topics, min_isr_default = _min_isr_changes(changes)
-        if min_isr_default:
-            recount = set(by_id) | set(counts)
+        if min_isr_default:  # every topic's threshold moved: each one is recounted (decoded)
+            recount = set(by_id) | set(counts) | set(self._start_image.topics.by_id)
         else:
             recount = set(changes.topics)
             recount.update(tid for name in min_isr_topics if (tid := after.topics.by_name.get(name)) is not None)
         for topic_id in recount:
-            counts.pop(topic_id, None)
+            self._touch(topic_id)
             topic = by_id.get(topic_id)
-            if topic is not None and (n := _under_count(after, topic)):
-                counts[topic_id] = n
+            self._set_under(topic_id, _under_count(after, topic) if topic is not None else 0)
         needed: dict = {}
         for (topic_id, _), change in changes.partitions.items():
             new_topic = by_id.get(topic_id)
@@ -289,7 +301,42 @@ class History:
             n = needed[topic_id]
             change = (new is not None and len(new.isr) < n) - (old is not None and len(old.isr) < n)
             if change:
-                counts[topic_id] = counts.get(topic_id, 0) + change
+                self._touch(topic_id)
+                self._set_under(topic_id, counts[topic_id] + change)
+
+    def _touch(self, topic_id) -> None:
+        """From the first batch that touches a topic on, its count is kept here: it starts at the
+        starting image's (that topic's partitions are decoded for it, as the batch needed them)."""
+        if topic_id in self._under_now:
+            return
+        start = self._start_image
+        topic = start.topics.by_id.get(topic_id)
+        then = _under_count(start, topic) if topic is not None else 0
+        self._under_then[topic_id] = self._under_now[topic_id] = then
+
+    def _set_under(self, topic_id, count: int) -> None:
+        self._under_delta += count - self._under_now[topic_id]
+        self._under_now[topic_id] = count
+
+    def count_under_base(self) -> int:
+        """The starting image's under-min-ISR partitions, counted afresh: every partition is read
+        (a lazily loaded image decodes them). Reads only that immutable image: safe from a
+        background thread while the history grows."""
+        image = self._start_image
+        return sum(_under_count(image, topic) for topic in image.topics.by_id.values())
+
+    def set_under_base(self, base: int) -> None:
+        """The starting image's total is known: the series holds totals from now on."""
+        if self._under_base is not None:
+            return
+        self._under_base = base
+        self._under[:] = [(offset, base + delta) for offset, delta in self._under]  # in place: the charts hold it
+        self.reshaped += 1
+
+    @property
+    def under_counted(self) -> bool:
+        """Whether the under-min-ISR series is known (else it is still being counted)."""
+        return self._under_base is not None
 
     # -- frames -----------------------------------------------------------------------------
 
@@ -373,9 +420,13 @@ class History:
 
     def series(self) -> dict[str, list[tuple[int, float]]]:
         """records_per_s: (second start ms, records stamped in it), seconds with none left out;
-        fenced_brokers, under_min_isr: (offset, count) at the start and where a batch changed it.
+        fenced_brokers, under_min_isr: (offset, count) at the start and where a batch changed it;
+        under_min_isr only once counted (``under_counted``).
         The lists themselves, which grow with the history (read only)."""
-        return {"records_per_s": self._rate, "fenced_brokers": self._fenced, "under_min_isr": self._under}
+        series = {"records_per_s": self._rate, "fenced_brokers": self._fenced}
+        if self._under_base is not None:  # else still counting: no number rather than a partial one
+            series["under_min_isr"] = self._under
+        return series
 
     # -- internals ----------------------------------------------------------------------------
 

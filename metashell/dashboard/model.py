@@ -152,8 +152,8 @@ class BrokerRow:
     epoch: int
     incarnation: str
     endpoints: str
-    leader_of: int  # partitions led
-    replicas: int  # replicas hosted
+    leader_of: int | None  # partitions led (None: still being counted, metashell.dashboard.counting)
+    replicas: int | None  # replicas hosted (the same)
     cordoned: int = 0  # log directories cordoned (KIP-1066, Kafka 4.3+)
 
 

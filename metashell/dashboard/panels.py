@@ -198,6 +198,10 @@ class _PerTopic:
     def new_generation(self) -> None:
         self._previous, self._current = self._current, {}
 
+    def seed(self, entries: dict[int, tuple]) -> None:
+        """Take entries made elsewhere (metashell.dashboard.counting, on a thread) as current."""
+        self._current.update(entries)
+
 
 class _PerImage:
     """The last few images' results (LRU)."""
@@ -247,18 +251,34 @@ def leadership_counts(image: MetadataImage) -> tuple[dict[int, int], dict[int, i
     return _leadership_by_image.get(image, compute)
 
 
+def leadership_entries_of(topic: TopicImage) -> tuple[Counter, Counter]:
+    """One topic's (leaders by broker, replicas by broker), without touching the cache: any thread."""
+    return _topic_leadership(topic, None)
+
+
+def seed_leadership(entries: dict[int, tuple]) -> None:
+    """Entries (id(topic) -> (topic, None, leadership_entries_of(topic))) made elsewhere
+    (metashell.dashboard.counting); on the main thread: the cache is not locked."""
+    _leadership_by_topic.seed(entries)
+
+
 # -- brokers -----------------------------------------------------------------------------------
 
-def broker_rows(image: MetadataImage, known_ids: Iterable[int] = ()) -> list[BrokerRow]:
-    """Registered brokers, plus ``known_ids`` no longer registered (History.known_broker_ids)."""
-    leads, hosts = leadership_counts(image)
+def broker_rows(image: MetadataImage, known_ids: Iterable[int] = (), *, counted: bool = True) -> list[BrokerRow]:
+    """Registered brokers, plus ``known_ids`` no longer registered (History.known_broker_ids).
+    ``counted`` False: the leaders and replicas each hosts are still being counted (None)."""
+    if counted:
+        leads, hosts = leadership_counts(image)
+        led, hosted = (lambda broker_id: leads.get(broker_id, 0)), (lambda broker_id: hosts.get(broker_id, 0))
+    else:
+        led = hosted = lambda broker_id: None
     brokers = image.cluster.brokers
     rows = [BrokerRow(b.id, b.rack or "-", b.state, b.epoch,
                       uuid_to_kafka(b.incarnation_id) if b.incarnation_id else "-",
                       ", ".join(f"{e.name}://{e.host}:{e.port}" for e in b.endpoints) or "-",
-                      leads.get(b.id, 0), hosts.get(b.id, 0), len(b.cordoned_directories or ()))
+                      led(b.id), hosted(b.id), len(b.cordoned_directories or ()))
             for b in brokers.values()]
-    rows += [BrokerRow(broker_id, "-", "unregistered", -1, "-", "-", leads.get(broker_id, 0), hosts.get(broker_id, 0))
+    rows += [BrokerRow(broker_id, "-", "unregistered", -1, "-", "-", led(broker_id), hosted(broker_id))
              for broker_id in set(known_ids) - brokers.keys()]
     rows.sort(key=lambda r: r.broker_id)
     return rows

@@ -17,6 +17,7 @@ the header says so, what was fetched stays browsable (metashell.dashboard.failur
 
 from __future__ import annotations
 
+import asyncio
 import math
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -30,10 +31,12 @@ from textual.screen import Screen
 from textual.reactive import var
 from textual.widgets import Footer, Input
 
-from metashell.dashboard import panels
+from metashell.dashboard import counting, panels
+from metashell.dashboard.counting import WholeImageCounts
 from metashell.dashboard.failure import EndedOnError, one_line, report
 from metashell.dashboard.layout import PANELS
 from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
+from metashell.dashboard.partition_view import PartitionView
 from metashell.dashboard.screens.goto_checks import checked_offset, checked_time
 from metashell.dashboard.screens.panel_navigation import PanelNavigation
 from metashell.dashboard.screens.prompt_screen import PromptScreen
@@ -67,6 +70,14 @@ def play_cadence(speed: float) -> tuple[float, int]:
 
 class SourceChanged(Message):
     """The source has something new to poll (posted from the live feed's thread)."""
+
+
+class Counted(Message):
+    """The whole-image counts are made (posted from the counting thread): ``counts``, or ``error``."""
+
+    def __init__(self, counts: WholeImageCounts | None, error: Exception | None = None) -> None:
+        super().__init__()
+        self.counts, self.error = counts, error
 
 
 class MainScreen(PanelNavigation, Screen):
@@ -119,6 +130,13 @@ class MainScreen(PanelNavigation, Screen):
         self._polling: Ticking | None = None
         self.feed_failure: str | None = None  # why a growing source was stopped (its poll raised)
         self._seen = (source.generation, source.reshaped)
+        # False while a big lazily loaded image's whole-image counts are made in the background
+        # (metashell.dashboard.counting): the panels say "counting…" until then
+        self.counted = True
+        self.counted_event = asyncio.Event()  # set once they are (tests await it)
+        self.count_failure: str | None = None
+        self.counts: WholeImageCounts | None = None
+        self._counting: counting.Counting | None = None
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
@@ -139,8 +157,16 @@ class MainScreen(PanelNavigation, Screen):
 
     def on_mount(self) -> None:
         src = self.source
-        self.query_one(Charts).follow(src)
         frame = src.last() if self._start_offset is None else src.frame_at(self._start_offset)
+        self.counted = not counting.counted_in_background(frame.image)
+        if self.counted:
+            if not getattr(src, "under_counted", True):  # its own start was big, what is shown is not
+                src.set_under_base(src.count_under_base())
+                self._seen = (src.generation, src.reshaped)
+            self.counted_event.set()
+        else:  # after the first paint: the counting's start (a fork) would delay it
+            self.call_after_refresh(self._start_counting, frame.image)
+        self.query_one(Charts).follow(src)
         self.show(frame)
         for spec in PANELS:
             self.panel(spec.id).border_title = f"{spec.key} {spec.title}"
@@ -153,7 +179,51 @@ class MainScreen(PanelNavigation, Screen):
             src.watch(lambda: self.post_message(SourceChanged()))  # post_message is thread-safe
             self._polling = self._poll_ticker.start(POLL_SECONDS, self.poll_source)
 
+    # -- whole-image counts in the background -----------------------------------------------------
+
+    def _start_counting(self, image) -> None:
+        """Quitting does not wait for it: its process is ended on unmount, a thread is a daemon."""
+        try:
+            self._counting = counting.start_counting(image, self.source,
+                                    lambda counts, error: self.post_message(Counted(counts, error)),
+                                    fork=self.source.live is None)
+        except Exception as exc:  # noqa: BLE001 - could not start (no process or thread left): said in one line
+            self.on_counted(Counted(None, exc))
+
+    def on_counted(self, message: Counted) -> None:
+        if message.error is not None:
+            self.count_failure, _ = report("counting the partitions failed", message.error)
+            self.notify(self.count_failure, severity="error", timeout=30)
+            return
+        counts, src = message.counts, self.source
+        panels.seed_leadership(counts.leadership)
+        self.query_one(ControllerPanel).take_counts(counts.topic_counts)
+        if counts.under_base is not None and hasattr(src, "set_under_base"):
+            src.set_under_base(counts.under_base)
+        self.counts = counts
+        self.counted = True
+        self.counted_event.set()
+        self._seen = (src.generation, src.reshaped)
+        self.query_one(Charts).follow(src)
+        if self.frame is not None:
+            self._show_counted(self.frame)
+
+    def _show_counted(self, frame: Frame) -> None:
+        """The panels that waited for the counts, over the frame on screen."""
+        image = frame.image
+        self.query_one(BrokersPanel).show(panels.broker_rows(image, self.source.known_broker_ids(frame)))
+        self.query_one(PartitionsPanel).show(self._partition_view(image))
+        self.query_one(ControllerPanel).show(image)
+        self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
+
+    def _partition_view(self, image) -> PartitionView:
+        shown = self.query_one(PartitionsPanel).all_rows
+        return PartitionView(image, self.counts.partition_counts if self.counts is not None else None,
+                             shown if isinstance(shown, PartitionView) else None)
+
     def on_unmount(self) -> None:
+        if self._counting is not None:
+            self._counting.stop()  # quitting: the count's process ends with the app
         if self._polling is not None:
             self._polling.stop()
         self.source.watch(lambda: None)
@@ -259,14 +329,17 @@ class MainScreen(PanelNavigation, Screen):
         image, old = frame.image, previous.image if previous else None
         self.query_one(HeaderBar).show(self._header(frame), self.play_state(), self.live_state())
         self._show_quorum(frame)
+        counted = self.counted
         if old is None or image.cluster is not old.cluster or image.topics is not old.topics:
-            self.query_one(BrokersPanel).show(panels.broker_rows(image, self.source.known_broker_ids(frame)))
+            self.query_one(BrokersPanel).show(panels.broker_rows(image, self.source.known_broker_ids(frame),
+                                                                 counted=counted))
         if old is None or image.topics is not old.topics or image.configs is not old.configs:
-            self.query_one(PartitionsPanel).show(panels.partition_rows(image))
+            # only the rows on screen are built (a lazily loaded image decodes only their topics)
+            self.query_one(PartitionsPanel).show(self._partition_view(image))
         # the feed marks the events of the records applied since the last frame shown
         self.query_one(EventsFeed).show(frame.offset, _changed_from(frame))
         self.query_one(Charts).show(frame.offset, frame.timestamp_ms)
-        self.query_one(ControllerPanel).show(image)
+        self.query_one(ControllerPanel).show(image, counted=counted)
         if old is None or image is not old:
             self.query_one(NodeBrowser).show(image, info)
 

@@ -29,7 +29,12 @@ def broker_cells(row: BrokerRow) -> list[Cell]:
     return [(str(row.broker_id), None), (row.rack, None),
             (state, f"state-{row.state}" if row.state in STATE_MARKERS else None),
             (str(row.epoch), None), (row.incarnation, "muted"), (row.endpoints, None),
-            (str(row.leader_of), None), (str(row.replicas), None)]
+            _load(row.leader_of), _load(row.replicas)]
+
+
+def _load(count: int | None) -> Cell:
+    """A broker's leaders or replicas; "…" while they are being counted (the subtitle says so)."""
+    return ("…", "muted") if count is None else (str(count), None)
 
 
 class BrokersPanel(Vertical):
@@ -60,4 +65,6 @@ def _summary(rows: list[BrokerRow]) -> str:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
-    return "  ".join(f"{STATE_MARKERS.get(s, s).split()[0]} {n}" for s, n in counts.items())
+    states = "  ".join(f"{STATE_MARKERS.get(s, s).split()[0]} {n}" for s, n in counts.items())
+    counting = any(row.leader_of is None for row in rows)
+    return f"{states} · leads: counting…" if counting else states

@@ -86,6 +86,7 @@ class Chart(Vertical):
         self._now: float | None = None
         self._peak: float = 0
         self._peaked = 0  # points the peak covers (the last one may still grow: it is taken again)
+        self.counting = False  # the source is still counting this series: no number is shown
 
     def compose(self) -> ComposeResult:
         yield TextLine(self.label, classes="chart-label")
@@ -108,6 +109,12 @@ class Chart(Vertical):
 
     def show(self, x: int) -> None:
         """The value at ``x`` (in the series' own unit: a time or an offset) in the label."""
+        if self.counting:
+            if self._now != -1:
+                self._now = -1  # (no count is negative)
+                self.query_one(".chart-label", TextLine).set_text(
+                    f"[b]{self.label}[/b]  [$text-muted]counting…[/]")
+            return
         i = bisect_right(self.points, x, key=_X)
         now = self.points[i - 1][1] if i else 0
         if now == self._now:
@@ -136,6 +143,7 @@ class Charts(Vertical, can_focus=True):  # focusable: a panel the tab keys stop 
         self.start, self.end = start_ms, max(end_ms, start_ms)
         for key, _ in CHARTS:
             chart = self.query_one(f"#chart-{key.replace('_', '-')}", Chart)
+            chart.counting = key not in series  # a series still being counted (the source leaves it out)
             chart.set_series(series.get(key, []), self.start, self.end, x_at=None if key in BY_TIME else x_at,
                              grown=grown)
         self.position = -1

@@ -15,7 +15,7 @@ from textual.widget import Widget
 from collections import Counter
 
 from engine.controller.controller_metrics import (BROKER_STATE_ACTIVE, BROKER_STATE_CONTROLLED_SHUTDOWN,
-                                                  BROKER_STATE_FENCED, ControllerMetrics, TopicCounts,
+                                                  BROKER_STATE_FENCED, ControllerMetrics, PartitionCounts, TopicCounts,
                                                   controller_metrics, kafka_metrics)
 from engine.image.metadata_image import MetadataImage
 from metashell.dashboard.panels import iso_utc
@@ -47,9 +47,11 @@ def shut_down_cleanly(image: MetadataImage) -> int:
     return sum(1 for b in image.cluster.brokers.values() if b.fenced and b.in_controlled_shutdown)
 
 
-def metrics_markup(metrics: ControllerMetrics, shut_down: int = 0) -> str:
+def metrics_markup(metrics: ControllerMetrics, shut_down: int = 0, *, counting: bool = False) -> str:
     """The panel's lines, as Textual markup (numbers and fixed words only: nothing to escape).
-    ``shut_down``: how many of the fenced brokers got there by a controlled shutdown."""
+    ``shut_down``: how many of the fenced brokers got there by a controlled shutdown;
+    ``counting``: the partition counts are still being made (metashell.dashboard.counting): the
+    two lines of partition counts say so, and no number."""
     mx = metrics
     leader = (f"[b $accent]{mx.active_controller_id}[/] · epoch {mx.active_controller_epoch}"
               if mx.active_controller_id >= 0 else "[$error]none[/]")
@@ -58,18 +60,34 @@ def metrics_markup(metrics: ControllerMetrics, shut_down: int = 0) -> str:
     clean = f" ({shut_down} shut down)" if shut_down else ""
     applied = (f"offset {mx.last_applied_record_offset} · {iso_utc(mx.last_applied_record_timestamp)}"
                if mx.last_applied_record_offset >= 0 else "nothing yet: before the first record")
+    if counting:
+        partitions = [f"{label('partitions')}counting… in {_plural(mx.global_topic_count, 'topic')}",
+                      f"{label('KIP-966')}[$text-muted]counting…[/]"]
+    else:
+        partitions = [
+            f"{label('partitions')}{mx.global_partition_count} in {_plural(mx.global_topic_count, 'topic')} · "
+            f"{_count(mx.offline_partitions_count, 'offline', 'b $error')} · "
+            f"{_count(mx.preferred_replica_imbalance_count, 'imbalanced', '$warning')}",
+            f"{label('KIP-966')}{_count(mx.partitions_with_elr_count, 'with ELR', '$secondary')} · "
+            f"{_count(mx.partitions_with_empty_isr_count, 'with empty ISR', '$error')}"]
     return "\n".join([
         f"{label('controller')}{leader} · {_plural(mx.new_active_controllers_count, 'leader change')}",
         f"{label('brokers')}{_count(active, 'active', '$success')} · "
         f"{_count(fenced, 'fenced', 'b $error')}{clean} · "
         f"{_count(shutting_down, 'in shutdown', '$warning')}",
-        f"{label('partitions')}{mx.global_partition_count} in {_plural(mx.global_topic_count, 'topic')} · "
-        f"{_count(mx.offline_partitions_count, 'offline', 'b $error')} · "
-        f"{_count(mx.preferred_replica_imbalance_count, 'imbalanced', '$warning')}",
-        f"{label('KIP-966')}{_count(mx.partitions_with_elr_count, 'with ELR', '$secondary')} · "
-        f"{_count(mx.partitions_with_empty_isr_count, 'with empty ISR', '$error')}",
+        *partitions,
         f"{label('applied')}{applied}",
     ])
+
+
+class _NotCounted(TopicCounts):
+    """Stands in for the counts while they are made: zeros, which the panel never shows."""
+
+    def total(self, image: MetadataImage) -> PartitionCounts:
+        return PartitionCounts()
+
+
+_NOT_COUNTED = _NotCounted()
 
 
 class ControllerPanel(Widget, can_focus=True):  # focusable: a panel the tab keys stop at
@@ -85,11 +103,20 @@ class ControllerPanel(Widget, can_focus=True):  # focusable: a panel the tab key
     def render(self) -> Content:
         return self._content
 
-    def show(self, image: MetadataImage) -> bool:
-        """The metrics of ``image``; False when nothing shown changed."""
-        if image is self._image:
+    def show(self, image: MetadataImage, *, counted: bool = True) -> bool:
+        """The metrics of ``image``; False when nothing shown changed. ``counted`` False: its
+        partitions are still being counted (metashell.dashboard.counting): ``metrics`` stays None
+        and the panel says "counting…" where the partition counts go."""
+        if image is self._image and counted == (self.metrics is not None):
             return False
         self._image = image
+        if not counted:  # the broker and controller lines need no partition: zeros stand in, unshown
+            shown = controller_metrics(image, cache=_NOT_COUNTED)
+            self.metrics, self._shut_down = None, shut_down_cleanly(image)
+            self._content = Content.from_markup(metrics_markup(shown, self._shut_down, counting=True))
+            self.tooltip = "partition counts: counting…"
+            self.refresh()
+            return True
         metrics = controller_metrics(image, cache=self._counts)
         shut_down = shut_down_cleanly(image)
         if (metrics, shut_down) == (self.metrics, self._shut_down):
@@ -100,6 +127,10 @@ class ControllerPanel(Widget, can_focus=True):  # focusable: a panel the tab key
                                  for name, value in kafka_metrics(metrics).items())
         self.refresh()
         return True
+
+    def take_counts(self, counts: TopicCounts) -> None:
+        """Per-topic counts made in the background (metashell.dashboard.counting)."""
+        self._counts = counts
 
     def text(self) -> str:
         """The panel as plain text (tests)."""

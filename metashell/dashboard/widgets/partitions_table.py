@@ -104,6 +104,7 @@ class PartitionsPanel(Vertical):
         self.sort_key: str | None = None  # a column key; None: the data layer's order (topic, partition)
         self.descending = False
         self._shown = 0  # rows the filter lets through
+        self._counting = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="filter-bar"):
@@ -133,24 +134,37 @@ class PartitionsPanel(Vertical):
     def filter_bar(self) -> Horizontal:
         return self.query_one("#filter-bar", Horizontal)
 
-    def show(self, rows: list[PartitionRow]) -> None:
-        if rows == self.all_rows:  # identity short-cut per row: cheap when nothing changed
-            return
+    def show(self, rows: Sequence[PartitionRow]) -> None:
+        """``rows``: a list, or a PartitionView (metashell.dashboard.partition_view) whose rows are
+        built as the table reads them; a view that is not ``exact`` yet has its total said to be
+        still counting, and the screen shows a fresh one once it is."""
+        if rows is self.all_rows or (type(rows) is type(self.all_rows) and rows == self.all_rows):
+            return  # the same view, or the same rows (identity short-cut per row: cheap when nothing changed)
         self.all_rows = rows
         self._refresh_view()
 
     def _refresh_view(self) -> None:
         rows: Sequence[PartitionRow] = self.all_rows
-        if self.topic_glob or self.flag:
+        filtered = bool(self.topic_glob or self.flag)
+        if filtered:  # a whole-image question: every row is built (a lazy image decodes the rest)
             rows = panels.filter_partitions(rows, self.topic_glob or "*", self.flag)
         if self.sort_key is not None:
             rows = panels.sort_partitions(rows, COLUMN_SORT[self.sort_key], self.descending)
-        self.table.set_rows(list(rows))
+        self.table.set_rows(rows if rows is self.all_rows else list(rows))
         self._shown = len(rows)
+        self._counting = not filtered and self.sort_key is None and not getattr(rows, "exact", True)
         self._refresh_subtitle()
+
+    @property
+    def counting(self) -> bool:
+        """Whether the total is still being counted (the subtitle says so, and no number)."""
+        return self._counting
 
     def _refresh_subtitle(self) -> None:
         rows = self._shown
+        if self._counting:
+            self.border_subtitle = "partitions: counting…"
+            return
         shown = f"{rows:,} of {len(self.all_rows):,}" if rows != len(self.all_rows) else f"{rows:,}"
         what = " ".join(filter(None, [self.topic_glob and f"topic {self.topic_glob}",
                                       self.flag and f"flag {self.flag}"]))
