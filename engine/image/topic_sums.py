@@ -16,6 +16,7 @@ topic object, so an ``id`` is not reused while the entry lives.
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 V = TypeVar("V")  # one topic's value
@@ -76,16 +77,21 @@ class TopicSums(Generic[V, T]):
         self._dropped = {k: e for k, e in self.entries.items() if k not in entries}
         self.entries, self._ids, self._total = entries, ids, total
 
-    def _adjust(self, values: Iterable[Any], ids: set[int], old: set[int]) -> None:
+    def _adjust(self, values: Any, ids: set[int], old: set[int]) -> None:
         entries, add, total = self.entries, self._add, self._total
         gone, came = old - ids, ids - old
         dropped = {key: entries.pop(key) for key in gone}
         for _, value in dropped.values():
             total = add(total, value, -1)
         if came:
-            # the new topic objects by id, in C; a changed topic is usually at the end of the
-            # order (TopicsDelta.apply puts it back last), but any image is taken
-            by_key = dict(zip(map(id, values), values))
+            # the new topic objects by id: a changed topic is put back last by TopicsDelta.apply,
+            # so the last few are looked at first; else all of them, in C (any image is taken)
+            try:
+                by_key = {id(topic): topic for topic in islice(reversed(values), len(came))}
+            except TypeError:  # a mapping whose values have no order to reverse
+                by_key = {}
+            if by_key.keys() != came:
+                by_key = dict(zip(map(id, values), values))
             for key in came:
                 entry = entries[key] = self._entry(key, by_key[key])  # back to a topic the last move left: kept
                 total = add(total, entry[1], 1)
