@@ -199,10 +199,6 @@ class _PerTopic:
     def new_generation(self) -> None:
         self._previous, self._current = self._current, {}
 
-    def seed(self, entries: dict[int, tuple]) -> None:
-        """Take entries made elsewhere (metashell.dashboard.counting, on a thread) as current."""
-        self._current.update(entries)
-
 
 class _PerImage:
     """The last few images' results (LRU)."""
