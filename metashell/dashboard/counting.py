@@ -63,14 +63,6 @@ class WholeImageCounts:
     under_base: int | None  # the source's starting image's under-min-ISR total (None: it keeps none)
 
 
-class _SeededTopicCounts(TopicCounts):
-    """TopicCounts whose entries were counted elsewhere (TopicCounts keeps the last image's in ``_now``)."""
-
-    def __init__(self, entries: dict[int, tuple]) -> None:
-        super().__init__()
-        self._now = entries
-
-
 def _per_topic(image: MetadataImage, source: Any) -> tuple[list[tuple], int | None]:
     """(leaders by broker, replicas by broker, PartitionCounts, partitions) per topic in
     ``image.topics.by_id`` order, plain data; and the source's under-min-ISR base."""
@@ -94,10 +86,10 @@ def _assemble(image: MetadataImage, per_topic: list[tuple], under_base: int | No
     leadership, counts, partitions = {}, {}, {}
     for topic, (leads, hosts, numbers, size) in zip(topics, per_topic):
         key = id(topic)
-        leadership[key] = (topic, None, (Counter(leads), Counter(hosts)))
+        leadership[key] = (topic, (Counter(leads), Counter(hosts)))
         counts[key] = (topic, PartitionCounts(*numbers))
         partitions[key] = (topic, size)
-    return WholeImageCounts(image, leadership, _SeededTopicCounts(counts), partitions, under_base)
+    return WholeImageCounts(image, leadership, TopicCounts.seeded(counts), partitions, under_base)
 
 
 def count_whole_image(image: MetadataImage, source: Any) -> WholeImageCounts:

@@ -23,6 +23,7 @@ from engine.image.metadata_image import MetadataImage, TopicImage
 from engine.image.metadata_loader import LoadInfo
 from engine.image.metadata_version import version_name
 from engine.image.partition_registration import LEADER_RECOVERY_RECOVERING
+from engine.image.topic_sums import TopicSums
 from metashell.dashboard.model import (
     ALL_FLAGS,
     FLAG_ISR_EMPTY_WITH_ELR,
@@ -198,10 +199,6 @@ class _PerTopic:
     def new_generation(self) -> None:
         self._previous, self._current = self._current, {}
 
-    def seed(self, entries: dict[int, tuple]) -> None:
-        """Take entries made elsewhere (metashell.dashboard.counting, on a thread) as current."""
-        self._current.update(entries)
-
 
 class _PerImage:
     """The last few images' results (LRU)."""
@@ -231,24 +228,29 @@ def _topic_leadership(topic: TopicImage, _: Any) -> tuple[Counter, Counter]:
     return Counter(map(_LEADER, partitions)), Counter(chain.from_iterable(map(_REPLICAS, partitions)))
 
 
-_leadership_by_topic = _PerTopic(_topic_leadership)
+def _fold_leadership(total: tuple[dict[int, int], dict[int, int]], value: tuple[Counter, Counter],
+                     sign: int) -> tuple[dict[int, int], dict[int, int]]:
+    for counts, topic_counts in zip(total, value):
+        for broker, n in topic_counts.items():
+            left = counts.get(broker, 0) + sign * n
+            if left:
+                counts[broker] = left
+            else:
+                del counts[broker]  # as a sum afresh, which has no broker of 0
+    return total
+
+
+# The total moves by the topics a step changed (engine.image.topic_sums); the result of the last
+# few images is kept as handed out (a copy: the running total moves on)
+_leadership_total = TopicSums(lambda topic: _topic_leadership(topic, None), _fold_leadership, lambda: ({}, {}),
+                              lambda total: (dict(total[0]), dict(total[1])))
 _leadership_by_image = _PerImage()
 
 
 def leadership_counts(image: MetadataImage) -> tuple[dict[int, int], dict[int, int]]:
-    """broker -> partitions it leads, broker -> replicas it hosts: one pass, per topic cached."""
-    def compute() -> tuple[dict[int, int], dict[int, int]]:
-        _leadership_by_topic.new_generation()
-        leads: dict[int, int] = {}
-        hosts: dict[int, int] = {}
-        for topic in image.topics.by_id.values():
-            led, hosted = _leadership_by_topic.get(topic)
-            for broker, n in led.items():
-                leads[broker] = leads.get(broker, 0) + n
-            for broker, n in hosted.items():
-                hosts[broker] = hosts.get(broker, 0) + n
-        return leads, hosts
-    return _leadership_by_image.get(image, compute)
+    """broker -> partitions it leads, broker -> replicas it hosts: per topic cached, the total
+    moved by the topics changed since the last image asked about."""
+    return _leadership_by_image.get(image, lambda: _leadership_total.total(image.topics.by_id))
 
 
 def leadership_entries_of(topic: TopicImage) -> tuple[Counter, Counter]:
@@ -257,9 +259,9 @@ def leadership_entries_of(topic: TopicImage) -> tuple[Counter, Counter]:
 
 
 def seed_leadership(entries: dict[int, tuple]) -> None:
-    """Entries (id(topic) -> (topic, None, leadership_entries_of(topic))) made elsewhere
+    """Entries (id(topic) -> (topic, leadership_entries_of(topic))) made elsewhere
     (metashell.dashboard.counting); on the main thread: the cache is not locked."""
-    _leadership_by_topic.seed(entries)
+    _leadership_total.seed(entries)
 
 
 # -- brokers -----------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from textual.screen import Screen
 from textual.reactive import var
 from textual.widgets import Footer, Input
 
+from engine.common.heap import settle_more
 from metashell.dashboard import counting, panels
 from metashell.dashboard.counting import WholeImageCounts
 from metashell.dashboard.failure import EndedOnError, one_line, report
@@ -207,6 +208,7 @@ class MainScreen(PanelNavigation, Screen):
         self.query_one(Charts).follow(src)
         if self.frame is not None:
             self._show_counted(self.frame)
+        settle_more()  # the counts live as long as the app: kept out of every later full collection
 
     def _show_counted(self, frame: Frame) -> None:
         """The panels that waited for the counts, over the frame on screen."""
