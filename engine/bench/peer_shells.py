@@ -120,12 +120,14 @@ def _find_judge(manifest: Manifest) -> Callable[[list[str]], str | None]:
 
 def _proc_sample(pid: int, started: float) -> Sample:
     """Now, for ``pid``: the wall seconds since ``started``, its CPU seconds (user + system, all
-    threads) and its peak RSS so far (VmHWM), from /proc."""
+    threads, and its children it has reaped) and its peak RSS so far (VmHWM), from /proc."""
     seconds = time.perf_counter() - started
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
-        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15)
+        # utime, stime, and the reaped children's cutime, cstime (fields 14 - 17): a shell that
+        # walks a snapshot with a forked helper spends that CPU too
+        cpu = sum(int(f) for f in fields[11:15]) / CLOCK_TICKS
         with open(f"/proc/{pid}/status") as status:
             hwm = next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")), 0)
     except (OSError, IndexError, ValueError):

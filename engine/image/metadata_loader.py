@@ -54,7 +54,8 @@ def load_snapshot(path: Path) -> tuple[MetadataImage, LoadInfo]:
     other file is replayed whole, as before."""
     path = Path(path)
     snapshot_id = _snapshot_id_of(path)
-    lazy = None if path.is_dir() else image_of_snapshot_bytes(read_segment_bytes(path), str(path), snapshot_id)
+    lazy = None if path.is_dir() else image_of_snapshot_bytes(read_segment_bytes(path), str(path), snapshot_id,
+                                                              processes=2)
     if lazy is not None:
         image, skipped = lazy
     else:  # not grouped, or damaged: the eager reader's replay and its errors (the file read again)
@@ -122,7 +123,8 @@ def image_of_snapshot(entries: Iterable[LogEntry], snapshot_id: SnapshotId | Non
     return image, delta.skipped
 
 
-def image_of_snapshot_bytes(buf: bytes, where: str, snapshot_id: SnapshotId | None) -> tuple[MetadataImage, int] | None:
+def image_of_snapshot_bytes(buf: bytes, where: str, snapshot_id: SnapshotId | None, *,
+                            processes: int = 1) -> tuple[MetadataImage, int] | None:
     """As ``image_of_snapshot``, from a snapshot's bytes (a file's, or a FetchSnapshot answer's),
     with the topics' partitions left to decode on first touch; None when the bytes are not a
     whole snapshot in Kafka's grouped shape, or a batch is damaged (the caller's eager reading
@@ -130,7 +132,7 @@ def image_of_snapshot_bytes(buf: bytes, where: str, snapshot_id: SnapshotId | No
     decoded so far (``SnapshotIndex.skipped`` adds those of each topic as it is decoded)."""
     with collector_paused():
         try:
-            index = index_snapshot(buf, where)
+            index = index_snapshot(buf, where, processes=processes)
         except MetadataError:
             return None
         if index is None:

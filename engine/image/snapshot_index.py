@@ -154,13 +154,19 @@ class SnapshotIndex:
         return records
 
 
-def index_snapshot(buf: bytes, where: str) -> SnapshotIndex | None:
+def index_snapshot(buf: bytes, where: str, *, processes: int = 1) -> SnapshotIndex | None:
     """The index of a snapshot's bytes; None when they are not in the grouped shape. Damage a
     batch's header or CRC shows is raised (naming ``where`` and the byte offset) as the eager
-    reader raises it. One thread: the walk split with a forked process (the second half of the
-    batches) was tried and not shown to pay on two loaded cores (docs/performance.md)."""
+    reader raises it. ``processes`` 2: the second half of the batches is walked in a forked
+    process at the same time (engine.image.index_in_two), where that is possible and pays."""
     headers, positions = _batch_headers(buf, where)
     try:
+        if processes > 1:
+            from engine.image.index_in_two import index_in_two
+
+            index = index_in_two(buf, where, headers, positions)
+            if index is not None:
+                return index
         indexer = _Indexer(buf, where, headers, positions)
         indexer.walk(0, len(headers))
         return indexer.finish()
@@ -184,17 +190,22 @@ def _batch_headers(buf: bytes, where: str) -> tuple[list[RecordBatch], list[int]
 
 
 class _Indexer:
-    """The walk over a snapshot's batches."""
+    """The walk over a span of batches. ``leading``: the span may begin inside a topic's run
+    (the second half of a walk in two): PartitionRecords before its first TopicRecord are kept
+    as the runs of a topic known only by its id, for the first half's last topic to claim."""
 
-    def __init__(self, buf: bytes, where: str, headers: list[RecordBatch], positions: list[int]) -> None:
+    def __init__(self, buf: bytes, where: str, headers: list[RecordBatch], positions: list[int],
+                 leading: bool = False) -> None:
         self.buf, self.where = buf, where
         self.headers, self.positions = headers, positions
         self.entries: list[LogEntry] = []
         self.topics: list[IndexedTopic] = []
         self.seen: set[bytes] = set()
-        # the topic whose PartitionRecords may come next, and its id's bytes (None: no topic open)
-        self.current: IndexedTopic | None = None
+        # the topic whose PartitionRecords may come next, and its id's bytes (None: not known yet)
+        self.leading = IndexedTopic(None, []) if leading else None
+        self.current: IndexedTopic | None = self.leading
         self.current_id: bytes | None = None
+        self.lead_id: bytes | None = None  # the leading topic's id, once its first PartitionRecord is read
 
     def walk(self, first: int, end: int) -> None:
         """Batches ``first`` to ``end`` (excluded)."""
@@ -266,7 +277,7 @@ class _Indexer:
             api = buf[value + 1]
             if api == PARTITION_RECORD:
                 if current_id is None:
-                    raise NotGrouped  # a PartitionRecord with no TopicRecord before it
+                    current_id = self._lead(buf, value)
                 if buf[value + 2] not in _KNOWN_PARTITION_VERSIONS \
                         or not same_topic(current_id, value + 7):
                     raise NotGrouped
@@ -295,6 +306,14 @@ class _Indexer:
             raise NotGrouped
         if run_first >= 0:
             self.current.runs.append((batch, run_first, index - run_first, run_start, end))
+
+    def _lead(self, buf: bytes, value: int) -> bytes:
+        """A PartitionRecord with no topic before it: the id of the topic whose run the span
+        began inside, at the start of a second half; anywhere else, not the grouped shape."""
+        if self.current is None or self.current is not self.leading or self.leading.runs:
+            raise NotGrouped
+        self.current_id = self.lead_id = buf[value + 7:value + 23]
+        return self.current_id
 
     def _topic(self, buf: bytes, start: int, end: int) -> bytes:
         """A TopicRecord: a new topic begins; its id's bytes (its PartitionRecords carry them)."""
