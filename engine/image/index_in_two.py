@@ -19,11 +19,22 @@ import os
 import pickle
 import threading
 
-from engine.image.snapshot_index import NotGrouped, SnapshotIndex, _Indexer
+from engine.image.snapshot_index import NotGrouped, SnapshotIndex, _batch_headers, _Indexer, walk_alone
 from engine.records.record_batch import RecordBatch
 
 # below this many bytes a fork, its pickles and the join cost more than half a walk saves
 MIN_BYTES = 16 << 20
+
+
+def index_snapshot_on_two(buf: bytes, where: str) -> SnapshotIndex | None:
+    """As snapshot_index.index_snapshot, the walk in two processes where that is possible and
+    pays, else alone: the same index, or None when the bytes are not in the grouped shape."""
+    headers, positions = _batch_headers(buf, where)
+    try:
+        index = index_in_two(buf, where, headers, positions)
+    except NotGrouped:
+        return None
+    return index if index is not None else walk_alone(buf, where, headers, positions)
 
 
 def index_in_two(buf: bytes, where: str, headers: list[RecordBatch], positions: list[int]) -> SnapshotIndex | None:
@@ -99,4 +110,4 @@ def _joined(first: _Indexer, second: tuple) -> SnapshotIndex:
     return first.finish()
 
 
-__all__ = ["MIN_BYTES", "index_in_two"]
+__all__ = ["MIN_BYTES", "index_in_two", "index_snapshot_on_two"]

@@ -29,6 +29,7 @@ from engine.image.gc_pause import collector_paused
 from engine.image.lazy_topics import lazy_topics_image
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.snapshot_index import index_snapshot
+from engine.image.index_in_two import index_snapshot_on_two
 from engine.image.metadata_image import MetadataImage, Provenance, QuorumImage
 from engine.records.record_batch import decode_batch
 from engine.storage.quorum_state_file import QuorumStateData, read_quorum_state
@@ -132,7 +133,7 @@ def image_of_snapshot_bytes(buf: bytes, where: str, snapshot_id: SnapshotId | No
     decoded so far (``SnapshotIndex.skipped`` adds those of each topic as it is decoded)."""
     with collector_paused():
         try:
-            index = index_snapshot(buf, where, processes=processes)
+            index = index_snapshot_on_two(buf, where) if processes > 1 else index_snapshot(buf, where)
         except MetadataError:
             return None
         if index is None:

@@ -154,19 +154,17 @@ class SnapshotIndex:
         return records
 
 
-def index_snapshot(buf: bytes, where: str, *, processes: int = 1) -> SnapshotIndex | None:
+def index_snapshot(buf: bytes, where: str) -> SnapshotIndex | None:
     """The index of a snapshot's bytes; None when they are not in the grouped shape. Damage a
     batch's header or CRC shows is raised (naming ``where`` and the byte offset) as the eager
-    reader raises it. ``processes`` 2: the second half of the batches is walked in a forked
-    process at the same time (engine.image.index_in_two), where that is possible and pays."""
+    reader raises it. One process: engine.image.index_in_two walks on two where that pays."""
     headers, positions = _batch_headers(buf, where)
-    try:
-        if processes > 1:
-            from engine.image.index_in_two import index_in_two
+    return walk_alone(buf, where, headers, positions)
 
-            index = index_in_two(buf, where, headers, positions)
-            if index is not None:
-                return index
+
+def walk_alone(buf: bytes, where: str, headers: list[RecordBatch], positions: list[int]) -> SnapshotIndex | None:
+    """The one walk over batches whose headers are read: the index, or None when not grouped."""
+    try:
         indexer = _Indexer(buf, where, headers, positions)
         indexer.walk(0, len(headers))
         return indexer.finish()

@@ -55,7 +55,7 @@ def test_two_halves_find_what_one_walk_finds(monkeypatch, topics, damage) -> Non
         except NotGrouped:
             in_two = None
         assert _shape(in_two) == _shape(alone)
-    assert _shape(index_snapshot(buf, "f", processes=2)) == _shape(alone)
+    assert _shape(index_in_two.index_snapshot_on_two(buf, "f")) == _shape(alone)
 
 
 def test_a_split_inside_a_topic_gives_its_runs_to_that_topic(monkeypatch) -> None:
