@@ -56,6 +56,7 @@ def _log_dir(tmp_path: Path) -> Path:
 def _eager(monkeypatch: pytest.MonkeyPatch, directory: Path, offset: int | None = None) -> MetadataImage:
     with monkeypatch.context() as patched:
         patched.setattr(metadata_loader, "index_snapshot", lambda buf, where, **options: None)
+        patched.setattr(metadata_loader, "index_snapshot_on_two", lambda buf, where: None)
         return Source(log_dir=directory).load(offset=offset)[0]
 
 

@@ -91,6 +91,7 @@ def _history(directory: Path, monkeypatch: pytest.MonkeyPatch, *, lazy: bool) ->
         return history
     with monkeypatch.context() as patched:
         patched.setattr(metadata_loader, "index_snapshot", lambda buf, where, **options: None)
+        patched.setattr(metadata_loader, "index_snapshot_on_two", lambda buf, where: None)
         history = History.open_log_dir(directory)
     assert undecoded_topics(history.replay.start_image.topics) == 0
     return history

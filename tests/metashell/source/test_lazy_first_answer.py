@@ -59,6 +59,7 @@ def test_the_first_questions_decode_only_the_topic_they_name(tmp_path, monkeypat
     lazy, session = _transcript(path, FIRST)
     assert undecoded_topics(session.image.topics) == TOPICS - 1
     monkeypatch.setattr(metadata_loader, "index_snapshot", lambda buf, where, **options: None)
+    monkeypatch.setattr(metadata_loader, "index_snapshot_on_two", lambda buf, where: None)
     eager, _ = _transcript(path, FIRST)
     assert lazy == eager and '"leaderEpoch": 3,' in "\n".join(lazy)
 
@@ -69,5 +70,6 @@ def test_a_whole_image_question_decodes_the_rest_and_answers_as_the_eager_image(
     lazy, session = _transcript(path, [question])
     assert undecoded_topics(session.image.topics) == 0
     monkeypatch.setattr(metadata_loader, "index_snapshot", lambda buf, where, **options: None)
+    monkeypatch.setattr(metadata_loader, "index_snapshot_on_two", lambda buf, where: None)
     eager, _ = _transcript(path, [question])
     assert lazy == eager and len(lazy) > 1
