@@ -54,14 +54,14 @@ def test_a_step_counts_only_the_topics_it_changed() -> None:
 
 
 def _copy_everything(delta: TopicsDelta) -> TopicsImage:
-    """TopicsDelta.apply as it was: both maps copied entry by entry (the reference)."""
-    if not delta._topics:
+    """The reference, built another way than TopicsDelta.apply: both maps rebuilt from scratch,
+    the untouched topics first in their order, then the delta's topics in its order."""
+    changed = delta._topics
+    if not changed:
         return delta.image
-    by_id, by_name = dict(delta.image.by_id), dict(delta.image.by_name)
-    for topic_id, topic in delta._topics.items():
-        old = by_id.pop(topic_id, None)
-        if old is not None:
-            by_name.pop(old.name, None)
+    by_id = {tid: t for tid, t in delta.image.by_id.items() if tid not in changed}
+    by_name = {name: tid for name, tid in delta.image.by_name.items() if tid not in changed}
+    for topic_id, topic in changed.items():
         if topic is not None:
             by_id[topic_id] = topic.apply()
             by_name[topic.image.name] = topic_id
