@@ -243,3 +243,18 @@ def test_a_snapshot_has_no_history(story: Path) -> None:
     assert session.run_line("log /topics") == 1
     assert err == ["metashell: log: needs a log directory (--log-dir), an archive or a live quorum: a snapshot holds "
                    "one point in time"]
+
+
+def test_the_docs_examples_are_what_the_commands_print(story: Path) -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "shell.md").read_text()
+    block = docs.split("## History: `log` and `diff`", 1)[1].split("```\n", 2)[1]
+    examples: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("metashell:/> "):
+            examples.append((line.removeprefix("metashell:/> "), []))
+        else:
+            examples[-1][1].append(line)
+    assert [line for line, _ in examples] == ["log /configs/TOPIC/orders/retention.ms", "log /topics/orders/0 -n 1",
+                                              "diff 17 20 /topics"]
+    for line, shown in examples:
+        assert run(story, line) == (0, shown, []), line
