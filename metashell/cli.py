@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 
 DASHBOARD_COMMANDS = ("dash", "demo")
-BENCH_COMMANDS = ("dash", "export", "attach")  # metashell bench NAME
+BENCH_COMMANDS = ("dash", "export", "attach", "log")  # metashell bench NAME
 
 # metashell --help: the shell's options below, and first every command this entry point takes
 # (run() dispatches them by their first words; tests/metashell/shell/test_cli_help.py keeps them in step)
@@ -63,7 +63,7 @@ commands:
   metashell export SOURCE [PATH | --history TABLE] --out DIR [--format parquet|json|csv|orc]
                    [--table NAME] [--spark-master URL | --remote sc://HOST:PORT]
         a subtree of the image, or the log's history, as a Spark table (docs/export.md)
-  metashell bench dash | bench export | bench attach
+  metashell bench dash | bench export | bench attach | bench log
         measurements (docs/performance.md)
 Each command takes --help; inside the shell, help lists its commands and man COMMAND tells more."""
 
@@ -275,6 +275,9 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
         if argv[:2] == ["bench", "attach"]:
             from metashell.bench.attach import build_bench_attach_parser, run_bench_attach
             return run_bench_attach(build_bench_attach_parser().parse_args(argv[2:]))
+        if argv[:2] == ["bench", "log"]:
+            from metashell.bench.log import build_bench_log_parser, run_bench_log
+            return run_bench_log(build_bench_log_parser().parse_args(argv[2:]))
         if argv and argv[0] == "export":
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
         _refuse_mistyped_subcommand(argv)

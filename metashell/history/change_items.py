@@ -101,7 +101,8 @@ def change_items(start_image: MetadataImage, batches: Iterable[list[LogEntry]], 
     ``aborted`` None)."""
     replay = TransactionReplay(MetadataDelta(start_image, open_transaction, per_record=True))
     leader = start_image.quorum.leader
-    state = {"leader": (leader.leader_id, leader.epoch) if leader is not None else None}
+    state = {"leader": (leader.leader_id, leader.epoch) if leader is not None else None,
+             "partitions": v.PartitionValues()}
     for outcome in replay_outcomes(replay, batches, end=end):
         if start is not None and outcome.offset < start:
             _follow_leader(outcome, state)
@@ -131,7 +132,8 @@ def _follow_leader(outcome: RecordOutcome, state: dict) -> None:
 
 def items_of(outcome: RecordOutcome, replay: TransactionReplay, state: dict) -> Iterator[ChangeItem]:
     """One record's items. ``state`` carries what a change set does not: the quorum's leader
-    before a LeaderChange (``{"leader": (id, epoch) | None}``)."""
+    before a LeaderChange (``"leader"``: (id, epoch) or None), and the partitions' JSON rendered
+    last (``"partitions"``: item_values.PartitionValues, optional)."""
     changes = outcome.changes
     if not changes:
         return
@@ -145,8 +147,12 @@ def items_of(outcome: RecordOutcome, replay: TransactionReplay, state: dict) -> 
         return ChangeItem(*base, domain, entity, None if key is None else str(key), path, old, new, record, aborted,
                           fields=v.changed_fields(old, new), event=event, **tail, **extra)
 
+    partitions = state.get("partitions") or v.PartitionValues()
     for domain, key, change in _subjects(changes):
-        yield from _KEYED[domain](item, key, change, replay)
+        if domain == "partitions":
+            yield _partition(item, key, change, replay, partitions)
+        else:
+            yield from _KEYED[domain](item, key, change, replay)
     for domain in ("producer_ids", "kraft_version"):
         change = getattr(changes, domain)
         if change is not None:
@@ -186,12 +192,13 @@ def _topics(item, topic_id: Any, change: Change, replay) -> Iterator[ChangeItem]
                v.topic_json(topic_id, change.after), topic_id=uuid_to_kafka(topic_id))
 
 
-def _partitions(item, key: tuple, change: Change, replay) -> Iterator[ChangeItem]:
+def _partition(item, key: tuple, change: Change, replay, values: v.PartitionValues) -> ChangeItem:
     topic_id, partition_id = key
     name = replay.topic_name(topic_id) or uuid_to_kafka(topic_id)  # a name is always known: a guard
-    yield item("partitions", f"topic {name}", partition_id, f"/topics/{encode_name(name)}/{partition_id}",
-               v.partition_value(topic_id, partition_id, change.before),
-               v.partition_value(topic_id, partition_id, change.after), topic_id=uuid_to_kafka(topic_id))
+    old = values(topic_id, partition_id, change.before)
+    new = values(topic_id, partition_id, change.after)
+    return item("partitions", f"topic {name}", partition_id, f"/topics/{encode_name(name)}/{partition_id}", old, new,
+                topic_id=new["topicId"] if new is not None else old["topicId"])
 
 
 def _configs(item, key: tuple, change: Change, replay) -> Iterator[ChangeItem]:
@@ -224,8 +231,7 @@ def _tokens(item, token_id: str, change: Change, replay) -> Iterator[ChangeItem]
                v.token_json(change.before), v.token_json(change.after))
 
 
-_KEYED = {"features": _features, "brokers": _brokers, "controllers": _controllers, "topics": _topics,
-          "partitions": _partitions, "configs": _configs, "client_quotas": _client_quotas, "acls": _acls,
+_KEYED = {"features": _features, "brokers": _brokers, "controllers": _controllers, "topics": _topics, "configs": _configs, "client_quotas": _client_quotas, "acls": _acls,
           "scram": _scram, "tokens": _tokens}
 
 
