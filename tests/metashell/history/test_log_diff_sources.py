@@ -184,3 +184,18 @@ def test_live_positions_outside_what_was_fetched_are_one_line(story: Path) -> No
     assert session.run_line("log / --since 40") == 1
     assert err == ["metashell: log: --since offset 40 is past the end of what this session fetched since attach: "
                    "offsets -1..33 can be reached"]
+
+
+def test_a_credential_reset_under_the_same_iterations_reads_the_same_from_the_index(tmp_path: Path) -> None:
+    # salt and keys change, all redacted: no field differs as shown, yet it changed
+    def scram(salt: bytes) -> m.UserScramCredentialRecordV0:
+        return m.UserScramCredentialRecordV0(name="bob", mechanism=2, salt=salt, stored_key=salt, server_key=salt,
+                                             iterations=4096)
+    plain = write_story(tmp_path / "plain", [([scram(b"one")], False), ([scram(b"two")], False)])
+    archive = _archive(plain, tmp_path / "archive")
+    for line in ("log /scram", "log /scram --json", "diff 0 1", "diff 0 1 --json"):
+        assert run(archive, line) == run(plain, line), line
+    assert run(plain, "diff 0 1")[1] == ["~ /scram/SCRAM-SHA-512/bob  the credential changed (salt and keys redacted)"]
+    assert run(plain, "log /scram -n 1")[1] == [
+        "1  1970-01-01T00:00:02.000Z  USER_SCRAM_CREDENTIAL_RECORD  /scram/SCRAM-SHA-512/bob  the credential changed "
+        "(salt and keys redacted)"]
