@@ -56,7 +56,7 @@ from metashell.history import item_values as v
 from metashell.history.transactions import RecordOutcome, TransactionReplay, replay_outcomes
 from metashell.tree.nodes import encode_name
 
-__all__ = ["DOMAINS", "ChangeItem", "change_items", "items_of"]
+__all__ = ["DOMAINS", "ChangeItem", "ChangeItemStream", "change_items", "items_of"]
 
 # the item domains, in the order a record's items come (a change set's order, then its single values)
 DOMAINS = ("features", "brokers", "controllers", "topics", "partitions", "configs", "client_quotas", "acls",
@@ -108,6 +108,29 @@ def change_items(start_image: MetadataImage, batches: Iterable[list[LogEntry]], 
             _follow_leader(outcome, state)
             continue
         yield from items_of(outcome, replay, state)
+
+
+class ChangeItemStream:
+    """``change_items`` fed as batches come (a live session's history grows): ``feed`` returns the
+    items made known, ``pending`` those of a transaction still open (they change when it ends)."""
+
+    def __init__(self, start_image: MetadataImage, open_transaction: tuple | None = None) -> None:
+        self.replay = TransactionReplay(MetadataDelta(start_image, open_transaction, per_record=True))
+        leader = start_image.quorum.leader
+        self.state = {"leader": (leader.leader_id, leader.epoch) if leader is not None else None,
+                      "partitions": v.PartitionValues()}
+
+    def feed(self, batches: Iterable[list[LogEntry]]) -> list[ChangeItem]:
+        out: list[ChangeItem] = []
+        for batch in batches:
+            for entry in batch:
+                for outcome in self.replay.replay(entry):
+                    out.extend(items_of(outcome, self.replay, self.state))
+        return out
+
+    def pending(self) -> list[ChangeItem]:
+        state = dict(self.state)  # what the open records would do does not move the leader seen
+        return [item for outcome in self.replay.pending() for item in items_of(outcome, self.replay, state)]
 
 
 def _subjects(changes: ChangeSet) -> Iterator[tuple[str, Any, Change]]:

@@ -147,15 +147,16 @@ def test_the_index_is_kept_brought_up_to_date_and_rebuilt(story: Path, tmp_path:
 # -- live: what the session fetched --------------------------------------------------------------------
 
 class _Feed:
-    """An attachment that handed over the story as its first update (nothing after)."""
+    """An attachment that handed over ``batches`` as its first update, then ``later`` one drain each."""
 
-    def __init__(self, batches: list) -> None:
+    def __init__(self, batches: list, later: list | None = None) -> None:
         self.status = AttachStatus("c1:9093", connected=True, leader_id=1, leader_epoch=2, high_watermark=34)
         self.first = FeedUpdate(self.status, (MetadataImage(), -1), batches)
+        self.later = list(later or [])
         self.quorum = None
 
     def drain(self) -> FeedUpdate:
-        return FeedUpdate(self.status)
+        return FeedUpdate(self.status, None, [self.later.pop(0)] if self.later else [])
 
     def close(self) -> None:
         pass
@@ -199,3 +200,28 @@ def test_a_credential_reset_under_the_same_iterations_reads_the_same_from_the_in
     assert run(plain, "log /scram -n 1")[1] == [
         "1  1970-01-01T00:00:02.000Z  USER_SCRAM_CREDENTIAL_RECORD  /scram/SCRAM-SHA-512/bob  the credential changed "
         "(salt and keys redacted)"]
+
+
+def test_live_items_follow_the_commits_and_a_transaction_ending(story: Path) -> None:
+    batches = list(segment_batches(list_log_dir(story / "__cluster_metadata-0"), 0, []))
+    cut = next(n for n, batch in enumerate(batches) if batch[0].offset == 16)  # after 14-15: a transaction open
+    feed = _Feed(batches[:cut])
+    out: list[str] = []
+    session = Session(LiveSource(feed, initial=feed.first), out=out.append, err=out.append)
+    session.load()
+    out.clear()
+    session.run_line("log /configs/TOPIC/orders/max.message.bytes")
+    assert out == ["", "in a transaction still open (not applied yet):",
+                   "15  1970-01-01T00:00:15.000Z  CONFIG_RECORD  /configs/TOPIC/orders/max.message.bytes  created 2000"]
+    feed.later.append(batches[cut])  # 16-17: the transaction commits
+    out.clear()
+    session.run_line("log /configs/TOPIC/orders/max.message.bytes")
+    assert out == ["17 (record 15)  1970-01-01T00:00:17.000Z  CONFIG_RECORD  /configs/TOPIC/orders/max.message.bytes  "
+                   "created 2000"]
+    feed.later.extend(batches[cut + 1:])
+    while feed.later:
+        session.run_line("summary")
+    for line in ("log / --json", "diff 0 latest", "log /configs/TOPIC/orders"):
+        out.clear()
+        session.run_line(line)
+        assert (0, out, []) == run(story, line), line
