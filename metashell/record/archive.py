@@ -134,7 +134,10 @@ class Archive:
             next_offset, last_epoch = max(next_offset or 0, snapshots[-1].end_offset), snapshots[-1].epoch
         if last_epoch is None:
             last_epoch = _epoch_before(segments[:-1], snapshots)
-        manifest = self._reconcile(manifest, segments, next_offset, snapshots)
+        reconciled = self._reconcile(manifest, segments, next_offset, snapshots)
+        if reconciled != manifest:
+            write_manifest(self.root, reconciled)  # what the files hold, said before anything is added
+        manifest = reconciled
         self._state = _Durable(segments, active_size, next_offset, last_epoch, manifest, snapshots)
         if segments:
             self._fd = os.open(segments[-1][1], os.O_WRONLY | os.O_APPEND)
