@@ -8,6 +8,7 @@ shared by the module: a test that stops or kills controllers starts them again b
 from __future__ import annotations
 
 import resource
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -18,7 +19,8 @@ from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ConfigResource, C
                          ResourcePattern, ResourceType, ScramMechanism, UserScramCredentialUpsertion)
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest
 
-from engine.image.metadata_loader import load_log_dir
+from engine.image.image_writer import image_records
+from engine.image.metadata_loader import load_log_dir, load_snapshot
 from engine.storage.log_reader import list_log_dir
 from tests.archive_compare import compare_archive, whole_batches
 from tests.live_cluster import CLIENT_TIMEOUT_S, bootstrap, running_cluster
@@ -100,6 +102,19 @@ def _contiguous(archive: Path) -> None:
         expected = _last_offset(batches[base]) + 1
 
 
+def _snapshots_are_the_replayed_images(archive: Path, scratch: Path) -> None:
+    """Each snapshot the recorder wrote of its own image holds what the segments replay to there."""
+    shutil.copytree(archive, scratch)
+    for checkpoint in scratch.rglob("*.checkpoint"):
+        checkpoint.unlink()
+    snapshots = sorted((archive / "__cluster_metadata-0").glob("*.checkpoint"))
+    assert len(snapshots) >= 3
+    for path in snapshots:
+        ours, _ = load_snapshot(path)
+        replayed, _ = load_log_dir(scratch, offset=int(path.name[:20]) - 1)
+        assert sorted(map(repr, image_records(ours))) == sorted(map(repr, image_records(replayed))), path.name
+
+
 def _compare_with_leader(cluster, archive: Path) -> int:
     compared = compare_archive(archive, _metadata_dir(cluster, _wait_leader(cluster)))
     assert compared > 0
@@ -108,7 +123,7 @@ def _compare_with_leader(cluster, archive: Path) -> int:
 
 def test_a_recorder_keeps_every_kind_of_change_byte_for_byte(cluster, tmp_path: Path) -> None:
     archive = tmp_path / "archive"
-    recorder = RecorderProcess(bootstrap(cluster), archive)
+    recorder = RecorderProcess(bootstrap(cluster), archive, "--snapshot-every-records", "5")
     try:
         recorder.wait_line(r"following leader")
         _every_kind_of_change(cluster)
@@ -128,6 +143,7 @@ def test_a_recorder_keeps_every_kind_of_change_byte_for_byte(cluster, tmp_path: 
     assert any(("user", "alice") in entity for entity in image.client_quotas)
     _compare_with_leader(cluster, archive)
     _contiguous(archive)
+    _snapshots_are_the_replayed_images(archive, tmp_path / "replayed")
     after = run_metashell("record", "--status", str(archive))
     assert "recorder: none (the lock is free)" in after.stdout and "gaps: none" in after.stdout
 
@@ -215,7 +231,8 @@ def _limit_file_size(limit: int):
 def test_a_full_disk_is_one_line_then_the_recorder_waits_and_goes_on(cluster, tmp_path: Path) -> None:
     archive = tmp_path / "archive"
     # writes that make a file larger than the leader's log is now fail with EFBIG: a disk as good as full
-    leader_bytes = sum(p.stat().st_size for _, p in list_log_dir(_metadata_dir(cluster, _wait_leader(cluster))).segments)
+    leader_dir = _metadata_dir(cluster, _wait_leader(cluster))
+    leader_bytes = sum(p.stat().st_size for _, p in list_log_dir(leader_dir).segments)
     limit = leader_bytes + 512
     recorder = RecorderProcess(bootstrap(cluster), archive, preexec_fn=_limit_file_size(limit))
     try:
