@@ -282,7 +282,8 @@ class Recorder:
             held = self.archive.durable_offset
             hw = core.high_watermark
             lag = f", lag {max(0, hw - 1 - held):,} records behind the high watermark {hw:,}" if hw >= 0 else ""
-            self._log(f"progress: offsets up to {held:,} held{lag}; {len(self.archive.manifest.gaps)} gaps")
+            what = f"offsets up to {held:,} held" if held >= 0 else "nothing held yet"
+            self._log(f"progress: {what}{lag}; {len(self.archive.manifest.gaps)} gaps")
         if self.s.retention_ms is not None and now >= self._next_retention_ms and self._write_failing is None:
             self._next_retention_ms = now + RETENTION_CHECK_MS
             try:

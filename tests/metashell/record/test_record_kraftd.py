@@ -7,6 +7,7 @@ shared by the module: a test that stops or kills controllers starts them again b
 
 from __future__ import annotations
 
+import json
 import resource
 import shutil
 import signal
@@ -219,6 +220,13 @@ def test_a_sigkilled_recorder_resumes_without_duplicates_or_holes(cluster, tmp_p
     assert {"before-kill", "while-stopped", "after-kill"} <= set(image.topics.by_name)
     _compare_with_leader(cluster, archive)
     _contiguous(archive)
+    manifest = json.loads((archive / "archive.json").read_text())
+    cluster_id = manifest["cluster_id"]
+    (archive / "archive.json").write_text(json.dumps({**manifest, "cluster_id": "another-cluster"}))
+    refused = run_metashell("record", "--bootstrap-controller", bootstrap(cluster), "--archive", str(archive))
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (f"metashell: {archive}: the archive is of cluster another-cluster, the quorum is "
+                                      f"cluster {cluster_id}: refused (record another cluster in another directory)")
 
 
 def _limit_file_size(limit: int):
