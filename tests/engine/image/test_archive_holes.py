@@ -88,3 +88,14 @@ def test_the_latest_image_comes_from_the_far_side(archive: Path) -> None:
     image, info = load_log_dir(archive)
     assert _config_topics(image) == {"t0", "t3", "t6", "t9", "t12", "t15"}
     assert info.end_offset == 18
+
+
+def test_kraftd_dump_log_reads_both_sides_of_the_gap(archive: Path, capsys) -> None:
+    from engine.tools.cli import run
+
+    assert run(["dump-log", str(archive)], err=lambda line: None) == 0
+    out = capsys.readouterr().out
+    bases = [int(line.split()[1]) for line in out.splitlines() if line.startswith("baseOffset:")]
+    # the leader's snapshot at 15 (its own offsets), then the segments: 0-5, and 15 on (nothing in between)
+    assert bases[-3:] == [0, 3, 15]
+    assert "Snapshot end offset: 15, epoch: 1" in out
