@@ -217,3 +217,28 @@ def test_the_manifest_is_json_in_the_shared_shape(tmp_path: Path) -> None:
                                  "snapshots")} == {"format": 1, "cluster_id": "c1", "first_offset": 0,
                                                    "last_offset": 2, "ranges": [[0, 2]], "gaps": [],
                                                    "snapshots": []}
+
+
+def test_a_stop_between_a_gaps_snapshot_and_its_segment_is_finished_at_the_next_open(tmp_path: Path) -> None:
+    leader = FakeLeaderLog()
+    archive = Archive(tmp_path / "a").open()
+    archive.append(leader.append())
+    archive.commit()
+    archive.close()
+    for _ in range(3):
+        leader.append()
+    snapshot_id, data = leader.snapshot()
+    # killed after the leader's snapshot was written (atomically), before the segment and the manifest
+    (tmp_path / "a" / METADATA_PARTITION_DIR / snapshot_id.file_name).write_bytes(data)
+    reopened = Archive(tmp_path / "a").open()
+    assert reopened.next_offset == 12 and reopened.last_epoch == 1
+    after = leader.append()
+    reopened.append(after)
+    reopened.commit()
+    reopened.close()
+    assert [p.name for p in _segments(tmp_path / "a")] == ["00000000000000000000.log", "00000000000000000012.log"]
+    assert _segments(tmp_path / "a")[-1].read_bytes() == after
+    manifest = read_manifest(tmp_path / "a")
+    assert manifest.ranges == ((0, 2), (12, 14))
+    assert [(g.first, g.resume) for g in manifest.gaps] == [(3, 12)]
+    assert "the recorder stopped before recording why" in manifest.gaps[0].reason
