@@ -225,3 +225,53 @@ def test_live_items_follow_the_commits_and_a_transaction_ending(story: Path) -> 
         out.clear()
         session.run_line(line)
         assert (0, out, []) == run(story, line), line
+
+
+# -- an archive with a hole, written by the recorder's own writer ---------------------------------------
+
+HOLE_REASON = "the leader's log starts past the archive's end (test)"
+
+
+@pytest.fixture()
+def holed(tmp_path: Path) -> Path:
+    """Offsets 0-5 (configs of t0 and t3), a hole 6-14 (the leader's snapshot at 15), then 15-17 (t15)."""
+    from metashell.record.archive import Archive
+    from tests.metashell.record.archive_fixtures import FakeLeaderLog
+
+    leader = FakeLeaderLog()
+    writer = Archive(tmp_path / "archive").open()
+    writer.append(leader.append())
+    writer.append(leader.append())
+    writer.commit()
+    for _ in range(3):
+        leader.append()  # deleted by the controllers before the recorder fetched them
+    snapshot_id, data = leader.snapshot()
+    writer.reset(data, snapshot_id, HOLE_REASON, 1_700_000_000_000)
+    writer.append(leader.append())
+    writer.commit()
+    writer.close()
+    return tmp_path / "archive"
+
+
+def test_log_over_an_archive_hole_says_where_it_is_and_why(holed: Path) -> None:
+    status, out, err = run(holed, "log /configs")
+    assert err == [f"metashell: log: gap: offsets 6..14 are not there: archive gap: offsets 6 to 14 are in no "
+                   f"segment: {HOLE_REASON}"]
+    assert [line.split("  ")[3] for line in out] == [  # both sides, newest first; nothing of the hole
+        "/configs/TOPIC/t15/k2", "/configs/TOPIC/t15/k1", "/configs/TOPIC/t15/k0", "/configs/TOPIC/t3/k2",
+        "/configs/TOPIC/t3/k1", "/configs/TOPIC/t3/k0", "/configs/TOPIC/t0/k2", "/configs/TOPIC/t0/k1",
+        "/configs/TOPIC/t0/k0"]
+    assert status == 0 and (holed / INDEX_DIR / INDEX_FILE).is_file()
+    assert run(holed, "log /configs --since 15")[2] == []  # no gap in that range
+    assert run(holed, "diff 14 17 /configs/TOPIC/t15")[1] == [
+        "+ /configs/TOPIC/t15/k0  15", "+ /configs/TOPIC/t15/k1  16", "+ /configs/TOPIC/t15/k2  17"]
+
+
+@pytest.mark.parametrize("line, words", [
+    ("log / --since 10", "--since offset 10 is in a gap of DIR (offsets 6..14 are not there: archive gap: offsets 6 "
+                         f"to 14 are in no segment: {HOLE_REASON}): offsets -1..5 and 14..17 can be reached"),
+    ("diff 3 16", f"3..16 crosses a gap (offsets 6..14 are not there: archive gap: offsets 6 to 14 are in no segment: "
+                  f"{HOLE_REASON}): diff each side of it"),
+])
+def test_positions_in_or_across_an_archive_hole_are_one_line(holed: Path, line: str, words: str) -> None:
+    assert run(holed, line) == (1, [], [f"metashell: {line.split()[0]}: {words}"])
