@@ -12,8 +12,9 @@ is a cache of what ``change_items`` gives for the archive's runs (metashell/hist
   transaction still open at the end, whose items change when it ends).
 
 Trust: the index is checked against the archive each time it is opened (one listing, no reads).
-Segments only appended to (the last one grown, new ones after it): the index is brought up to date
-from the newest snapshot at or before ``settled``. Anything else (a segment gone, shrunk or
+Segments only appended to (the last one grown, new ones after it; the oldest segments and
+snapshots perhaps deleted by retention): the index is brought up to date from the newest
+snapshot at or before ``settled``, and what is now before the archive's earliest point dropped. Anything else (a segment gone, shrunk or
 rewritten, a snapshot gone, an unreadable or foreign index): it is rebuilt, into a new file that
 replaces the old one whole, so an interrupted build leaves the old one (or none), never half of one.
 """
@@ -64,17 +65,22 @@ def _signature(listing: LogDirListing) -> dict:
 
 
 def _appended(old: dict, new: dict) -> bool:
-    """``new`` is ``old`` with records appended: the same snapshots and more, the same segments
-    with the last one grown and new ones after it."""
+    """``new`` is ``old`` with records appended, and perhaps its oldest files deleted (a recorder's
+    retention): the segments kept as they were but the last, grown, then new ones; the snapshots
+    kept, and new ones only past the old newest (names sort as their offsets)."""
     old_segments, new_segments = old["segments"], new["segments"]
-    if not old_segments or len(new_segments) < len(old_segments) or new["snapshots"][:len(old["snapshots"])] != \
-            old["snapshots"]:
+    names = [name for name, _ in old_segments]
+    if not new_segments or new_segments[0][0] not in names:
         return False
-    head = len(old_segments) - 1
-    if new_segments[:head] != old_segments[:head]:
+    kept = old_segments[names.index(new_segments[0][0]):]
+    head = len(kept) - 1
+    if len(new_segments) <= head or new_segments[:head] != kept[:head]:
         return False
-    name, size = old_segments[head]
-    return new_segments[head][0] == name and new_segments[head][1] >= size
+    name, size = kept[head]
+    if new_segments[head][0] != name or new_segments[head][1] < size:
+        return False
+    newest = old["snapshots"][-1] if old["snapshots"] else ""
+    return all(s in old["snapshots"] or s > newest for s in new["snapshots"])
 
 
 class IndexHistory:
@@ -151,11 +157,13 @@ class IndexHistory:
     def _update(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict) -> None:
         settled = json.loads(self._get(db, "settled"))
         db.execute("DELETE FROM items WHERE offset > ?", (settled,))
-        self._fill(db, listing, signature, settled=settled)
+        runs = self._fill(db, listing, signature, settled=settled)
+        if runs:  # the oldest files deleted: what is before the earliest point now goes too, as in a rebuild
+            db.execute("DELETE FROM items WHERE offset <= ?", (runs[0][0],))
         db.commit()
 
-    def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None) -> None:
-        """Add the items after ``settled`` (None: all), and the meta that goes with them."""
+    def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None) -> tuple:
+        """Add the items after ``settled`` (None: all), and the meta that goes with them; returns the runs."""
         runs, gaps = log_runs(listing)
         paths = dict(db.execute("SELECT path, id FROM paths"))
         topics = dict(db.execute("SELECT topic_id, id FROM topics"))
@@ -191,6 +199,7 @@ class IndexHistory:
                 "first_time_ms": first_time(self.directory, listing, runs) if runs else None}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                        [(key, json.dumps(value)) for key, value in meta.items()])
+        return runs
 
     # -- questions ----------------------------------------------------------------------------------
 

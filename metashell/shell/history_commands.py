@@ -9,6 +9,7 @@ since attach.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,9 @@ def session_history(session: Session) -> Any:
         if root is not None:
             try:
                 return IndexHistory(root, note=lambda line: session.err(f"metashell: {line}"))
-            except OSError as exc:  # a read-only archive: answered without an index
-                session.err(f"metashell: history index: cannot be written ({exc.strerror or exc}): reading the "
-                            "archive instead")
+            except (OSError, sqlite3.Error) as exc:  # a read-only archive: answered without an index
+                why = getattr(exc, "strerror", None) or str(exc)
+                session.err(f"metashell: history index: cannot be written ({why}): reading the archive instead")
         key = ("dir", _signature(Path(source.log_dir)))
         cached = getattr(session, _CACHE, None)
         if cached is not None and cached[0] == key:

@@ -275,3 +275,38 @@ def test_log_over_an_archive_hole_says_where_it_is_and_why(holed: Path) -> None:
 ])
 def test_positions_in_or_across_an_archive_hole_are_one_line(holed: Path, line: str, words: str) -> None:
     assert run(holed, line) == (1, [], [f"metashell: {line.split()[0]}: {words}"])
+
+
+def test_retention_deleting_the_oldest_files_updates_the_index_without_a_rebuild(tmp_path: Path) -> None:
+    from tests.metashell.history.history_script import STORY
+
+    plain = tmp_path / "plain"
+    with MetadataLog.create(plain, segment_bytes=400, fsync_policy="never") as log:  # several segments
+        for records, control in STORY:
+            log.append(records, epoch=1, timestamp_ms=1_000 * (log.end_offset + 1), control=control)
+    with MetadataLog(plain / "__cluster_metadata-0", segment_bytes=400, fsync_policy="never") as log:
+        log.write_snapshot(SnapshotId(21, 1), image_records(load_log_dir(plain, offset=20)[0]),
+                           last_contained_log_timestamp_ms=20_000, now_ms=9)
+    archive = _archive(plain, tmp_path / "archive")
+    index = archive / INDEX_DIR / INDEX_FILE
+    assert run(archive, "log /quorum")[0] == 0 and index.is_file()
+    with MetadataLog(archive / "__cluster_metadata-0", segment_bytes=400, fsync_policy="never") as log:
+        assert log.delete_before_latest_snapshot()  # the recorder's retention, say
+    lines = ("log /topics --json", "log /configs --json", "log /brokers --json", "log /scram --json")
+    kept = [run(archive, line) for line in lines]
+    assert all(err == [] for _, _, err in kept)  # updated, not rebuilt (a rebuild says so)
+    assert min(json.loads(row)["offset"] for _, out, _ in kept for row in out) >= 21  # nothing before the earliest
+    quorum = [json.loads(row)["offset"] for row in run(archive, "log /quorum --json")[1]]
+    index.unlink()
+    assert [run(archive, line) for line in lines] == kept  # as a build from scratch
+    # (which knows less of the quorum: the leader before the snapshot was in the segments deleted)
+    assert [json.loads(row)["offset"] for row in run(archive, "log /quorum --json")[1]] == quorum
+
+
+def test_an_archive_whose_index_cannot_be_written_is_read_instead(story: Path, tmp_path: Path) -> None:
+    archive = _archive(story, tmp_path / "a")
+    (archive / INDEX_DIR).write_text("a file where the index directory goes")
+    status, out, err = run(archive, "log /features")
+    assert status == 0 and out == run(story, "log /features")[1]
+    assert len(err) == 1 and err[0].startswith("metashell: history index: cannot be written (")
+    assert err[0].endswith("): reading the archive instead")
