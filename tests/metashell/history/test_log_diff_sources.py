@@ -90,11 +90,20 @@ def test_a_position_in_a_gap_or_a_diff_across_one_is_one_line(gapped, line: str,
     assert err[0].endswith("offsets -1..13 and 20..33 can be reached") or err[0].endswith("diff each side of it")
 
 
-def test_a_diff_on_one_side_of_the_gap(gapped) -> None:
+@pytest.mark.parametrize("line", ["diff 21 31 /topics/orders/0", "diff 21 latest /topics/orders/0",
+                                  "diff 1970-01-01T00:00:22Z latest /topics/orders/0"])
+def test_a_diff_on_one_side_of_the_gap(gapped, line: str) -> None:
     directory, _ = gapped
-    assert run(directory, "diff 21 31 /topics/orders/0") == (0, [
+    assert run(directory, line) == (0, [
         "~ /topics/orders/0  leader 1 -> 2, leaderEpoch 0 -> 1, partitionEpoch 0 -> 1, eligibleLeaderReplicas [] -> [1]"],
         [])
+
+
+def test_a_diff_between_times_across_the_gap_is_refused(gapped) -> None:
+    directory, _ = gapped
+    status, out, err = run(directory, "diff 1970-01-01T00:00:09Z latest")
+    assert (status, out) == (1, []) and err[0].startswith(
+        "metashell: diff: 1970-01-01T00:00:09Z..latest crosses a gap (offsets 14..20 are not there: ")
 
 
 # -- an archive, through its index --------------------------------------------------------------------
