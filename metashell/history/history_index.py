@@ -5,8 +5,9 @@ directory is an archive; a node's own log directory gets no index: nothing is wr
 is a cache of what ``change_items`` gives for the archive's runs (metashell/history/sources.py):
 
 - ``items``: one row per item, compact (metashell/history/query.py: an object's changed fields
-  only), with its offset, time, path and topic id as columns; indexed by (path, offset) and by
-  topic id, so a path's items are read without reading the others;
+  only): its offset, time, path (``paths``: the path with its domain, entity and key) and topic
+  (``topics``: the topic id) as columns, the rest as a short JSON array; indexed by (path,
+  offset) and by topic, so a path's items are read without reading the others;
 - ``meta``: the format, the archive's segments and snapshots as indexed (names and sizes), the
   runs and gaps, the offset through which every item is final (``settled``: before a
   transaction still open at the end, whose items change when it ends).

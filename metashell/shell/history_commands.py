@@ -19,7 +19,7 @@ from metashell.history.positions import (
 )
 from metashell.history.query import QueryError, compact, fold, path_query
 from metashell.history.render import diff_lines, log_lines, stat_lines
-from metashell.shell.registry import ArgParser, ShellError, command
+from metashell.shell.registry import ShellError, command
 from metashell.shell.session import Session
 
 _CACHE = "_change_history"  # the session's attribute: (what it was read from, the History)

@@ -19,7 +19,7 @@ from engine.storage.snapshot_writer import SnapshotId
 from metashell.history.history_index import INDEX_DIR, INDEX_FILE
 from metashell.live.feed import AttachStatus, FeedUpdate
 from metashell.shell.session import Session
-from metashell.source import LiveSource, Source
+from metashell.source import LiveSource
 from tests.metashell.history.history_script import write_story
 from tests.metashell.history.test_log_diff_tables import DIFF_TABLE, LOG_TABLE, run
 
