@@ -319,3 +319,21 @@ def test_an_archive_whose_index_cannot_be_written_is_read_instead(story: Path, t
     assert status == 0 and out == run(story, "log /features")[1]
     assert len(err) == 1 and err[0].startswith("metashell: history index: cannot be written (")
     assert err[0].endswith("): reading the archive instead")
+
+
+def test_damage_with_no_snapshot_after_it_ends_the_history(story: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "cut"
+    shutil.copytree(story, directory)
+    segment = directory / "__cluster_metadata-0" / SEGMENT
+    pos, batch = [(pos, batch) for pos, batch in read_batches(segment) if batch.base_offset == 14][0]
+    data = bytearray(segment.read_bytes())
+    data[pos + batch.size_bytes - 2] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    status, out, err = run(directory, "log /configs")
+    assert status == 0
+    assert err[0].startswith("metashell: log: gap: offsets from 14 on are not there: DIR/__cluster_metadata-0/")
+    assert [line.split("  ")[0] for line in out] == ["7", "5", "", "in aborted transactions (no effect):",
+                                                     "13 (record 12)"]
+    assert run(directory, "log / --since 20")[2] == [
+        "metashell: log: --since offset 20 is in a gap of DIR (offsets from 14 on are not there: "
+        + err[0].split("are not there: ")[1] + "): offsets -1..13 can be reached"]
