@@ -6,7 +6,8 @@ is a cache of what ``change_items`` gives for the archive's runs (metashell/hist
 
 - ``items``: one row per item, compact (metashell/history/query.py: an object's changed fields
   only): its offset, time, path (``paths``: the path with its domain, entity and key) and topic
-  (``topics``: the topic id) as columns, the rest as a short JSON array; indexed by (path,
+  (``topics``: the topic id) as columns, the rest as a short JSON array (record types and events
+  by number: ``names``); indexed by (path,
   offset) and by topic, so a path's items are read without reading the others;
 - ``meta``: the format, the archive's segments and snapshots as indexed (names and sizes), the
   runs and gaps, the offset through which every item is final (``settled``: before a
@@ -35,7 +36,7 @@ from metashell.history.sources import HistoryGap, first_time, log_runs, run_item
 
 INDEX_DIR = "history-index"
 INDEX_FILE = "items.sqlite"
-FORMAT = 2
+FORMAT = 3
 MANIFEST = "archive.json"
 BATCH_ROWS = 20_000
 
@@ -44,6 +45,7 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, domain TEXT NOT NULL, entity TEXT NOT NULL,
                    key TEXT);
 CREATE TABLE topics(id INTEGER PRIMARY KEY, topic_id TEXT NOT NULL UNIQUE);
+CREATE TABLE names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE items(id INTEGER PRIMARY KEY, offset INTEGER NOT NULL, ts INTEGER NOT NULL,
                    path_id INTEGER NOT NULL, topic INTEGER, data TEXT NOT NULL);
 CREATE INDEX items_by_path ON items(path_id, offset);
@@ -94,6 +96,7 @@ class IndexHistory:
         self.path = root / INDEX_DIR / INDEX_FILE
         self._paths: dict[int, tuple] = {}  # path id -> (path, domain, entity, key), as read
         self._topics: dict[int, str] = {}
+        self._names: dict[int, str] = {}
         self.db = self._open()
         meta = self._meta()
         self.runs = tuple(tuple(run) for run in meta["runs"])
@@ -168,6 +171,7 @@ class IndexHistory:
         runs, gaps = log_runs(listing)
         paths = dict(db.execute("SELECT path, id FROM paths"))
         topics = dict(db.execute("SELECT topic_id, id FROM topics"))
+        names = _Names(db)
         rows: list[tuple] = []
         open_from: int | None = None
         last = -1
@@ -190,7 +194,7 @@ class IndexHistory:
                     if topic is None:
                         topic = topics[item.topic_id] = db.execute("INSERT INTO topics(topic_id) VALUES (?)",
                                                                    (item.topic_id,)).lastrowid
-                rows.append((item.offset, item.timestamp_ms, path_id, topic, _row_data(compact(item))))
+                rows.append((item.offset, item.timestamp_ms, path_id, topic, _row_data(compact(item), names)))
                 if len(rows) >= BATCH_ROWS:
                     _insert(db, rows)
             last = max(last, run[1])
@@ -240,9 +244,16 @@ class IndexHistory:
                 topic_id = self._topics[topic] = self.db.execute("SELECT topic_id FROM topics WHERE id = ?",
                                                                  (topic,)).fetchone()[0]
         record_offset, record, event, old, new, aborted, *whole = json.loads(data)
+        record, event = self._name(record), self._name(event)
         fields = tuple(new) if isinstance(old, dict) and isinstance(new, dict) and not whole else ()
         return ChangeItem(offset, ts, path[1], path[2], path[3], path[0], old, new, record, aborted,
                           record_offset=offset - record_offset, topic_id=topic_id, fields=fields, event=event)
+
+    def _name(self, name_id: int) -> str:
+        name = self._names.get(name_id)
+        if name is None:
+            name = self._names[name_id] = self.db.execute("SELECT name FROM names WHERE id = ?", (name_id,)).fetchone()[0]
+        return name
 
     def offset_at_time(self, time_ms: int) -> int:
         row = self.db.execute("SELECT max(offset) FROM items WHERE ts <= ?", (time_ms,)).fetchone()
@@ -257,10 +268,24 @@ def _insert(db: sqlite3.Connection, rows: list[tuple]) -> None:
     rows.clear()
 
 
-def _row_data(item: ChangeItem) -> str:
+class _Names:
+    """Record types and events by number (``names``): a row says ``3``, not PARTITION_CHANGE_RECORD."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.ids = dict(db.execute("SELECT name, id FROM names"))
+
+    def __call__(self, name: str) -> int:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = self.db.execute("INSERT INTO names(name) VALUES (?)", (name,)).lastrowid
+        return found
+
+
+def _row_data(item: ChangeItem, names: _Names) -> str:
     """A compact item's own part of its row (the path's and topic's parts are in their tables; an
     object's changed fields are the keys its compact old and new keep)."""
-    row = [item.offset - item.record_offset, item.record, item.event, item.old, item.new, item.aborted]
+    row = [item.offset - item.record_offset, names(item.record), names(item.event), item.old, item.new, item.aborted]
     if not item.fields and isinstance(item.old, dict) and isinstance(item.new, dict):
         row.append(1)  # two objects, no field differs as shown (a SCRAM credential's redacted salt changed)
     return json.dumps(row, separators=(",", ":"))
