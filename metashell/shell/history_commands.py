@@ -9,8 +9,6 @@ since attach.
 from __future__ import annotations
 
 import argparse
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 from engine.common.errors import MetadataError
@@ -22,48 +20,21 @@ from metashell.history.render import diff_lines, log_lines, stat_lines
 from metashell.shell.registry import ShellError, command
 from metashell.shell.session import Session
 
-_CACHE = "_change_history"  # the session's attribute: (what it was read from, the History)
-_LIVE = "_live_change_items"  # the session's attribute: a live session's items (sources.LiveItems)
+_HISTORIES = "_histories"  # the session's attribute: its metashell.history.histories.Histories
 
 
 def session_history(session: Session) -> Any:
-    """The History the session's source gives (see metashell/history/sources.py)."""
-    from metashell.history.history_index import IndexHistory, archive_root
-    from metashell.history.sources import LiveItems, log_dir_history
+    """The History the session's source gives (metashell/history/histories.py), kept on the session."""
+    from metashell.history.histories import Histories, HistoryUnavailable
 
-    source = session.source
-    if source.live:
-        source.attach()
-        live = getattr(session, _LIVE, None)
-        if live is None:
-            live = LiveItems()
-            setattr(session, _LIVE, live)
-        return live.history(source.history, "what this session fetched since attach")
-    elif source.log_dir is None:
-        raise ShellError("needs a log directory (--log-dir), an archive or a live quorum: a snapshot holds one "
-                         "point in time")
-    else:
-        root = archive_root(Path(source.log_dir))
-        if root is not None:
-            try:
-                return IndexHistory(root, note=lambda line: session.err(f"metashell: {line}"))
-            except (OSError, sqlite3.Error) as exc:  # a read-only archive: answered without an index
-                why = getattr(exc, "strerror", None) or str(exc)
-                session.err(f"metashell: history index: cannot be written ({why}): reading the archive instead")
-        key = ("dir", _signature(Path(source.log_dir)))
-        cached = getattr(session, _CACHE, None)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        found = log_dir_history(source.log_dir)
-    setattr(session, _CACHE, (key, found))
-    return found
-
-
-def _signature(path: Path) -> tuple:
-    from engine.storage.log_reader import list_log_dir
-
-    listing = list_log_dir(path)
-    return tuple((p.name, p.stat().st_size) for _, p in (*listing.segments, *listing.snapshots))
+    histories = getattr(session, _HISTORIES, None)
+    if histories is None:
+        histories = Histories(note=lambda line: session.err(f"metashell: {line}"))
+        setattr(session, _HISTORIES, histories)
+    try:
+        return histories.of(session.source)
+    except HistoryUnavailable as exc:
+        raise ShellError(str(exc)) from None
 
 
 def _point(text: str, history: Any, flag: str) -> Point:
