@@ -180,6 +180,7 @@ class IndexHistory:
                 continue
             low = None if settled is None else settled + 1
             first = run[0] if settled is None else max(run[0], settled)
+            open_from = None  # a transaction a gap cut short never ends: only the last run's may change
             for item in run_items(self.directory, listing, (first, run[1]), low):
                 if item.aborted is None and open_from is None:
                     open_from = item.record_offset
