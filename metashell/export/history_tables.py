@@ -41,7 +41,7 @@ from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
-from metashell.export.schemas import HISTORY_TABLES, column_names
+from metashell.export.schemas import CHANGE_TABLES, HISTORY_TABLES, RECORD_TABLES, column_names
 from metashell.export.tables import Table, partitions_table
 from metashell.source import Source
 from metashell.tree.tree_layout import redact_record_json
@@ -51,9 +51,16 @@ def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | No
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
     """The history tables of ``log_dir`` (a node's log directory or its __cluster_metadata-0)."""
     wanted = _wanted(tables)
-    begin = replay_start(Path(log_dir), earliest=True)
-    return history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start, end=end,
-                           tables=wanted)
+    out = {}
+    if wanted & set(CHANGE_TABLES):  # change tables replay run by run: never across an archive's gap
+        from metashell.export.change_tables import change_rows
+
+        out = change_rows(log_dir, start=start, end=end, tables=wanted & set(CHANGE_TABLES))
+    if wanted & set(RECORD_TABLES):
+        begin = replay_start(Path(log_dir), earliest=True)
+        out.update(history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start,
+                                   end=end, tables=wanted & set(RECORD_TABLES)))
+    return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 
 def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]], *, start: int | None = None,
@@ -61,6 +68,15 @@ def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]
     """The history tables of ``batches`` replayed from ``start_image`` (a live session's fetched
     history: the snapshot it attached from, then every batch committed since)."""
     wanted = _wanted(tables)
+    out = {}
+    if wanted & set(CHANGE_TABLES):
+        from metashell.export.change_tables import change_rows_of
+
+        if wanted & set(RECORD_TABLES):
+            batches = list(batches)  # read twice
+        out = change_rows_of(start_image, batches, start=start, end=end, tables=wanted & set(CHANGE_TABLES))
+        if not wanted & set(RECORD_TABLES):
+            return out
     rows = _Rows(MetadataDelta(start_image, per_record=True), wanted, start)
     for batch in batches:
         if end is not None and batch[0].offset > end:
@@ -70,7 +86,8 @@ def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]
                 break
             rows.replay(entry)
     rows.finish()
-    return {kind: Table(kind, column_names(kind), rows.out[kind]) for kind in HISTORY_TABLES if kind in wanted}
+    out.update({kind: Table(kind, column_names(kind), rows.out[kind]) for kind in RECORD_TABLES if kind in wanted})
+    return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 
 def _wanted(tables: Iterable[str]) -> set[str]:
@@ -96,7 +113,7 @@ class _Rows:
         self.want_records, self.want_changes = "records" in wanted, "partition_changes" in wanted
         self.want_fencing, self.want_leaders = "broker_fencing" in wanted, "leader_changes" in wanted
         self.want_controllers = "controller_registrations" in wanted
-        self.out: dict[str, list[tuple]] = {kind: [] for kind in HISTORY_TABLES}
+        self.out: dict[str, list[tuple]] = {kind: [] for kind in RECORD_TABLES}
         self.names: dict = {}  # topic id -> name, from every topic change seen (an aborted creation's too)
         self.scratch: MetadataDelta | None = None  # the open transaction's records, as if committed
         self.waiting: list[tuple[LogEntry, ChangeSet, bool]] = []  # (entry, what it changed, in the transaction)

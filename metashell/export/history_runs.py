@@ -1,0 +1,120 @@
+"""The runs of a log directory or an archive that a replay may walk, and the gaps between them.
+
+A replay of the change tables must never cross a gap: records missing between offsets A+1 and
+B-1 would leave every "old value" after B wrong, silently. An archive (docs/record.md) says
+where its gaps are in its manifest (``archive.json``: the recorder fell behind the leader's log
+start and fetched a snapshot, written as ``B-epoch.checkpoint``); a damaged log directory has
+gaps where its batches do not read (engine.image.log_runs.scan_log). Either way the history is
+cut there: the first run replays from the directory's earliest point up to the gap, and the
+next starts again from the oldest snapshot at or after the gap's end, from that snapshot's image
+(its own voters and kraft.version; nothing of the segments before the gap is carried over).
+
+Nothing here looks at what a record changed: each run is a start image and its batches, handed
+to the one interpreter of changes (metashell.history.change_items).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from engine.common.errors import MetadataError
+from engine.image.log_runs import scan_log
+from engine.image.metadata_image import MetadataImage
+from engine.image.metadata_loader import load_snapshot, replay_start, segment_batches
+from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir, resolve_metadata_dir
+
+MANIFEST = "archive.json"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryGap:
+    """Offsets ``first`` .. ``resume`` - 1 that no change row speaks of (``resume`` None: the
+    history ends at the gap)."""
+
+    first: int
+    resume: int | None
+    reason: str
+    recorded_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One stretch a replay walks: its start image and, lazily, its batches."""
+
+    image: MetadataImage
+    begin: int  # the first offset of its batches
+    end: int | None  # one past its last offset (the next gap's first), None: the log's end
+    listing: LogDirListing
+
+    def batches(self) -> Iterator[list[LogEntry]]:
+        return segment_batches(self.listing, self.begin, [], end=self.end)
+
+
+def history_runs(log_dir: Path | str) -> tuple[list[Run], list[HistoryGap]]:
+    """The runs of ``log_dir`` (a node's log directory, an archive, or its __cluster_metadata-0)
+    in log order, and the gaps between them, each with the offset its next run resumes at."""
+    directory = resolve_metadata_dir(Path(log_dir))
+    listing = list_log_dir(directory)
+    first = replay_start(directory, earliest=True)
+    gaps = [gap for gap in known_gaps(directory, listing) if gap.resume is None or gap.resume > first.begin]
+    runs, out_gaps = [], []
+    image, begin = first.image, first.begin
+    for gap in gaps:
+        if gap.first < begin:  # inside a stretch the previous resume already skipped
+            continue
+        runs.append(Run(image, begin, gap.first, listing))
+        resumed = _resume(listing, gap.resume)
+        out_gaps.append(HistoryGap(gap.first, resumed[1] if resumed else None, gap.reason, gap.recorded_ms))
+        if resumed is None:
+            return runs, out_gaps
+        image, begin = resumed
+    runs.append(Run(image, begin, None, listing))
+    return runs, out_gaps
+
+
+def known_gaps(directory: Path, listing: LogDirListing) -> list[HistoryGap]:
+    """The archive manifest's gaps, and the damage a scan of the segments finds, by offset; where
+    both name one gap, the manifest's reason (and time) stands."""
+    found = {gap.first: HistoryGap(gap.first, gap.resume, gap.damage) for gap in scan_log(listing).gaps}
+    for gap in _manifest_gaps(directory):
+        found[gap.first] = gap
+    return [found[first] for first in sorted(found)]
+
+
+def _manifest_gaps(directory: Path) -> list[HistoryGap]:
+    """The gaps ``archive.json`` records (beside __cluster_metadata-0, or in it); none when there
+    is no manifest. A manifest that does not read is an error naming it."""
+    for candidate in (directory.parent / MANIFEST, directory / MANIFEST):
+        if candidate.is_file():
+            try:
+                gaps = json.loads(candidate.read_text()).get("gaps", [])
+                return [HistoryGap(int(g["first"]), None if g.get("resume") is None else int(g["resume"]),
+                                   f"archive gap: {g.get('reason') or 'records not recorded'}",
+                                   None if g.get("recorded_ms") is None else int(g["recorded_ms"]))
+                        for g in gaps]
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise MetadataError(f"not a readable archive manifest ({exc})", path=str(candidate)) from None
+    return []
+
+
+def _resume(listing: LogDirListing, resume: int | None) -> tuple[MetadataImage, int] | None:
+    """The image and first offset of the run after a gap: the oldest snapshot at or after the
+    gap's end that reads (its image holds every offset before its end offset); None when none."""
+    if resume is None:
+        return None
+    for snapshot_id, path in listing.snapshots:
+        if snapshot_id.end_offset < resume:
+            continue
+        try:
+            return load_snapshot(path)[0], snapshot_id.end_offset
+        except MetadataError:
+            continue  # a damaged snapshot: a later one may still resume the history
+    return None
+
+
+def batches_of(runs: Iterable[Run]) -> Iterator[tuple[MetadataImage, Iterator[list[LogEntry]]]]:
+    for run in runs:
+        yield run.image, run.batches()
