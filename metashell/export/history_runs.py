@@ -3,8 +3,9 @@
 A replay of the change tables must never cross a gap: records missing between offsets A+1 and
 B-1 would leave every "old value" after B wrong, silently. An archive (docs/record.md) says
 where its gaps are in its manifest (``archive.json``: the recorder fell behind the leader's log
-start and fetched a snapshot, written as ``B-epoch.checkpoint``); a damaged log directory has
-gaps where its batches do not read (engine.image.log_runs.scan_log). Either way the history is
+start and fetched a snapshot, written as ``B-epoch.checkpoint``), and an archive whose manifest
+is lost still shows them as holes between its segments; a damaged log directory has gaps where
+its batches do not read (engine.image.log_runs.scan_log). Either way the history is
 cut there: the first run replays from the directory's earliest point up to the gap, and the
 next starts again from the oldest snapshot at or after the gap's end, from that snapshot's image
 (its own voters and kraft.version; nothing of the segments before the gap is carried over).
@@ -24,7 +25,8 @@ from engine.common.errors import MetadataError
 from engine.image.log_runs import scan_log
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import load_snapshot, replay_start, segment_batches
-from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir, resolve_metadata_dir
+from engine.storage.log_reader import (LogDirListing, LogEntry, list_log_dir, read_batch_headers,
+                                       resolve_metadata_dir)
 
 MANIFEST = "archive.json"
 
@@ -76,12 +78,31 @@ def history_runs(log_dir: Path | str) -> tuple[list[Run], list[HistoryGap]]:
 
 
 def known_gaps(directory: Path, listing: LogDirListing) -> list[HistoryGap]:
-    """The archive manifest's gaps, and the damage a scan of the segments finds, by offset; where
-    both name one gap, the manifest's reason (and time) stands."""
-    found = {gap.first: HistoryGap(gap.first, gap.resume, gap.damage) for gap in scan_log(listing).gaps}
+    """The archive manifest's gaps, the damage a scan of the segments finds, and holes between
+    segments, by offset; where more than one names a gap, the manifest's reason (and time) stands."""
+    found = {gap.first: gap for gap in _holes(listing)}
+    found.update({gap.first: HistoryGap(gap.first, gap.resume, gap.damage) for gap in scan_log(listing).gaps})
     for gap in _manifest_gaps(directory):
         found[gap.first] = gap
     return [found[first] for first in sorted(found)]
+
+
+def _holes(listing: LogDirListing) -> list[HistoryGap]:
+    """Offsets no segment holds: a segment that starts past the end of the one before it (an
+    archive whose manifest is lost still says where its gaps are)."""
+    holes = []
+    segments = listing.segments
+    for (_, path), (next_base, _) in zip(segments, segments[1:]):
+        last = None
+        try:
+            for _, header in read_batch_headers(path):
+                last = header.last_offset
+        except MetadataError:
+            continue  # damage: the scan of the segments names it
+        if last is not None and last + 1 < next_base:
+            holes.append(HistoryGap(last + 1, next_base, f"no segment holds offsets {last + 1} to {next_base - 1} "
+                                                         f"({path.name} ends at {last})"))
+    return holes
 
 
 def _manifest_gaps(directory: Path) -> list[HistoryGap]:
