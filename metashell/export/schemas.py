@@ -202,15 +202,16 @@ def _changes(entity: str, key: str, value_type: Any, value: str, *typed: tuple, 
     """A change table's columns (metashell.export.change_tables): where and when, who and what,
     the typed columns of its domain, old and new value, how, the tree path, the record, aborted."""
     return (
-        ("offset", "long", "where the change took effect: the record's offset, or for a record of a metadata "
-                           "transaction the offset of the marker that ended it (committed or aborted)"),
+        ("offset", "long", "where the change took effect: the record's offset; for a record of a metadata "
+                           "transaction, the offset of the marker that ended it (committed or aborted), or its own "
+                           "while the transaction is still open"),
         ("record_offset", "long", "the record's own offset (differs from offset inside a transaction)"),
-        ("timestamp_ms", "long", "append time at offset (epoch ms)"),
+        ("timestamp_ms", "long", "append time of the record at offset (epoch ms)"),
         ("entity", "string", entity),
         ("key", "string", key),
         *typed,
-        ("old_value", value_type, f"{value} before; null: absent"),
-        ("new_value", value_type, f"{value} after; null: absent (deleted)"),
+        ("old_value", value_type, f"before: {value}; null: absent"),
+        ("new_value", value_type, f"after: {value}; null: absent (deleted)"),
         event,
         ("path", "string", "the node of the shell's tree that changed (docs/shell.md): log PATH shows its history"),
         ("record", "string", "Kafka's name of the record type that made the change, e.g. CONFIG_RECORD"),

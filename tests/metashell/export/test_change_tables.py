@@ -289,3 +289,16 @@ def test_start_and_end_keep_the_rows_between(tables) -> None:
     assert [r[0] for r in window["config_changes"].rows] == [6, 7, 8]
     assert window["config_changes"].rows[0][7] == "1000"  # the state before the window still replayed
     assert [r[0] for r in window["feature_changes"].rows] == [16]
+
+
+def test_docs_list_every_column_of_the_change_tables() -> None:
+    """docs/export.md's schema tables of the change tables are the code's columns, types and words."""
+    from metashell.export.schemas import COLUMNS, type_name
+
+    text = (Path(__file__).parents[3] / "docs" / "export.md").read_text()
+    for kind in CHANGE_TABLES:
+        section = text.split(f"### `{kind}`\n", 1)[1].lstrip("\n").split("\n\n", 1)[0]
+        documented = [line.split(" | ") for line in section.splitlines()[2:]]
+        assert [(n.strip("| `"), t.strip("`"), d.rstrip(" |").replace("&lt;", "<")) for n, t, d in documented] == [
+            (name, type_name(t), doc) for name, t, doc in COLUMNS[kind]], kind
+    assert "What a record cannot say" in text and "kafka.authorizer.logger" in text and "kafka.request.logger" in text
