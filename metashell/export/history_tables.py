@@ -27,6 +27,10 @@ Rows come in log order: those of a transaction are written when it ends. (When a
 records took effect, and what each changed, is metashell/history/transactions.py's, shared with
 the change items of ``log`` and ``diff``.)
 
+The change tables (``config_changes``, ..., ``gaps``: metashell.export.change_tables) are asked of
+the same two functions: they are built from the change items, and over a log directory they
+replay run by run, never across an archive's gap.
+
 ``images_at(log_dir, offsets)``: the partitions table of the image at each offset, with an
 ``as_of_offset`` column, so "ISR over time" is a query. The log is read once for all offsets.
 """

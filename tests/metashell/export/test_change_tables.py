@@ -67,6 +67,10 @@ def quota(value: float, remove: bool) -> m.ClientQuotaRecordV0:
     return m.ClientQuotaRecordV0(entity=entity, key="producer_byte_rate", value=f64(value), remove=remove)
 
 
+def kraft_version(level: int) -> ControlRecord:
+    return control_record(kio.KRaftVersionRecord(version=i16(0), k_raft_version=i16(level)))
+
+
 def voters(*ids: int) -> ControlRecord:
     versions = kio.KRaftVersionFeature(min_supported_version=i16(0), max_supported_version=i16(1))
     return control_record(kio.VotersRecord(version=i16(0), voters=tuple(kio.VotersVoter(
@@ -102,13 +106,13 @@ SCRIPT: list[list] = [
     [m.TopicRecordV0(name="orders", topic_id=ORDERS_2), partition(ORDERS_2, 1)],  # 19-20: re-created
     [m.FenceBrokerRecordV0(id=i32(1), epoch=i64(10))],  # 21: broker 1 fenced
     [register(21, INCARNATION_2)],  # 22: restarted: a new epoch and incarnation
-    [voters(1)],  # 23: voter 1
-    [voters(1, 2)],  # 24: voter 2 added
-    [voters(1)],  # 25: voter 2 removed
-    [BEGIN, config(2, "orders", "retention.ms", "5"), ABORT],  # 26-28: aborted
-    [BEGIN, config(2, "orders", "segment.ms", "100")],  # 29-30: a transaction across batches ...
-    [END],  # 31: ... committed
-    [BEGIN, ACL_2],  # 32-33: still open where the log ends
+    [kraft_version(1), voters(1)],  # 23-24: kraft.version 1 (KIP-853), voter 1
+    [voters(1, 2)],  # 25: voter 2 added
+    [voters(1)],  # 26: voter 2 removed
+    [BEGIN, config(2, "orders", "retention.ms", "5"), ABORT],  # 27-29: aborted
+    [BEGIN, config(2, "orders", "segment.ms", "100")],  # 30-31: a transaction across batches ...
+    [END],  # 32: ... committed
+    [BEGIN, ACL_2],  # 33-34: still open where the log ends
 ]
 
 
@@ -160,9 +164,9 @@ def test_config_changes(tables) -> None:
         (18, 18, "topic orders", "cleanup.policy", "topic", "orders", "compact", None, "deleted",
          "REMOVE_TOPIC_RECORD", False),
         # aborted: shown at its marker, changing nothing
-        (28, 27, "topic orders", "retention.ms", "topic", "orders", None, "5", "created", "CONFIG_RECORD", True),
+        (29, 28, "topic orders", "retention.ms", "topic", "orders", None, "5", "created", "CONFIG_RECORD", True),
         # committed: takes effect at the EndTransactionRecord
-        (31, 30, "topic orders", "segment.ms", "topic", "orders", None, "100", "created", "CONFIG_RECORD", False)]
+        (32, 31, "topic orders", "segment.ms", "topic", "orders", None, "100", "created", "CONFIG_RECORD", False)]
     first = dicts(tables["config_changes"])[0]
     assert first["timestamp_ms"] == T0 + 5 and first["path"] == "/configs/TOPIC/orders/retention.ms"
 
@@ -176,7 +180,7 @@ def test_acl_changes(tables) -> None:
         (10, f"ACL {acl}", None, acl, "TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW", "deleted",
          False),
         # still open where the log ends: not applied, aborted null, at its own place
-        (33, f"ACL {uuid_to_kafka(ACL_2.id)}", None, uuid_to_kafka(ACL_2.id), "GROUP", "g", "PREFIXED", "User:bob",
+        (34, f"ACL {uuid_to_kafka(ACL_2.id)}", None, uuid_to_kafka(ACL_2.id), "GROUP", "g", "PREFIXED", "User:bob",
          "*", "READ", "DENY", "created", None)]
     created, deleted = dicts(tables["acl_changes"])[:2]
     assert created["old_value"] is None and deleted["new_value"] is None
@@ -215,7 +219,9 @@ def test_feature_changes(tables) -> None:
         (0, "feature metadata.version", "metadata.version", "metadata.version", None, 21, "created",
          "/features/metadata.version"),
         (16, "feature metadata.version", "metadata.version", "metadata.version", 21, 22, "changed",
-         "/features/metadata.version")]
+         "/features/metadata.version"),
+        # the quorum's own feature, from its KRaftVersionRecord: a row here too, named as Kafka's tools do
+        (23, "quorum", None, "kraft.version", None, 1, "created", "/quorum/kraft-version")]
 
 
 def test_topic_changes_tell_a_re_created_topic_by_its_id(tables) -> None:
@@ -252,9 +258,9 @@ def test_broker_changes_show_a_new_incarnation(tables) -> None:
 def test_voter_changes(tables) -> None:
     assert pick(tables["voter_changes"], "offset", "entity", "key", "voter_id", "directory_id", "event", "path",
                 "record") == [
-        (23, "voter 1", "1", 1, uuid_to_kafka(DIR_1), "created", "/quorum/voters/1", "KRAFT_VOTERS"),
-        (24, "voter 2", "2", 2, uuid_to_kafka(DIR_2), "created", "/quorum/voters/2", "KRAFT_VOTERS"),
-        (25, "voter 2", "2", 2, uuid_to_kafka(DIR_2), "deleted", "/quorum/voters/2", "KRAFT_VOTERS")]
+        (24, "voter 1", "1", 1, uuid_to_kafka(DIR_1), "created", "/quorum/voters/1", "KRAFT_VOTERS"),
+        (25, "voter 2", "2", 2, uuid_to_kafka(DIR_2), "created", "/quorum/voters/2", "KRAFT_VOTERS"),
+        (26, "voter 2", "2", 2, uuid_to_kafka(DIR_2), "deleted", "/quorum/voters/2", "KRAFT_VOTERS")]
     added = dicts(tables["voter_changes"])[1]
     assert added["new_value"] == ('{"id":2,"directory-id":"' + uuid_to_kafka(DIR_2)
                                   + '","endpoints":[{"name":"CONTROLLER","host":"c2","port":9093}]}')
@@ -279,7 +285,7 @@ def test_history_rows_dispatch_the_change_tables(tmp_path) -> None:
     """What ``export --history TABLE`` calls, alone and beside a record table (the batches read once each)."""
     live = history_rows_of(MetadataImage(), iter(entries()), tables=["config_changes", "records"])
     assert list(live) == ["records", "config_changes"]
-    assert len(live["config_changes"].rows) == 8 and len(live["records"].rows) == 34
+    assert len(live["config_changes"].rows) == 8 and len(live["records"].rows) == 35
     from_disk = history_rows(write_log(tmp_path / "node"), tables=["voter_changes"])
     assert list(from_disk) == ["voter_changes"] and len(from_disk["voter_changes"].rows) == 3
 

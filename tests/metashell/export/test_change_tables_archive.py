@@ -2,7 +2,7 @@
 says where it is.
 
 The scripted history of test_change_tables is written with our own MetadataLog in three
-segments (offsets 0-11, 12-17, 18-33) with a snapshot at end offset 18; the archive is that
+segments (offsets 0-11, 12-17, 18-34) with a snapshot at end offset 18; the archive is that
 directory without its middle segment, as the recorder leaves one that fell behind the leader's
 log start (docs: the archive layout): a hole from 12 to 17, the snapshot where it resumes, and
 ``archive.json`` naming the gap. Pure Python.
@@ -47,8 +47,8 @@ def _archive(tmp_path: Path, *, manifest: bool = True, snapshot: bool = True) ->
     (archive / "__cluster_metadata-0" / segment_file_name(GAP_FIRST)).unlink()
     if manifest:
         (archive / "archive.json").write_text(json.dumps({
-            "format": 1, "cluster_id": "c", "first_offset": 0, "last_offset": 33,
-            "ranges": [[0, GAP_FIRST - 1], [RESUME, 33]],
+            "format": 1, "cluster_id": "c", "first_offset": 0, "last_offset": 34,
+            "ranges": [[0, GAP_FIRST - 1], [RESUME, 34]],
             "gaps": [{"first": GAP_FIRST, "resume": RESUME, "reason": REASON, "recorded_ms": RECORDED_MS}],
             "snapshots": [[RESUME, 1]]}))
     return full, archive
@@ -69,7 +69,7 @@ def test_an_archive_gives_every_row_outside_its_gap_and_says_where_it_is(tmp_pat
     # set at 17 (in the gap) with it; a replay across the gap would not know it existed
     configs = [(r[0], r[4], r[7], r[8]) for r in cut["config_changes"].rows]
     assert (18, "cleanup.policy", "compact", None) in configs
-    assert [r[0] for r in cut["feature_changes"].rows] == [0]  # the upgrade at 16 is in the gap
+    assert [r[0] for r in cut["feature_changes"].rows] == [0, 23]  # the upgrade at 16 is in the gap
 
 
 def test_a_hole_without_a_manifest_is_a_gap_all_the_same(tmp_path: Path) -> None:
