@@ -61,13 +61,13 @@ def history_runs(log_dir: Path | str) -> tuple[list[Run], list[HistoryGap]]:
     directory = resolve_metadata_dir(Path(log_dir))
     listing = list_log_dir(directory)
     first = replay_start(directory, earliest=True)
-    gaps = [gap for gap in known_gaps(directory, listing) if gap.resume is None or gap.resume > first.begin]
     runs, out_gaps = [], []
     image, begin = first.image, first.begin
-    for gap in gaps:
-        if gap.first < begin:  # inside a stretch the previous resume already skipped
-            continue
-        runs.append(Run(image, begin, gap.first, listing))
+    for gap in known_gaps(directory, listing):
+        if gap.resume is not None and gap.resume <= begin:
+            continue  # wholly before where the replay stands (or a resume already skipped it)
+        if gap.first > begin:
+            runs.append(Run(image, begin, gap.first, listing))
         resumed = _resume(listing, gap.resume)
         out_gaps.append(HistoryGap(gap.first, resumed[1] if resumed else None, gap.reason, gap.recorded_ms))
         if resumed is None:

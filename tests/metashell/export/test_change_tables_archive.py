@@ -17,6 +17,7 @@ from pathlib import Path
 from engine.image.image_writer import image_records
 from engine.image.metadata_loader import load_log_dir
 from engine.records.metadata_record_serde import ControlRecord
+from engine.storage.log_reader import read_batches
 from engine.storage.log_segment import segment_file_name
 from engine.storage.metadata_log import MetadataLog
 from engine.storage.snapshot_writer import SnapshotId
@@ -94,3 +95,23 @@ def test_export_history_of_an_archive_goes_through_the_runs(tmp_path: Path) -> N
     tables = history_rows(archive, tables=["gaps", "config_changes"])
     assert list(tables) == ["config_changes", "gaps"] and len(tables["gaps"].rows) == 1
     assert 17 not in [r[0] for r in tables["config_changes"].rows]
+
+
+def test_damage_in_a_log_directory_cuts_its_history_the_same_way(tmp_path: Path) -> None:
+    """A batch that fails its CRC (offset 14) in a node's own log: the rows resume at the snapshot
+    after it (end offset 18), and the gap names the damage."""
+    full, _ = _archive(tmp_path)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(full, damaged)
+    segment = damaged / "__cluster_metadata-0" / segment_file_name(GAP_FIRST)
+    pos, batch = [(p, b) for p, b in read_batches(segment) if b.base_offset == 14][0]
+    data = bytearray(segment.read_bytes())
+    data[pos + batch.size_bytes - 2] ^= 0xFF  # in the records: the header's length still holds
+    segment.write_bytes(bytes(data))
+    cut = change_rows(damaged)
+    assert {kind: t.rows for kind, t in cut.items() if kind != "gaps"} == {
+        kind: [row for row in t.rows if not 14 <= row[0] < RESUME] for kind, t in change_rows(full).items()
+        if kind != "gaps"}
+    [(first, resume, reason, recorded_ms)] = cut["gaps"].rows
+    assert (first, resume, recorded_ms) == (14, RESUME, None)
+    assert reason.startswith(f"{segment}, byte offset {pos}: batch CRC mismatch")
