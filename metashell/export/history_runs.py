@@ -107,18 +107,40 @@ def _holes(listing: LogDirListing) -> list[HistoryGap]:
 
 def _manifest_gaps(directory: Path) -> list[HistoryGap]:
     """The gaps ``archive.json`` records (beside __cluster_metadata-0, or in it); none when there
-    is no manifest. A manifest that does not read is an error naming it."""
+    is no manifest. A manifest that does not read is an error naming it and what is wrong."""
     for candidate in (directory.parent / MANIFEST, directory / MANIFEST):
         if candidate.is_file():
-            try:
-                gaps = json.loads(candidate.read_text()).get("gaps", [])
-                return [HistoryGap(int(g["first"]), None if g.get("resume") is None else int(g["resume"]),
-                                   f"archive gap: {g.get('reason') or 'records not recorded'}",
-                                   None if g.get("recorded_ms") is None else int(g["recorded_ms"]))
-                        for g in gaps]
-            except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-                raise MetadataError(f"not a readable archive manifest ({exc})", path=str(candidate)) from None
+            return _gaps_of(candidate)
     return []
+
+
+def _gaps_of(path: Path) -> list[HistoryGap]:
+    def refused(what: str) -> MetadataError:
+        return MetadataError(f"not a readable archive manifest: {what}", path=str(path))
+
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise refused(exc.strerror or "it cannot be read") from None
+    except ValueError as exc:
+        raise refused(f"not JSON ({exc})") from None
+    gaps = data.get("gaps", []) if isinstance(data, dict) else None
+    if not isinstance(gaps, list):
+        raise refused("no list of gaps")
+    out = []
+    for number, gap in enumerate(gaps):
+        gap = gap if isinstance(gap, dict) else {}
+        first, resume, recorded_ms = gap.get("first"), gap.get("resume"), gap.get("recorded_ms")
+        if not _is_offset(first) or not (resume is None or _is_offset(resume)):
+            raise refused(f"gap {number} has no offsets (first, resume)")
+        reason = gap.get("reason") if isinstance(gap.get("reason"), str) and gap.get("reason") else \
+            "records not recorded"
+        out.append(HistoryGap(first, resume, f"archive gap: {reason}", recorded_ms if _is_offset(recorded_ms) else None))
+    return out
+
+
+def _is_offset(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _resume(listing: LogDirListing, resume: int | None) -> tuple[MetadataImage, int] | None:

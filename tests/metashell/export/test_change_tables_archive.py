@@ -14,6 +14,9 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
+from engine.common.errors import MetadataError
 from engine.image.image_writer import image_records
 from engine.image.metadata_loader import load_log_dir
 from engine.records.metadata_record_serde import ControlRecord
@@ -115,3 +118,15 @@ def test_damage_in_a_log_directory_cuts_its_history_the_same_way(tmp_path: Path)
     [(first, resume, reason, recorded_ms)] = cut["gaps"].rows
     assert (first, resume, recorded_ms) == (14, RESUME, None)
     assert reason.startswith(f"{segment}, byte offset {pos}: batch CRC mismatch")
+
+
+def test_a_manifest_that_does_not_read_is_one_line(tmp_path: Path) -> None:
+    _, archive = _archive(tmp_path)
+    manifest = archive / "archive.json"
+    for text, what in (('{"gaps": [', "not JSON (Expecting value: line 1 column 11 (char 10))"),
+                       ("[1]", "no list of gaps"), ('{"gaps": [{"first": "x"}]}', "gap 0 has no offsets (first, resume)"),
+                       ('{"gaps": [{"first": 3, "resume": -1}]}', "gap 0 has no offsets (first, resume)")):
+        manifest.write_text(text)
+        with pytest.raises(MetadataError) as refused:
+            change_rows(archive)
+        assert str(refused.value) == f"{manifest}: not a readable archive manifest: {what}"
