@@ -80,8 +80,9 @@ def test_a_hole_without_a_manifest_is_a_gap_all_the_same(tmp_path: Path) -> None
     full, archive = _archive(tmp_path, manifest=False)
     cut = change_rows(archive)
     assert {kind: t.rows for kind, t in cut.items() if kind != "gaps"} == _outside_gap(change_rows(full))
-    assert cut["gaps"].rows == [(GAP_FIRST, RESUME, "no segment holds offsets 12 to 17 "
-                                                    "(00000000000000000000.log ends at 11)", None)]
+    [(first, resume, reason, recorded_ms)] = cut["gaps"].rows
+    assert (first, resume, recorded_ms) == (GAP_FIRST, RESUME, None)
+    assert "offsets 12 to 17" in reason and "segment" in reason  # the engine's words for a hole, or ours
 
 
 def test_without_a_snapshot_to_resume_from_the_history_ends_at_the_gap(tmp_path: Path) -> None:
