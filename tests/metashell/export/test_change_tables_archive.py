@@ -131,3 +131,28 @@ def test_a_manifest_that_does_not_read_is_one_line(tmp_path: Path) -> None:
         with pytest.raises(MetadataError) as refused:
             change_rows(archive)
         assert str(refused.value) == f"{manifest}: not a readable archive manifest: {what}"
+
+
+def test_after_a_gap_the_voters_are_the_snapshots_not_those_before_the_gap(tmp_path: Path) -> None:
+    """Voter 2 joins inside the gap and leaves after it: the snapshot the archive resumes from
+    (with its VotersRecord, as Kafka writes one) knows voter 2, so its removal has a row; the
+    voters of the segments before the gap (voter 1 alone) would have hidden it."""
+    from tests.metashell.export.test_change_tables import config, kraft_version, voters
+
+    script = [[kraft_version(1), voters(1)], [voters(1, 2)], [config(2, "t", "k", "v")], [voters(1)]]  # 0-1, 2, 3, 4
+    full = tmp_path / "full"
+    offset = 0
+    with MetadataLog.create(full, fsync_policy="never") as log:
+        for records in script:
+            if offset in (2, 4):
+                log.roll()
+            log.append(records, epoch=1, timestamp_ms=T0 + offset, control=isinstance(records[0], ControlRecord))
+            offset += len(records)
+        log.write_snapshot(SnapshotId(4, 1), image_records(load_log_dir(full, offset=3)[0]),
+                           last_contained_log_timestamp_ms=T0 + 3, now_ms=0,
+                           kraft_control=[kraft_version(1), voters(1, 2)])
+    archive = tmp_path / "archive"
+    shutil.copytree(full, archive)
+    (archive / "__cluster_metadata-0" / segment_file_name(2)).unlink()
+    rows = [(r[0], r[3], r[-4]) for r in change_rows(archive)["voter_changes"].rows]  # offset, entity, event
+    assert rows == [(1, "voter 1", "created"), (4, "voter 2", "deleted")]
