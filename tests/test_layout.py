@@ -59,8 +59,10 @@ ALLOWED_METASHELL = {
     "metashell.tree": set(),
     "metashell.live": set(),
     "metashell.source": {"metashell.live"},
-    "metashell.export": {"metashell.tree", "metashell.source"},
-    "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export"},
+    # the change items of the log's history (log, diff, the change tables, the dashboard's node history)
+    "metashell.history": {"metashell.tree"},
+    "metashell.export": {"metashell.tree", "metashell.source", "metashell.history"},
+    "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export", "metashell.history"},
     "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live"},
     # the demo histories, written by driving the engine
     "metashell.demo": set(),
