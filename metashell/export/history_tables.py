@@ -27,6 +27,10 @@ Rows come in log order: those of a transaction are written when it ends. (When a
 records took effect, and what each changed, is metashell/history/transactions.py's, shared with
 the change items of ``log`` and ``diff``.)
 
+The change tables (``config_changes``, ..., ``gaps``: metashell.export.change_tables) are asked of
+the same two functions: they are built from the change items, and over a log directory they
+replay run by run, never across an archive's gap.
+
 ``images_at(log_dir, offsets)``: the partitions table of the image at each offset, with an
 ``as_of_offset`` column, so "ISR over time" is a query. The log is read once for all offsets.
 """
@@ -43,7 +47,7 @@ from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
-from metashell.export.schemas import HISTORY_TABLES, column_names
+from metashell.export.schemas import CHANGE_TABLES, HISTORY_TABLES, RECORD_TABLES, column_names
 from metashell.export.tables import Table, partitions_table
 from metashell.history.item_values import broker_event
 from metashell.history.transactions import TransactionReplay, replay_outcomes
@@ -55,9 +59,16 @@ def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | No
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
     """The history tables of ``log_dir`` (a node's log directory or its __cluster_metadata-0)."""
     wanted = _wanted(tables)
-    begin = replay_start(Path(log_dir), earliest=True)
-    return history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start, end=end,
-                           tables=wanted)
+    out = {}
+    if wanted & set(CHANGE_TABLES):  # change tables replay run by run: never across an archive's gap
+        from metashell.export.change_tables import change_rows
+
+        out = change_rows(log_dir, start=start, end=end, tables=wanted & set(CHANGE_TABLES))
+    if wanted & set(RECORD_TABLES):
+        begin = replay_start(Path(log_dir), earliest=True)
+        out.update(history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start,
+                                   end=end, tables=wanted & set(RECORD_TABLES)))
+    return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 
 def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]], *, start: int | None = None,
@@ -65,10 +76,20 @@ def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]
     """The history tables of ``batches`` replayed from ``start_image`` (a live session's fetched
     history: the snapshot it attached from, then every batch committed since)."""
     wanted = _wanted(tables)
+    out = {}
+    if wanted & set(CHANGE_TABLES):
+        from metashell.export.change_tables import change_rows_of
+
+        if wanted & set(RECORD_TABLES):
+            batches = list(batches)  # read twice
+        out = change_rows_of(start_image, batches, start=start, end=end, tables=wanted & set(CHANGE_TABLES))
+        if not wanted & set(RECORD_TABLES):
+            return out
     rows = _Rows(MetadataDelta(start_image, per_record=True), wanted, start)
     for outcome in replay_outcomes(rows.replay, batches, end=end):
         rows.emit(outcome.entry, outcome.changes, outcome.aborted)
-    return {kind: Table(kind, column_names(kind), rows.out[kind]) for kind in HISTORY_TABLES if kind in wanted}
+    out.update({kind: Table(kind, column_names(kind), rows.out[kind]) for kind in RECORD_TABLES if kind in wanted})
+    return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 
 def _wanted(tables: Iterable[str]) -> set[str]:
@@ -90,7 +111,7 @@ class _Rows:
         self.want_records, self.want_changes = "records" in wanted, "partition_changes" in wanted
         self.want_fencing, self.want_leaders = "broker_fencing" in wanted, "leader_changes" in wanted
         self.want_controllers = "controller_registrations" in wanted
-        self.out: dict[str, list[tuple]] = {kind: [] for kind in HISTORY_TABLES}
+        self.out: dict[str, list[tuple]] = {kind: [] for kind in RECORD_TABLES}
 
     # -- one record's rows, with the state as the delta now stands ---------------------------
 
