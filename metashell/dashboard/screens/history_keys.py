@@ -1,0 +1,154 @@
+"""The main screen's keys over the whole of the log: the timeline across every run, going to a
+point of another run, the marks of a diff, and a node's history.
+
+A mixin of MainScreen (its bindings are listed in MainScreen.BINDINGS from HISTORY_BINDINGS).
+
+- **Runs.** A log directory with gaps (damage, or an archive's holes) is several runs; the screen
+  shows one History at a time, and ``goto_anywhere`` switches to the History of the run holding
+  the point (metashell.dashboard.archive_runs.RunCache: opened once, from that run's snapshot).
+  A switch swaps the source under every panel (``switch_source``) and the frame is shown anew.
+- **Marks.** ``m`` marks the point shown (A, then B); once both are set the diff between them
+  opens. ``M`` clears them, ``D`` opens their diff again. The marks show on the timeline.
+- **A node's history.** ``h`` in the node browser: every change under the selected path over the
+  runs of the log, newest first (metashell.dashboard.screens.changes_screen, read in a worker).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from textual.binding import Binding, BindingType
+
+from metashell.dashboard import change_views, diff_views
+from metashell.dashboard.archive_runs import RunCache, Spans, gap_words, spans_of
+from metashell.dashboard.model import Frame
+from metashell.dashboard.screens.changes_screen import ChangesScreen
+from metashell.dashboard.widgets import Charts, EventsFeed
+from metashell.dashboard.widgets.timeline import Timeline
+
+if TYPE_CHECKING:
+    from metashell.dashboard.screens.main_screen import MainScreen
+
+    _Base = MainScreen
+else:
+    _Base = object
+
+HISTORY_BINDINGS: list[BindingType] = [
+    Binding("m", "mark", "Mark (diff of two)"),
+    Binding("M", "clear_marks", "Clear the marks", show=False),
+    Binding("D", "diff_marks", "Diff of the two marks", show=False),
+]
+
+
+class HistoryKeys(_Base):
+    marks: tuple[int, ...] = ()  # the offsets marked (A, then B)
+    _runs: RunCache | None = None
+    _spans: Spans | None = None
+    _runs_lock = threading.Lock()
+
+    # -- the runs --------------------------------------------------------------------------------
+
+    @property
+    def spans(self) -> Spans:
+        """Every run of the log and the gaps: found once (a scan of the batch headers when damaged)."""
+        if self._spans is None:
+            self._spans = spans_of(self.source)
+            directory = getattr(getattr(self.source, "info", None), "source", None)
+            if len(self._spans.runs) > 1 and directory is not None:
+                from metashell.dashboard.history import History
+
+                self._runs = RunCache(directory, lambda path, offset: History.open_log_dir(path, offset=offset))
+                self._runs.add(self.shown_run(), self.source)
+        return self._spans
+
+    def shown_run(self) -> tuple[int, int]:
+        src = self.source
+        return (src.start_offset, src.last_offset)
+
+    def history_of_run(self, run: tuple[int, int]) -> Any:
+        """The History of ``run`` (the one shown, or one opened for it once)."""
+        if self._runs is None or run == self.shown_run():
+            return self.source
+        with self._runs_lock:  # the node history's worker opens runs too
+            return self._runs.history_for(run)
+
+    def goto_anywhere(self, offset: int) -> bool:
+        """Show ``offset``, switching to its run when another one holds it; False when none does
+        (the prompts refuse such a point before it gets here)."""
+        run = self.spans.run_of(offset)
+        if run is None:
+            return False
+        if run != self.shown_run():
+            self.switch_source(self.history_of_run(run))
+            self.show(self.source.frame_at(offset))
+        else:
+            self._go(self.source.frame_at(offset, self.frame))
+        return True
+
+    def goto_time_anywhere(self, time_ms: int) -> None:
+        if self._runs is not None:
+            offset = self.source.replay.image_at(time_ms=time_ms)[0].provenance.last_offset
+            run = self.spans.run_of(offset)
+            if run is not None and run != self.shown_run():
+                self.switch_source(self.history_of_run(run))
+                self.show(self.source.at_time(time_ms))
+                return
+        self._go(self.source.at_time(time_ms, self.frame))
+
+    def switch_source(self, source: Any) -> None:
+        """Put ``source`` (another run's History) under every panel that reads the source."""
+        self.source = source
+        self.query_one(EventsFeed).source = source
+        if not getattr(source, "under_counted", True) and self.counted:
+            source.set_under_base(source.count_under_base())
+        self._seen = (source.generation, source.reshaped)
+        self.query_one(Charts).follow(source)
+        self.frame = None  # the next frame is shown whole: nothing of the other run's carries over
+
+    def show_timeline(self, frame: Frame) -> None:
+        self.query_one(Timeline).show(self.spans, self.shown_run(), frame.offset, self.marks)
+
+    # -- marks and the diff ----------------------------------------------------------------------
+
+    def action_mark(self) -> None:
+        assert self.frame is not None
+        marks = self.marks if len(self.marks) < 2 else ()
+        self.marks = (*marks, self.frame.offset)
+        self.show_timeline(self.frame)
+        if len(self.marks) == 2:
+            self.action_diff_marks()
+        else:
+            self.notify(f"mark A at offset {self.frame.offset}: m again at another point shows the diff", timeout=4)
+
+    def action_clear_marks(self) -> None:
+        self.marks = ()
+        if self.frame is not None:
+            self.show_timeline(self.frame)
+
+    def action_diff_marks(self) -> None:
+        if len(self.marks) < 2:
+            self.notify("mark two points first (m here, then m at another point)", timeout=4)
+            return
+        a, b = sorted(self.marks)
+        before, after = self.history_of_run(self.spans.run_of(a)), self.history_of_run(self.spans.run_of(b))
+        gaps = [g for g in self.spans.gaps if a < g.first <= b]
+        self.app.push_screen(ChangesScreen(f"diff {a} {b}", change_views.DIFF_COLUMNS,
+                                           lambda: diff_views.marks_diff(before, a, after, b, gaps)))
+
+    # -- a node's history ------------------------------------------------------------------------
+
+    def show_node_history(self, path: str) -> None:
+        spans = self.spans
+        runs = list(spans.runs)
+
+        def load() -> change_views.ChangesView:
+            items: list = []
+            for run in runs:
+                items.extend(change_views.node_history_items(self.history_of_run(run)))
+            scope = f"offsets {spans.low}..{spans.high} read"
+            if spans.gaps:
+                scope += " · " + " · ".join(gap_words(g) for g in spans.gaps)
+            return change_views.node_history_view(items, path, scope)
+
+        self.app.push_screen(ChangesScreen(f"log {path}", change_views.HISTORY_COLUMNS, load))
