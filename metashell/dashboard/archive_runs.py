@@ -66,10 +66,9 @@ def timeline_cells(width: int, spans: Spans, shown: Run, position: int, marks: S
     if width <= 0:
         return []
     low, high = spans.low, spans.high
-    count = high - low + 1
 
-    def cell(offset: int) -> int:
-        return max(0, min(width - 1, (offset - low) * width // max(1, count)))
+    def cell(offset: int) -> int:  # the first offset at the first cell, the last at the last
+        return max(0, min(width - 1, (offset - low) * (width - 1) // max(1, high - low)))
 
     cells: list[tuple[str, CellStyle]] = [(" ", "other")] * width
     for first, last in spans.runs:
@@ -88,7 +87,9 @@ def timeline_cells(width: int, spans: Spans, shown: Run, position: int, marks: S
 
 def timeline_words(spans: Spans, shown: Run, position: int, marks: Sequence[int]) -> str:
     """The line under the bar: the span, the run shown, the gaps named, the marks."""
-    parts = [f"offsets {spans.low}..{spans.high}", f"run {shown[0]}..{shown[1]} shown ({len(spans.runs)} runs)"]
+    parts = [f"offsets {spans.low}..{spans.high}"]
+    if len(spans.runs) > 1:
+        parts.append(f"run {shown[0]}..{shown[1]} shown (of {len(spans.runs)} runs)")
     parts += [gap_words(g) for g in spans.gaps]
     if marks:
         parts.append("marks " + " ".join(f"{letter} {offset}" for letter, offset in zip("AB", marks)))

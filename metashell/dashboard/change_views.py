@@ -92,10 +92,22 @@ def batches_of(entries: Sequence["LogEntry"], batch_starts: Sequence[int]) -> It
             yield batch
 
 
+def item_change_text(item: "ChangeItem") -> str:
+    """old → new; of an object changed in place (a partition, a registration), only the keys that
+    differ, as ``log`` prints them: ``leader 1 → 2, isr [1,2,3] → [1,3]``."""
+    old, new = item.old, item.new
+    if item.fields and isinstance(old, dict) and isinstance(new, dict):
+        return ", ".join(f"{name} {value_text(old.get(name))} → {value_text(new.get(name))}" for name in item.fields)
+    return change_text(old, new)
+
+
 def history_row(item: "ChangeItem", path: str) -> TableRow:
     record = item.record if item.aborted is not None else f"{item.record} (transaction open)"
-    return ((str(item.offset), "muted"), (time_text(item.timestamp_ms), "muted"),
-            (relative(path, item.path), "leader"), (change_text(item.old, item.new), None), (record, "muted"))
+    what = relative(path, item.path)
+    if item.event not in ("changed", "created", "deleted") or (item.old is None) != (item.new is None):
+        what = f"{what} {item.event}"  # a broker fenced, a topic created: the word before the values
+    return ((str(item.offset), "muted"), (time_text(item.timestamp_ms), "muted"), (what, "leader"),
+            (item_change_text(item), None), (record, "muted"))
 
 
 def node_history_view(items: Iterable["ChangeItem"], path: str, scope: str) -> ChangesView:
