@@ -25,6 +25,7 @@ import themes
 from metashell.dashboard.failure import one_line
 from metashell.dashboard.model import Frame, FrameSource
 from metashell.dashboard.screens import HelpScreen, MainScreen
+from metashell.dashboard.screens.changes_screen import ChangesScreen
 from metashell.dashboard.widgets import NodeBrowser, PartitionsTable, RowTable
 from themes.textual_themes import OPPOSITE, THEMES
 
@@ -113,7 +114,7 @@ class DashboardApp(App):
         """Where each key works, straight from the classes' BINDINGS."""
         return [("dashboard", list(MainScreen.BINDINGS)), ("anywhere", list(self.BINDINGS)),
                 ("partitions", list(PartitionsTable.BINDINGS)), ("node browser", list(NodeBrowser.BINDINGS)),
-                ("tables", list(RowTable.BINDINGS))]
+                ("tables", list(RowTable.BINDINGS)), ("history, diff", list(ChangesScreen.BINDINGS))]
 
 
 TERMINAL_CHECK_S = 2.0

@@ -79,6 +79,9 @@ def timeline_cells(width: int, spans: Spans, shown: Run, position: int, marks: S
         end = high if gap.resume is None else gap.resume - 1
         for c in range(cell(gap.first), cell(max(gap.first, end)) + 1):
             cells[c] = ("░", "gap")
+    for c in range(1, width):  # a cell between two offsets' cells (a wide bar) is its left neighbour's
+        if cells[c][0] == " ":
+            cells[c] = cells[c - 1]
     for letter, offset in zip("AB", marks):
         cells[cell(offset)] = (letter, "mark")
     cells[cell(position)] = ("●", "position")
@@ -90,9 +93,9 @@ def timeline_words(spans: Spans, shown: Run, position: int, marks: Sequence[int]
     parts = [f"offsets {spans.low}..{spans.high}"]
     if len(spans.runs) > 1:
         parts.append(f"run {shown[0]}..{shown[1]} shown (of {len(spans.runs)} runs)")
-    parts += [gap_words(g) for g in spans.gaps]
     if marks:
         parts.append("marks " + " ".join(f"{letter} {offset}" for letter, offset in zip("AB", marks)))
+    parts += [gap_words(g) for g in spans.gaps]  # last: a reason is long (the tooltip has it whole)
     return " · ".join(parts)
 
 

@@ -130,10 +130,35 @@ def node_history_view(items: Iterable["ChangeItem"], path: str, scope: str) -> C
     return ChangesView(summary, rows, apart, title, tuple(applied) + tuple(aborted))
 
 
-def node_history_items(history: Any) -> Iterator["ChangeItem"]:
-    """The change items of every record a History holds, from its starting image on (the log/diff
-    helper's change_items: change sets, transactions as the export handles them)."""
-    from metashell.history.change_items import change_items
+@dataclass(frozen=True, slots=True)
+class Replayable:
+    """What a replay of part of a History needs, taken on the UI thread (a live History grows and
+    is cut there; a worker must not read its lists meanwhile): the state to start from (its image
+    and the transaction it left open) and the records after it, in their batches' order."""
 
+    image: Any
+    open_transaction: Any
+    entries: tuple[Any, ...]
+    batch_starts: tuple[int, ...]
+
+    def items(self) -> Iterator["ChangeItem"]:
+        """The change items of the records (the log/diff helper's change_items: change sets,
+        transactions as the export handles them). Safe off the UI thread."""
+        from metashell.history.change_items import change_items
+
+        return change_items(self.image, batches_of(self.entries, self.batch_starts),
+                            open_transaction=self.open_transaction)
+
+
+def replayable(history: Any, low: int | None = None, high: int | None = None) -> Replayable:
+    """The records of ``history`` after offset ``low`` (None: its starting image) up to ``high``
+    (None: its last), and the state at ``low``: a copy of the references (cheap), on the UI thread."""
     replay = history.replay
-    return change_items(replay.start_image, batches_of(replay.entries, replay.batch_starts))
+    first = -1 if low is None else replay.index_of(low)
+    last = len(replay.entries) - 1 if high is None else replay.index_of(high)
+    state = replay.state_at(first)
+    entries = tuple(replay.entries[first + 1:last + 1])
+    starts = [s for s in replay.batch_starts if entries and entries[0].offset <= s <= entries[-1].offset]
+    if entries and (not starts or starts[0] != entries[0].offset):
+        starts.insert(0, entries[0].offset)  # ``low`` in the middle of a batch: the rest of that batch
+    return Replayable(state.image, state.open_transaction, entries, tuple(starts))

@@ -14,29 +14,14 @@ inside the gap cannot be seen.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from engine.image.log_runs import Gap
 from metashell.dashboard.archive_runs import gap_words
-from metashell.dashboard.change_views import CAP, ChangesView, TableRow, batches_of, change_text, value_text
+from metashell.dashboard.change_views import CAP, ChangesView, Replayable, TableRow, change_text, replayable, value_text
 
 if TYPE_CHECKING:
     from metashell.history.change_items import ChangeItem
-
-
-def items_between(history: Any, low: int, high: int) -> Iterator["ChangeItem"]:
-    """The change items of the records after offset ``low`` up to ``high`` that ``history`` holds,
-    replayed from its state at ``low``."""
-    from metashell.history.change_items import change_items
-
-    replay = history.replay
-    first, last = replay.index_of(low), replay.index_of(high)
-    state = replay.state_at(first)
-    entries = replay.entries[first + 1:last + 1]
-    starts = [s for s in replay.batch_starts if entries and entries[0].offset <= s <= entries[-1].offset]
-    if entries and (not starts or starts[0] != entries[0].offset):
-        starts.insert(0, entries[0].offset)  # A in the middle of a batch: the rest of it
-    return change_items(state.image, batches_of(entries, starts), open_transaction=state.open_transaction)
 
 
 def fold(items: Iterable["ChangeItem"]) -> tuple[dict[str, tuple[str, Any, Any]], list["ChangeItem"], int]:
@@ -79,13 +64,19 @@ def domain_counts(rows: Sequence[TableRow]) -> list[tuple[str, int]]:
     return sorted(counts.items())
 
 
-def marks_diff(before: Any, a: int, after: Any, b: int, gaps: Sequence[Gap]) -> ChangesView:
-    """What differs at ``b`` from ``a`` (a < b); ``before`` / ``after``: the Histories of the runs
-    holding them (the same one when no gap lies between), ``gaps``: those between."""
+def marks_parts(before: Any, a: int, after: Any, b: int) -> tuple[Replayable, ...]:
+    """What the diff replays, taken on the UI thread: the records after ``a`` up to ``b``; across a
+    gap (``before`` and ``after`` the Histories of two runs), A to the end of its run, then the
+    start of B's run to B."""
     if before is after:
-        items = list(items_between(before, a, b))
-    else:  # each side of the gap: A to the end of its run, the start of B's run to B
-        items = [*items_between(before, a, before.last_offset), *items_between(after, after.start_offset, b)]
+        return (replayable(before, a, b),)
+    return replayable(before, a, before.last_offset), replayable(after, after.start_offset, b)
+
+
+def marks_diff(parts: Sequence[Replayable], a: int, b: int, gaps: Sequence[Gap]) -> ChangesView:
+    """What differs at ``b`` from ``a`` (a < b), from ``marks_parts``; ``gaps``: those between
+    (each part replayed here: off the UI thread)."""
+    items = [item for part in parts for item in part.items()]
     leaves, still_open, aborted = fold(items)
     rows = diff_rows(leaves)
     counts = domain_counts(rows)

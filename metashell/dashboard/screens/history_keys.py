@@ -133,19 +133,21 @@ class HistoryKeys(_Base):
         a, b = sorted(self.marks)
         before, after = self.history_of_run(self.spans.run_of(a)), self.history_of_run(self.spans.run_of(b))
         gaps = [g for g in self.spans.gaps if a < g.first <= b]
+        parts = diff_views.marks_parts(before, a, after, b)  # the states at the marks: here, the replay: in the worker
         self.app.push_screen(ChangesScreen(f"diff {a} {b}", change_views.DIFF_COLUMNS,
-                                           lambda: diff_views.marks_diff(before, a, after, b, gaps)))
+                                           lambda: diff_views.marks_diff(parts, a, b, gaps)))
 
     # -- a node's history ------------------------------------------------------------------------
 
     def show_node_history(self, path: str) -> None:
-        spans = self.spans
-        runs = list(spans.runs)
+        spans, shown = self.spans, self.shown_run()
+        parts = {shown: change_views.replayable(self.source)}  # the one shown may be live: taken here
 
         def load() -> change_views.ChangesView:
             items: list = []
-            for run in runs:
-                items.extend(change_views.node_history_items(self.history_of_run(run)))
+            for run in spans.runs:  # the other runs' Histories (of files, never growing) open here if need be
+                part = parts.get(run) or change_views.replayable(self.history_of_run(run))
+                items.extend(part.items())
             scope = f"offsets {spans.low}..{spans.high} read"
             if spans.gaps:
                 scope += " · " + " · ".join(gap_words(g) for g in spans.gaps)

@@ -52,7 +52,10 @@ class Timeline(Widget):
         width = max(0, self.content_size.width - len(str(low)) - len(str(high)) - 2)
         cells = timeline_cells(width, self.spans, self.shown, self.position, self.marks)
         bar = "".join(f"[{CELL_STYLES[style]}]{escape(char)}[/]" for char, style in cells)
-        words = escape(timeline_words(self.spans, self.shown, self.position, self.marks))
+        plain = timeline_words(self.spans, self.shown, self.position, self.marks)
+        if self.tooltip != plain:
+            self.tooltip = plain  # the words whole, a gap's reason cut on a narrow terminal
+        words = escape(plain)
         self._content = Content.from_markup(f"[$text-muted]{low}[/] {bar} [$text-muted]{high}[/]\n"
                                             f"[$text-muted]{words}[/]")
         self.refresh()
