@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from engine.image.log_runs import Gap
 
 Run = tuple[int, int]  # first, last offset (inclusive); -1: before the first record
-CellStyle = str  # "shown", "other", "gap", "position", "mark"
+CellStyle = str  # "shown", "other", "gap", "position", "mark", "mark-here"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,7 @@ def gap_words(gap: Gap) -> str:
 def timeline_cells(width: int, spans: Spans, shown: Run, position: int, marks: Sequence[int]) -> list[tuple[str, CellStyle]]:
     """``width`` cells over the offsets ``spans.low``..``spans.high``: ``━`` the run shown, ``─``
     the other runs, ``░`` a gap (at least one cell each, however short: a gap is never hidden),
-    ``A`` / ``B`` the marks and ``●`` the position (drawn last: it wins a shared cell)."""
+    ``●`` the position and ``A`` / ``B`` the marks (a mark at the position: ``mark-here``)."""
     if width <= 0:
         return []
     low, high = spans.low, spans.high
@@ -82,9 +82,10 @@ def timeline_cells(width: int, spans: Spans, shown: Run, position: int, marks: S
     for c in range(1, width):  # a cell between two offsets' cells (a wide bar) is its left neighbour's
         if cells[c][0] == " ":
             cells[c] = cells[c - 1]
-    for letter, offset in zip("AB", marks):
-        cells[cell(offset)] = (letter, "mark")
     cells[cell(position)] = ("●", "position")
+    for letter, offset in zip("AB", marks):  # a mark where the position is: the letter, highlighted
+        at = cell(offset)
+        cells[at] = (letter, "mark-here" if at == cell(position) else "mark")
     return cells
 
 

@@ -18,7 +18,8 @@ from textual.widget import Widget
 from metashell.dashboard.archive_runs import Run, Spans, timeline_cells, timeline_words
 
 CELL_STYLES = {"shown": "$accent", "other": "$text-muted", "gap": "$error", "mark": "b $warning",
-               "position": "b $accent"}
+               "position": "b $accent",
+               "mark-here": "b reverse $warning"}
 
 
 class Timeline(Widget):
