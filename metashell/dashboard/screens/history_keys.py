@@ -35,7 +35,7 @@ else:
     _Base = object
 
 HISTORY_BINDINGS: list[BindingType] = [
-    Binding("m", "mark", "Mark (diff of two)"),
+    Binding("m", "mark", "Mark (diff of two)", show=False),  # (in the help; the footer is full)
     Binding("M", "clear_marks", "Clear the marks", show=False),
     Binding("D", "diff_marks", "Diff of the two marks", show=False),
 ]

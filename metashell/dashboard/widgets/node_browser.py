@@ -33,7 +33,7 @@ Data = tuple[str, bool]  # absolute path, is a directory
 class NodeBrowser(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         # as the shell's ``log PATH``: every change under the selected node (screens/history_keys.py)
-        Binding("h", "node_history", "History (log)"),
+        Binding("h", "node_history", "History (log)", show=False),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
