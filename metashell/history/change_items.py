@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from engine.common.kafka_uuid import uuid_to_kafka
-from engine.image.change_set import Change
+from engine.image.change_set import Change, ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.storage.log_reader import LogEntry
@@ -109,6 +109,21 @@ def change_items(start_image: MetadataImage, batches: Iterable[list[LogEntry]], 
         yield from items_of(outcome, replay, state)
 
 
+def _subjects(changes: ChangeSet) -> Iterator[tuple[str, Any, Change]]:
+    """The change set's subjects in its order, a record's several configs by key: a RemoveTopicRecord
+    drops a topic's configs in the order of a set (engine/image/configurations_image.py), which
+    differs from one process to the next, and ``log`` must print the same lines every time."""
+    if len(changes.configs) < 2:
+        yield from changes.subjects()
+        return
+    for domain, key, change in changes.subjects():
+        if domain != "configs":
+            yield domain, key, change
+        elif key == next(iter(changes.configs)):
+            for sorted_key in sorted(changes.configs, key=lambda k: (k[0].type, k[0].name, k[1])):
+                yield "configs", sorted_key, changes.configs[sorted_key]
+
+
 def _follow_leader(outcome: RecordOutcome, state: dict) -> None:
     for leader in outcome.changes.leader_changes:
         state["leader"] = (leader.leader_id, leader.epoch)
@@ -130,7 +145,7 @@ def items_of(outcome: RecordOutcome, replay: TransactionReplay, state: dict) -> 
         return ChangeItem(*base, domain, entity, None if key is None else str(key), path, old, new, record, aborted,
                           fields=v.changed_fields(old, new), event=event, **tail, **extra)
 
-    for domain, key, change in changes.subjects():
+    for domain, key, change in _subjects(changes):
         yield from _KEYED[domain](item, key, change, replay)
     for domain in ("producer_ids", "kraft_version"):
         change = getattr(changes, domain)

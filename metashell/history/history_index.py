@@ -1,0 +1,227 @@
+"""An archive's history index: its change items in sqlite, so that ``log`` answers in seconds.
+
+Kept in ``ARCHIVE/history-index/items.sqlite`` (the archive's manifest, ``archive.json``, says a
+directory is an archive; a node's own log directory gets no index: nothing is written there). It
+is a cache of what ``change_items`` gives for the archive's runs (metashell/history/sources.py):
+
+- ``items``: one row per item, compact (metashell/history/query.py: an object's changed fields
+  only), with its offset, time, path and topic id as columns; indexed by (path, offset) and by
+  topic id, so a path's items are read without reading the others;
+- ``meta``: the format, the archive's segments and snapshots as indexed (names and sizes), the
+  runs and gaps, the offset through which every item is final (``settled``: before a
+  transaction still open at the end, whose items change when it ends).
+
+Trust: the index is checked against the archive each time it is opened (one listing, no reads).
+Segments only appended to (the last one grown, new ones after it): the index is brought up to date
+from the newest snapshot at or before ``settled``. Anything else (a segment gone, shrunk or
+rewritten, a snapshot gone, an unreadable or foreign index): it is rebuilt, into a new file that
+replaces the old one whole, so an interrupted build leaves the old one (or none), never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from engine.storage.log_reader import LogDirListing, list_log_dir, resolve_metadata_dir
+from metashell.history.change_items import ChangeItem
+from metashell.history.query import PathQuery, compact
+from metashell.history.sources import HistoryGap, first_time, log_runs, run_items
+
+INDEX_DIR = "history-index"
+INDEX_FILE = "items.sqlite"
+FORMAT = 1
+MANIFEST = "archive.json"
+BATCH_ROWS = 20_000
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE items(id INTEGER PRIMARY KEY, offset INTEGER NOT NULL, ts INTEGER NOT NULL,
+                   path_id INTEGER NOT NULL, topic_id TEXT, data TEXT NOT NULL);
+CREATE INDEX items_by_path ON items(path_id, offset);
+CREATE INDEX items_by_topic ON items(topic_id, offset) WHERE topic_id IS NOT NULL;
+"""
+
+
+def archive_root(log_dir: Path | str) -> Path | None:
+    """The archive a log directory belongs to (the directory holding ``archive.json``), or None."""
+    path = Path(log_dir)
+    for candidate in (path, path.parent):
+        if (candidate / MANIFEST).is_file():
+            return candidate
+    return None
+
+
+def _signature(listing: LogDirListing) -> dict:
+    return {"segments": [[p.name, p.stat().st_size] for _, p in listing.segments],
+            "snapshots": [p.name for _, p in listing.snapshots]}
+
+
+def _appended(old: dict, new: dict) -> bool:
+    """``new`` is ``old`` with records appended: the same snapshots and more, the same segments
+    with the last one grown and new ones after it."""
+    old_segments, new_segments = old["segments"], new["segments"]
+    if not old_segments or len(new_segments) < len(old_segments) or new["snapshots"][:len(old["snapshots"])] != \
+            old["snapshots"]:
+        return False
+    head = len(old_segments) - 1
+    if new_segments[:head] != old_segments[:head]:
+        return False
+    name, size = old_segments[head]
+    return new_segments[head][0] == name and new_segments[head][1] >= size
+
+
+class IndexHistory:
+    """The History of an archive (see metashell/history/sources.py), answered from its index."""
+
+    def __init__(self, root: Path, note: Callable[[str], None] = lambda line: None):
+        self.root = root
+        self.note = note
+        self.directory = resolve_metadata_dir(root)
+        self.path = root / INDEX_DIR / INDEX_FILE
+        self.db = self._open()
+        meta = self._meta()
+        self.runs = tuple(tuple(run) for run in meta["runs"])
+        self.gaps = tuple(HistoryGap(*gap) for gap in meta["gaps"])
+        self.first_time_ms = meta["first_time_ms"]
+
+    def describe(self) -> str:
+        return str(self.root)
+
+    # -- opening: fresh, brought up to date, or rebuilt --------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        listing = list_log_dir(self.directory)
+        signature = _signature(listing)
+        db, why = self._existing()
+        if db is not None:
+            stored = json.loads(self._get(db, "signature"))
+            if stored == signature:
+                return db
+            if _appended(stored, signature):
+                self._update(db, listing, signature)
+                return db
+            db.close()
+            why = "the archive's segments are not those it was built from"
+        if why:
+            self.note(f"history index: rebuilding {self.path.parent} ({why})")
+        return self._build(listing, signature)
+
+    def _existing(self) -> tuple[sqlite3.Connection | None, str | None]:
+        if not self.path.exists():
+            return None, None
+        try:
+            db = sqlite3.connect(self.path)
+            if self._get(db, "format") != str(FORMAT):
+                db.close()
+                return None, "another format"
+            return db, None
+        except sqlite3.DatabaseError as exc:
+            return None, f"unreadable: {exc}"
+
+    @staticmethod
+    def _get(db: sqlite3.Connection, key: str) -> str | None:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def _meta(self) -> dict:
+        return {key: json.loads(self._get(self.db, key)) for key in ("runs", "gaps", "first_time_ms")}
+
+    def _build(self, listing: LogDirListing, signature: dict) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temp = self.path.with_name(f"{INDEX_FILE}.{os.getpid()}.tmp")
+        temp.unlink(missing_ok=True)
+        db = sqlite3.connect(temp)
+        db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
+        db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
+        self._fill(db, listing, signature, settled=None)
+        db.commit()
+        db.close()
+        os.replace(temp, self.path)
+        return sqlite3.connect(self.path)
+
+    def _update(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict) -> None:
+        settled = json.loads(self._get(db, "settled"))
+        db.execute("DELETE FROM items WHERE offset > ?", (settled,))
+        self._fill(db, listing, signature, settled=settled)
+        db.commit()
+
+    def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None) -> None:
+        """Add the items after ``settled`` (None: all), and the meta that goes with them."""
+        runs, gaps = log_runs(listing)
+        paths = dict(db.execute("SELECT path, id FROM paths"))
+        rows: list[tuple] = []
+        open_from: int | None = None
+        last = -1
+        for run in runs:
+            if settled is not None and run[1] <= settled:
+                continue
+            low = None if settled is None else settled + 1
+            first = run[0] if settled is None else max(run[0], settled)
+            for item in run_items(self.directory, listing, (first, run[1]), low):
+                if item.aborted is None and open_from is None:
+                    open_from = item.record_offset
+                path_id = paths.get(item.path)
+                if path_id is None:
+                    path_id = paths[item.path] = db.execute("INSERT INTO paths(path) VALUES (?)",
+                                                            (item.path,)).lastrowid
+                rows.append((item.offset, item.timestamp_ms, path_id, item.topic_id,
+                             json.dumps(compact(item).to_json(), separators=(",", ":"))))
+                if len(rows) >= BATCH_ROWS:
+                    _insert(db, rows)
+            last = max(last, run[1])
+        _insert(db, rows)
+        settled_now = open_from - 1 if open_from is not None else max(last, settled if settled is not None else -1)
+        meta = {"signature": signature, "runs": runs, "gaps": [list(g) for g in gaps], "settled": settled_now,
+                "first_time_ms": first_time(self.directory, listing, runs) if runs else None}
+        db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                       [(key, json.dumps(value)) for key, value in meta.items()])
+
+    # -- questions ----------------------------------------------------------------------------------
+
+    def items(self, query: PathQuery, low: int | None = None, high: int | None = None, *,
+              newest_first: bool = False) -> Iterator[ChangeItem]:
+        where, args = ["offset >= ?", "offset <= ?"], [low if low is not None else -2, high if high is not None
+                                                        else 2 ** 62]
+        if query.topic_id is not None:
+            where.append("topic_id = ?")
+            args.append(query.topic_id)
+        elif query.field is not None:
+            where.append("path_id IN (SELECT id FROM paths WHERE path = ?)")
+            args.append(query.field[0])
+        elif "/" not in query.prefixes:
+            ors = []
+            for prefix in query.prefixes:
+                ors.append("path = ? OR (path >= ? AND path < ?)")
+                args += [prefix, prefix + "/", prefix + "0"]  # '0' follows '/': the paths under prefix
+            where.append(f"path_id IN (SELECT id FROM paths WHERE {' OR '.join(ors)})")
+        order = "DESC" if newest_first else "ASC"
+        sql = f"SELECT data FROM items WHERE {' AND '.join(where)} ORDER BY offset {order}, id {order}"
+        for (data,) in self.db.execute(sql, args):
+            item = item_from_json(json.loads(data))
+            if query.reaches(item):
+                yield item
+
+    def offset_at_time(self, time_ms: int) -> int:
+        row = self.db.execute("SELECT max(offset) FROM items WHERE ts <= ?", (time_ms,)).fetchone()
+        return row[0] if row and row[0] is not None else self.runs[0][0]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _insert(db: sqlite3.Connection, rows: list[tuple]) -> None:
+    db.executemany("INSERT INTO items(offset, ts, path_id, topic_id, data) VALUES (?, ?, ?, ?, ?)", rows)
+    rows.clear()
+
+
+def item_from_json(data: dict[str, Any]) -> ChangeItem:
+    """The ChangeItem a row of ``ChangeItem.to_json()`` holds."""
+    return ChangeItem(data["offset"], data["timestamp_ms"], data["domain"], data["entity"], data["key"],
+                      data["path"], data["old"], data["new"], data["record"], data["aborted"],
+                      record_offset=data["record_offset"], topic_id=data["topic_id"], fields=tuple(data["fields"]),
+                      event=data["event"])
