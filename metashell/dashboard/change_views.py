@@ -1,35 +1,36 @@
 """What the dashboard's history and diff boxes list, as plain rows: no Textual here.
 
-Every change comes from metashell.history (the change items of the ``log`` and ``diff``
-commands, themselves made from the change sets of engine/image/change_set.py): nothing here
-reads a record. This module only picks the items under a path, orders them newest first, puts
-the aborted ones apart and words the cells.
+Every change comes from metashell.history, the same objects the shell's ``log`` and ``diff``
+answer from (metashell/shell/history_commands.py): a History of change items (made from the
+change sets of engine/image/change_set.py) for the source shown — an archive's index
+(``IndexHistory``: a path's items read without the others), a log directory's items (one replay
+per run, ``log_dir_history``), or, live, what the session holds (``fetched_history``). Their
+path queries, ``fold`` and wording (metashell.history.query, .render) are used as they are:
+nothing here reads a record or works out a change.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from metashell.dashboard.widgets.columns import Column
 
 if TYPE_CHECKING:
-    from metashell.history.change_items import ChangeItem
     from engine.storage.log_reader import LogEntry
+    from metashell.history.change_items import ChangeItem
 
 Cell = tuple[str, "str | None"]
 TableRow = tuple[Cell, ...]
 
-HISTORY_COLUMNS = (Column("offset", "offset", align="right", max_width=12), Column("time", "time UTC", max_width=24),
+HISTORY_COLUMNS = (Column("offset", "offset", align="right", max_width=20), Column("time", "time UTC", max_width=24),
                    Column("what", "what", max_width=48, shrink=True, min_width=12),
-                   Column("change", "old → new", width=16, flex=True),
+                   Column("change", "old -> new", width=16, flex=True),
                    Column("record", "record", max_width=32, drop=1))
-DIFF_COLUMNS = (Column("domain", "domain", max_width=14, drop=1), Column("path", "path", max_width=60, shrink=True,
-                                                                        min_width=16),
-                Column("change", "old → new", width=16, flex=True))
-ABSENT = "(absent)"
+DIFF_COLUMNS = (Column("domain", "domain", max_width=14, drop=1),
+                Column("difference", "+ created  - deleted  ~ changed  ! replaced", width=24, flex=True))
 CAP = 5_000  # rows listed at most (the newest): the summary says how many there were
 
 
@@ -37,22 +38,9 @@ CAP = 5_000  # rows listed at most (the newest): the summary says how many there
 class ChangesView:
     summary: str  # one or a few lines over the table
     rows: tuple[TableRow, ...]
-    apart: tuple[TableRow, ...] = ()  # listed below, under ``apart_title``: the aborted ones
+    apart: tuple[TableRow, ...] = ()  # listed below, under ``apart_title``: aborted, or still open
     apart_title: str = ""
     items: tuple[Any, ...] = field(default=(), compare=False)  # what the rows came from (tests)
-
-
-def value_text(value: Any) -> str:
-    """A value as ``cat --json`` gives it, on one line; absent: ``(absent)``."""
-    if value is None:
-        return ABSENT
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def change_text(old: Any, new: Any) -> str:
-    return f"{value_text(old)} → {value_text(new)}"
 
 
 def time_text(time_ms: int) -> str:
@@ -64,18 +52,15 @@ def time_text(time_ms: int) -> str:
         return f"{time_ms} ms"
 
 
-def under(path: str, item_path: str) -> bool:
-    """Whether ``item_path`` is ``path`` or below it (``/`` holds everything)."""
-    base = path.rstrip("/")
-    return not base or item_path == base or item_path.startswith(base + "/")
-
-
 def relative(path: str, item_path: str) -> str:
-    """The item's path below the node asked about (its own leaf: its last name)."""
+    """The item's path below the node asked about (the node itself: its last name; reached under
+    another name, as a topic's configs are: its whole path)."""
     base = path.rstrip("/")
     if item_path == base:
         return item_path.rsplit("/", 1)[-1] or "/"
-    return item_path[len(base) + 1:] if base else item_path
+    if item_path.startswith(base + "/"):
+        return item_path[len(base) + 1:]
+    return item_path
 
 
 def batches_of(entries: Sequence["LogEntry"], batch_starts: Sequence[int]) -> Iterator[list["LogEntry"]]:
@@ -92,73 +77,91 @@ def batches_of(entries: Sequence["LogEntry"], batch_starts: Sequence[int]) -> It
             yield batch
 
 
-def item_change_text(item: "ChangeItem") -> str:
-    """old → new; of an object changed in place (a partition, a registration), only the keys that
-    differ, as ``log`` prints them: ``leader 1 → 2, isr [1,2,3] → [1,3]``."""
-    old, new = item.old, item.new
-    if item.fields and isinstance(old, dict) and isinstance(new, dict):
-        return ", ".join(f"{name} {value_text(old.get(name))} → {value_text(new.get(name))}" for name in item.fields)
-    return change_text(old, new)
-
-
-def history_row(item: "ChangeItem", path: str) -> TableRow:
-    record = item.record if item.aborted is not None else f"{item.record} (transaction open)"
-    what = relative(path, item.path)
-    if item.event not in ("changed", "created", "deleted") or (item.old is None) != (item.new is None):
-        what = f"{what} {item.event}"  # a broker fenced, a topic created: the word before the values
-    return ((str(item.offset), "muted"), (time_text(item.timestamp_ms), "muted"), (what, "leader"),
-            (item_change_text(item), None), (record, "muted"))
-
-
-def node_history_view(items: Iterable["ChangeItem"], path: str, scope: str) -> ChangesView:
-    """``items`` (in log order) under ``path``, newest first, those of aborted transactions apart.
-    ``scope``: which offsets were read, and the gaps (the summary's words)."""
-    applied: list[ChangeItem] = []
-    aborted: list[ChangeItem] = []
-    for item in items:
-        if under(path, item.path):
-            (aborted if item.aborted else applied).append(item)
-    shown = applied[-CAP:]
-    summary = f"{len(applied):,} change{'s' * (len(applied) != 1)} under {path}, newest first · {scope}"
-    if len(shown) < len(applied):
-        summary += f" · the newest {len(shown):,} listed"
-    if not applied and not aborted:
-        summary = f"no change under {path} · {scope}"
-    rows = tuple(history_row(item, path) for item in reversed(shown))
-    apart = tuple(history_row(item, path) for item in reversed(aborted[-CAP:]))
-    title = f"{len(aborted):,} in aborted transactions (they changed nothing)" if aborted else ""
-    return ChangesView(summary, rows, apart, title, tuple(applied) + tuple(aborted))
-
+# -- which History of change items answers -------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
-class Replayable:
-    """What a replay of part of a History needs, taken on the UI thread (a live History grows and
-    is cut there; a worker must not read its lists meanwhile): the state to start from (its image
-    and the transaction it left open) and the records after it, in their batches' order."""
+class Held:
+    """A live source's records, taken on the UI thread (the live History grows and is cut there;
+    a worker must not read its lists meanwhile): its starting image and what follows it."""
 
     image: Any
-    open_transaction: Any
     entries: tuple[Any, ...]
     batch_starts: tuple[int, ...]
-
-    def items(self) -> Iterator["ChangeItem"]:
-        """The change items of the records (the log/diff helper's change_items: change sets,
-        transactions as the export handles them). Safe off the UI thread."""
-        from metashell.history.change_items import change_items
-
-        return change_items(self.image, batches_of(self.entries, self.batch_starts),
-                            open_transaction=self.open_transaction)
+    start_offset: int
+    last_offset: int
 
 
-def replayable(history: Any, low: int | None = None, high: int | None = None) -> Replayable:
-    """The records of ``history`` after offset ``low`` (None: its starting image) up to ``high``
-    (None: its last), and the state at ``low``: a copy of the references (cheap), on the UI thread."""
-    replay = history.replay
-    first = -1 if low is None else replay.index_of(low)
-    last = len(replay.entries) - 1 if high is None else replay.index_of(high)
-    state = replay.state_at(first)
-    entries = tuple(replay.entries[first + 1:last + 1])
-    starts = [s for s in replay.batch_starts if entries and entries[0].offset <= s <= entries[-1].offset]
-    if entries and (not starts or starts[0] != entries[0].offset):
-        starts.insert(0, entries[0].offset)  # ``low`` in the middle of a batch: the rest of that batch
-    return Replayable(state.image, state.open_transaction, entries, tuple(starts))
+def held(source: Any) -> Held | None:
+    """What a live source holds (a copy of the references: cheap); None for a file's History, whose
+    items come from its directory."""
+    if getattr(source, "live", None) is None:
+        return None
+    replay = source.replay
+    return Held(replay.start_image, tuple(replay.entries), tuple(replay.batch_starts), source.start_offset,
+                source.last_offset)
+
+
+def change_history(directory: Path | None, live: Held | None, note=lambda line: None) -> Any:
+    """The History of change items ``log`` and ``diff`` would ask (metashell.history.sources):
+    live, what the session holds; an archive, its index (built or brought up to date here, in the
+    worker: sqlite objects stay in the thread that made them, so it is made per question); a log
+    directory, every run's items (a MemoryHistory: plain data, kept by the caller)."""
+    from metashell.history.history_index import IndexHistory, archive_root
+    from metashell.history.sources import fetched_history, log_dir_history
+
+    if live is not None:
+        return fetched_history(live.image, batches_of(live.entries, live.batch_starts), live.start_offset,
+                               live.last_offset, "what the dashboard holds")
+    if directory is None:
+        raise ValueError("a snapshot holds one point in time: a history needs a log directory, an archive or a "
+                         "live quorum")
+    root = archive_root(directory)
+    if root is not None:
+        try:
+            return IndexHistory(root, note=note)
+        except OSError:  # a read-only archive: answered without its index, as the shell does
+            pass
+    return log_dir_history(directory)
+
+
+def gaps_words(history: Any, low: int | None = None, high: int | None = None) -> list[str]:
+    from metashell.history.positions import gap_text, gaps_between
+
+    return [f"gap: {gap_text(g)}" for g in gaps_between(history.gaps, low, high)]
+
+
+# -- a node's history -----------------------------------------------------------------------------
+
+def item_row(item: "ChangeItem", path: str) -> TableRow:
+    from metashell.history.render import change_text
+
+    where = str(item.offset) if item.record_offset in (-1, item.offset) else f"{item.offset} (record {item.record_offset})"
+    return ((where, "muted"), (time_text(item.timestamp_ms), "muted"), (relative(path, item.path), "leader"),
+            (change_text(item), None), (item.record, "muted"))
+
+
+def node_history_view(history: Any, path: str) -> ChangesView:
+    """Every change under ``path`` (as ``log PATH``: the helper's path query, a field narrowed,
+    objects compacted to the fields that changed), newest first; those of aborted transactions and
+    of one still open at the end apart; the gaps named."""
+    from metashell.history.query import compact, path_query
+
+    query = path_query(path)  # QueryError (a ValueError of one line): no history kept there
+    items = [compact(query.narrow(item)) for item in history.items(query, newest_first=True)]
+    applied = [i for i in items if i.aborted is False]
+    others = [i for i in items if i.aborted is not False]
+    words = [f"{len(applied):,} change{'s' * (len(applied) != 1)} under {query.path}, newest first"
+             if applied else f"no change under {query.path}", f"offsets {_runs(history)}", *gaps_words(history)]
+    if len(applied) > CAP:
+        words.insert(1, f"the newest {CAP:,} listed")
+    aborted = sum(1 for i in others if i.aborted)
+    still_open = len(others) - aborted
+    title = " · ".join(filter(None, [f"{aborted:,} in aborted transactions (no effect)" if aborted else "",
+                                     f"{still_open:,} in a transaction still open (not applied yet)"
+                                     if still_open else ""]))
+    return ChangesView(" · ".join(words), tuple(item_row(i, query.path) for i in applied[:CAP]),
+                       tuple(item_row(i, query.path) for i in others[:CAP]), title, tuple(items))
+
+
+def _runs(history: Any) -> str:
+    return " and ".join(f"{a}..{b}" for a, b in history.runs) or "none"

@@ -26,6 +26,13 @@ from metashell.dashboard.failure import one_line
 from metashell.dashboard.widgets.row_table import Column, RowTable
 
 
+def _worded(exc: Exception) -> bool:
+    """A refusal of metashell.history's, worded for the user (a path whose history is not kept)."""
+    from metashell.history.query import QueryError
+
+    return isinstance(exc, QueryError)
+
+
 def _cells(row: TableRow) -> list[tuple[str, str | None]]:
     return [(text, style) for text, style in row]
 
@@ -59,8 +66,10 @@ class ChangesScreen(ModalScreen[None]):
         try:
             view = self._load()
         except Exception as exc:  # noqa: BLE001 - whatever reading the log raised: one line on screen
+            # a ValueError is a refusal worded for the user (a path with no history, marks across a gap)
+            line = " ".join(str(exc).split()) if type(exc) is ValueError or _worded(exc) else one_line(exc)
             if not get_current_worker().is_cancelled:
-                self.app.call_from_thread(self._failed, one_line(exc))
+                self.app.call_from_thread(self._failed, line)
             return
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self._loaded, view)

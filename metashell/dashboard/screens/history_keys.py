@@ -9,19 +9,24 @@ A mixin of MainScreen (its bindings are listed in MainScreen.BINDINGS from HISTO
   A switch swaps the source under every panel (``switch_source``) and the frame is shown anew.
 - **Marks.** ``m`` marks the point shown (A, then B); once both are set the diff between them
   opens. ``M`` clears them, ``D`` opens their diff again. The marks show on the timeline.
-- **A node's history.** ``h`` in the node browser: every change under the selected path over the
-  runs of the log, newest first (metashell.dashboard.screens.changes_screen, read in a worker).
+- **A node's history.** ``h`` in the node browser: every change under the selected path, as
+  ``log PATH`` lists it, over every run (metashell.dashboard.screens.changes_screen).
+
+The history and the diff are answered in a worker thread from the History of change items the
+shell's ``log`` and ``diff`` use (metashell.dashboard.change_views.change_history): an
+archive's index, a log directory's items (read once, then kept), or what a live source holds.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual.binding import Binding, BindingType
 
 from metashell.dashboard import change_views, diff_views
-from metashell.dashboard.archive_runs import RunCache, Spans, gap_words, spans_of
+from metashell.dashboard.archive_runs import RunCache, Spans, spans_of
 from metashell.dashboard.model import Frame
 from metashell.dashboard.screens.changes_screen import ChangesScreen
 from metashell.dashboard.widgets import Charts, EventsFeed
@@ -46,6 +51,8 @@ class HistoryKeys(_Base):
     _runs: RunCache | None = None
     _spans: Spans | None = None
     _runs_lock = threading.Lock()
+    _changes_lock = threading.Lock()
+    _kept_changes: Any = None  # a log directory's change items, once read (metashell.history.sources)
 
     # -- the runs --------------------------------------------------------------------------------
 
@@ -131,26 +138,35 @@ class HistoryKeys(_Base):
             self.notify("mark two points first (m here, then m at another point)", timeout=4)
             return
         a, b = sorted(self.marks)
-        before, after = self.history_of_run(self.spans.run_of(a)), self.history_of_run(self.spans.run_of(b))
-        gaps = [g for g in self.spans.gaps if a < g.first <= b]
-        parts = diff_views.marks_parts(before, a, after, b)  # the states at the marks: here, the replay: in the worker
+        answer = self._change_history()
         self.app.push_screen(ChangesScreen(f"diff {a} {b}", change_views.DIFF_COLUMNS,
-                                           lambda: diff_views.marks_diff(parts, a, b, gaps)))
+                                           lambda: answer(lambda history: diff_views.marks_diff(history, a, b))))
 
     # -- a node's history ------------------------------------------------------------------------
 
     def show_node_history(self, path: str) -> None:
-        spans, shown = self.spans, self.shown_run()
-        parts = {shown: change_views.replayable(self.source)}  # the one shown may be live: taken here
+        answer = self._change_history()
+        self.app.push_screen(ChangesScreen(f"log {path}", change_views.HISTORY_COLUMNS,
+                                           lambda: answer(lambda history: change_views.node_history_view(history,
+                                                                                                          path))))
 
-        def load() -> change_views.ChangesView:
-            items: list = []
-            for run in spans.runs:  # the other runs' Histories (of files, never growing) open here if need be
-                part = parts.get(run) or change_views.replayable(self.history_of_run(run))
-                items.extend(part.items())
-            scope = f"offsets {spans.low}..{spans.high} read"
-            if spans.gaps:
-                scope += " · " + " · ".join(gap_words(g) for g in spans.gaps)
-            return change_views.node_history_view(items, path, scope)
+    def _change_history(self) -> Callable[[Callable[[Any], change_views.ChangesView]], change_views.ChangesView]:
+        """How a worker asks the History of change items ``log`` and ``diff`` would (see
+        change_views.change_history): what a live source holds is taken now, on the UI thread; a
+        log directory's items are read once and kept; an archive's index is opened per question."""
+        live = change_views.held(self.source)
+        info = getattr(self.source, "info", None)
+        directory = Path(info.source) if info is not None and Path(info.source).is_dir() else None
 
-        self.app.push_screen(ChangesScreen(f"log {path}", change_views.HISTORY_COLUMNS, load))
+        def answer(ask: Callable[[Any], change_views.ChangesView]) -> change_views.ChangesView:
+            with self._changes_lock:
+                kept = self._kept_changes if live is None else None
+                history = kept or change_views.change_history(directory, live)
+                if live is None and not hasattr(history, "close"):
+                    self._kept_changes = history  # a MemoryHistory: plain data, good for every later question
+            try:
+                return ask(history)
+            finally:
+                if hasattr(history, "close"):
+                    history.close()  # an archive's index: its connection belongs to this thread
+        return answer

@@ -101,14 +101,14 @@ def run(app: DashboardApp, body, size: tuple[int, int] = (80, 24)) -> None:
     asyncio.run(main())
 
 
-async def opened(pilot) -> ChangesScreen:
-    """The history or diff box, once its worker has answered."""
+async def opened(pilot, refused: bool = False) -> ChangesScreen:
+    """The history or diff box, once its worker has answered (with its refusal: ``refused``)."""
     await pilot.pause()
     box = pilot.app.screen
     assert isinstance(box, ChangesScreen)
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
-    assert box.loaded and box.failure is None, box.failure
+    assert box.loaded and (box.failure is not None) == refused, box.failure
     return box
 
 
@@ -131,15 +131,15 @@ def test_h_lists_a_config_leafs_history_newest_first_with_the_aborted_change_apa
         box = await node_history(pilot, screen, RETENTION)
         rows = texts(box.query_one("#changes-table").rows)
         assert [(r[0], r[2], r[3]) for r in rows] == [
-            ("12", "retention.ms", "3000 → 4000"), ("10", "retention.ms", "2000 → 3000"),
-            ("5", "retention.ms", "1000 → 2000"), ("4", "retention.ms created", "(absent) → 1000")]
+            ("12", "retention.ms", "3000 -> 4000"), ("10", "retention.ms", "2000 -> 3000"),
+            ("5", "retention.ms", "1000 -> 2000"), ("4", "retention.ms", "created 1000")]
         assert rows[0][1] == "2026-01-01 00:00:07.000" and rows[0][4] == "CONFIG_RECORD"
         # the aborted setting is not among the changes: below, under its own heading, at its marker's offset
         assert texts(box.query_one("#changes-aborted").rows) == [
-            ["9", "2026-01-01 00:00:04.000", "retention.ms", "2000 → 9999", "CONFIG_RECORD"]]
+            ["9 (record 8)", "2026-01-01 00:00:04.000", "retention.ms", "2000 -> 9999", "CONFIG_RECORD"]]
         assert str(box.query_one("#changes-aborted-heading").render()).startswith("1 in aborted transactions")
         assert shows(pilot.app, r"^│ 4 changes under /configs/TOPIC/orders/retention\.ms, newest first")
-        assert shows(pilot.app, r"2000 → 3000")
+        assert shows(pilot.app, r"│ +10 2026-01-01 00:00:05\.000 retention\.ms +2000 -> 3000 ")
         await pilot.press("escape")
         await pilot.pause()
         assert pilot.app.screen is screen
@@ -151,18 +151,20 @@ def test_h_lists_a_partitions_history_by_the_fields_that_changed(scripted: Path)
         box = await node_history(pilot, screen, "/topics/orders/0")
         rows = texts(box.query_one("#changes-table").rows)
         assert [r[0] for r in rows] == ["11", "6", "2"]  # orders-1 and the config are not under this path
-        assert rows[0][3] == "isr [2] → [2,1], partitionEpoch 1 → 2"
-        assert rows[1][3] == "isr [1,2] → [2], leader 1 → 2, leaderEpoch 0 → 1, partitionEpoch 0 → 1"
-        assert rows[2][2] == "0 created" and rows[2][4] == "PARTITION_RECORD"
+        assert rows[0][3] == "isr [2] -> [2,1], partitionEpoch 1 -> 2"
+        assert rows[1][3] == "isr [1,2] -> [2], leader 1 -> 2, leaderEpoch 0 -> 1, partitionEpoch 0 -> 1"
+        assert rows[2][3].startswith('created {"partitionId":0,') and rows[2][4] == "PARTITION_RECORD"
         assert not box.query_one("#changes-aborted").display  # nothing aborted here: no heading either
     run(DashboardApp(History.open_log_dir(scripted), offset=3), body)  # from any point: the whole history
 
 
 def test_h_on_a_directory_lists_every_change_below_it(scripted: Path) -> None:
     async def body(pilot, screen: MainScreen) -> None:
-        box = await node_history(pilot, screen, "/topics/orders")
-        assert [r[0] for r in texts(box.query_one("#changes-table").rows)] == ["11", "6", "3", "2", "1"]
-        assert [r[2] for r in texts(box.query_one("#changes-table").rows)][-1] == "orders created"
+        box = await node_history(pilot, screen, "/topics/orders")  # as log: the topic, its partitions, its configs
+        rows = texts(box.query_one("#changes-table").rows)
+        assert [r[0] for r in rows] == ["12", "11", "10", "6", "5", "4", "3", "2", "1"]
+        assert [r[2] for r in rows] == [RETENTION, "0", RETENTION, "0", RETENTION, RETENTION, "1", "0", "orders"]
+        assert rows[-1][3] == 'created {"id":"AAAAAAAAAAAAAAAAAAAAoQ","name":"orders"}'
     run(DashboardApp(History.open_log_dir(scripted)), body)
 
 
@@ -173,7 +175,9 @@ def test_a_nodes_history_reaches_every_run_and_names_the_gap(damaged: Path) -> N
         offsets = [int(r[0]) for r in texts(box.query_one("#changes-table").rows)]
         assert offsets == sorted(offsets, reverse=True)
         assert 20 in offsets and 5 in offsets  # unfenced again in the run shown; registered in the other
-        assert "gap 10..13: " in box.view.summary and "batch CRC mismatch" in box.view.summary
+        # (the gap as log names it: metashell.history's words and bounds)
+        assert "gap: offsets 10.." in box.view.summary and "batch CRC mismatch" in box.view.summary
+        assert "offsets -1..9 and 14..23" in box.view.summary
     run(DashboardApp(History.open_log_dir(damaged)), body)
 
 
@@ -190,11 +194,10 @@ def test_two_marks_show_their_diff(scripted: Path) -> None:
         box = await opened(pilot)
         assert box.title_text == "diff 4 12"
         assert texts(box.query_one("#changes-table").rows) == [
-            ["configs", RETENTION, "1000 → 4000"],
-            ["partitions", "/topics/orders/0",
-             "isr [1,2] → [2,1], leader 1 → 2, leaderEpoch 0 → 1, partitionEpoch 0 → 2"]]
-        assert box.view.summary == ("diff 4 12: 2 leaves differ · configs 1 · partitions 1 · "
-                                    "1 changes of aborted transactions left out")
+            ["configs", f"~ {RETENTION}  1000 -> 4000"],
+            ["partitions", "~ /topics/orders/0  isr [1,2] -> [2,1], leader 1 -> 2, leaderEpoch 0 -> 1, partitionEpoch 0 -> 2"]]
+        assert box.view.summary == ("diff 4 12: 2 paths differ · 1 change of aborted transactions left out (no effect)\n"
+                                    "configs 1 changed · partitions 1 changed")
         await pilot.press("escape")
         await pilot.pause()
         assert screen.marks == (4, 12) and "B" in timeline.bar_text()
@@ -204,25 +207,32 @@ def test_two_marks_show_their_diff(scripted: Path) -> None:
     run(DashboardApp(History.open_log_dir(scripted), offset=4), body)
 
 
-def test_marks_in_either_order_and_a_value_changed_back_is_no_difference(scripted: Path) -> None:
+def test_marks_in_either_order(scripted: Path) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("m", "left", "left", "left", "m")  # B (12) first, then A (9): the diff is 9 -> 12
         box = await opened(pilot)
         assert box.title_text == "diff 9 12"
-        assert [r[1] for r in texts(box.query_one("#changes-table").rows)] == [RETENTION, "/topics/orders/0"]
+        assert [r[1] for r in texts(box.query_one("#changes-table").rows)] == [
+            f"~ {RETENTION}  2000 -> 4000", "~ /topics/orders/0  isr [2] -> [2,1], partitionEpoch 1 -> 2"]
     run(DashboardApp(History.open_log_dir(scripted)), body)
 
 
-def test_a_diff_across_a_gap_says_the_gap_hides_what_changed_in_it(damaged: Path) -> None:
+def test_marks_across_a_gap_are_refused_as_diff_refuses_them(damaged: Path) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("m", "g", "5", "enter")
         await pilot.pause()
         await pilot.press("m")
-        box = await opened(pilot)
+        box = await opened(pilot, refused=True)
         assert box.title_text == "diff 5 23"
-        assert "the records of gap 10..13: " in box.view.summary and "are gone" in box.view.summary
-        paths = [r[1] for r in texts(box.query_one("#changes-table").rows)]
-        assert "/brokers/2" in paths  # fenced after the gap, unfenced again
+        assert box.failure.startswith("diff 5 23 crosses a gap (offsets 10..")
+        assert box.failure.endswith("): mark two points on one side of it") and "\n" not in box.failure
+        assert shows(pilot.app, r"^│ diff 5 23 crosses a gap")
+        await pilot.press("escape", "M", "g", "2", "0", "enter")  # both after the gap: a diff
+        await pilot.pause()
+        await pilot.press("m", "end", "m")
+        box = await opened(pilot)
+        assert box.title_text == "diff 20 23"
+        assert [r[0] for r in texts(box.query_one("#changes-table").rows)] == ["partitions"] * 3  # 21-23: ISRs expand
     run(DashboardApp(History.open_log_dir(damaged)), body)
 
 
