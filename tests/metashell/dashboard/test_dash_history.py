@@ -13,6 +13,7 @@ test_dashboard_damage.py).
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from metashell.dashboard.history import History
 from metashell.dashboard.screens import HelpScreen, MainScreen
 from metashell.dashboard.screens.changes_screen import ChangesScreen
 from metashell.dashboard.screens.prompt_screen import PromptScreen
-from metashell.dashboard.widgets import NodeBrowser
+from metashell.dashboard.widgets import HeaderBar, NodeBrowser
 from metashell.dashboard.widgets.timeline import Timeline
 from metashell.demo.shell_demo import write_demo_log_dir
 from tests.dashboard_screen import screen_lines, shows
@@ -296,8 +297,9 @@ def test_a_point_inside_a_gap_is_refused_in_one_line_and_nothing_moves(damaged: 
 
 def test_an_archive_hole_is_a_gap_of_the_timeline(tmp_path: Path) -> None:
     """A hand-made archive: segments 0..6, 7..11 and 12, the middle one deleted, the snapshot at
-    12 kept (as the recorder leaves a hole). The reader treats a hole as a gap once the recorder's
-    reading change is in (brief, contract 1); before that a replay runs across it."""
+    12 kept and the manifest naming the gap (as the recorder leaves a hole, brief contract 1). The
+    reader treats a hole as a gap once the recorder's reading change is in; before it, a replay
+    runs across the hole and this test has nothing to look at."""
     directory = write_scripted(tmp_path / "archive", roll_after=(3, 6))
     with MetadataLog.create(directory, fsync_policy="never") as log:
         log.write_snapshot(SnapshotId(12, 1), image_records(load_log_dir(directory, offset=11)[0]),
@@ -305,19 +307,31 @@ def test_an_archive_hole_is_a_gap_of_the_timeline(tmp_path: Path) -> None:
     segments = sorted((directory / "__cluster_metadata-0").glob("*.log"))
     assert [s.name[:20] for s in segments] == [f"{n:020d}" for n in (0, 7, 12)]
     segments[1].unlink()
+    (directory / "archive.json").write_text(json.dumps({
+        "format": 1, "cluster_id": "c2hlbGwtZGVtby1jbHVzdGVy", "first_offset": 0, "last_offset": 12,
+        "ranges": [[0, 6], [12, 12]], "gaps": [{"first": 7, "resume": 12, "reason": "the recorder fell behind",
+                                                "recorded_ms": START_MS + 9000}], "snapshots": [[12, 1]]}))
     history = History.open_log_dir(directory)
     if not history.replay.gaps:
         pytest.skip("the reader does not treat a hole between segments as a gap yet (the recorder branch)")
 
     async def body(pilot, screen: MainScreen) -> None:
         timeline = screen.query_one(Timeline)
-        assert timeline.display and "gap 7..11: " in timeline.words_text() and "░" in timeline.bar_text()
+        assert timeline.display and "░" in timeline.bar_text()
+        assert "gap 7..11: archive gap: " in str(timeline.tooltip) and "the recorder fell behind" in str(timeline.tooltip)
+        assert "⚠ archive with gaps: 11..12 shown (-1..6 by g)" in screen.query_one(HeaderBar).info.position
         await pilot.press("g", "9", "enter")
         await pilot.pause()
-        assert isinstance(pilot.app.screen, PromptScreen)
-        await pilot.press("escape", "g", "3", "enter")
+        assert isinstance(pilot.app.screen, PromptScreen)  # inside the hole: refused, nothing moves
+        assert screen.frame.offset == 12
+        await pilot.press("escape", "g", "5", "enter")
         await pilot.pause()
-        assert screen.frame.offset == 3 and screen.source.last_offset == 6
+        assert screen.frame.offset == 5 and screen.source.last_offset == 6
+        box = await node_history(pilot, screen, RETENTION)  # through the archive's index (built here)
+        rows = texts(box.query_one("#changes-table").rows)
+        # 10 is in the hole; 12 follows the snapshot at 12, which holds 10's value as its old one
+        assert [(r[0], r[3]) for r in rows] == [("12", "3000 -> 4000"), ("5", "1000 -> 2000"), ("4", "created 1000")]
+        assert "gap: offsets 7.." in box.view.summary and (directory / "history-index").is_dir()
     run(DashboardApp(history), body)
 
 
