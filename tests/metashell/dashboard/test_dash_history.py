@@ -363,3 +363,45 @@ def test_the_help_lists_the_history_keys(scripted: Path) -> None:
         assert rows[("m", "dashboard")] == "Mark (diff of two)"
         assert ("M", "dashboard") in rows and ("D", "dashboard") in rows
     run(DashboardApp(History.open_log_dir(scripted)), body)
+
+
+def test_h_on_a_path_without_history_says_so_in_one_line(scripted: Path) -> None:
+    async def body(pilot, screen: MainScreen) -> None:
+        await pilot.press("7")
+        assert screen.query_one(NodeBrowser).select_path("/local")
+        await pilot.pause()
+        await pilot.press("h")
+        box = await opened(pilot, refused=True)
+        assert box.failure.startswith("/local: no history is kept there (changes are kept under /brokers, ")
+        assert "Error" not in box.failure and "\n" not in box.failure
+    run(DashboardApp(History.open_log_dir(scripted)), body)
+
+
+def test_live_the_history_is_what_the_dashboard_holds_and_grows_with_it(demo_log_dir: Path) -> None:
+    """A live source (the attachment's surface pushed by the test, as test_dashboard_live.py does):
+    ``h`` lists the changes of the records held when it is pressed; pressed again after more
+    records arrived, those too."""
+    from engine.image.metadata_loader import replay_start, segment_batches
+    from metashell.dashboard.ticker import ManualTicker
+    from tests.metashell.dashboard.test_dashboard_live import PushedFeed, attached
+
+    start = replay_start(demo_log_dir, earliest=True)
+    batches = list(segment_batches(start.listing, start.begin, []))
+    feed = PushedFeed()
+    source = attached(feed, batches[:5])  # up to offset 9: broker 2 registered and unfenced
+    poll = ManualTicker()
+
+    async def body(pilot, screen: MainScreen) -> None:
+        box = await node_history(pilot, screen, "/brokers/2")
+        first = [r[0] for r in texts(box.query_one("#changes-table").rows)]
+        assert first and max(int(o) for o in first) <= 9
+        await pilot.press("escape")
+        feed.push(batches[5:])
+        poll.tick()
+        await pilot.pause()
+        assert screen.frame.offset == 23
+        await pilot.press("h")
+        box = await opened(pilot)
+        again = [r[0] for r in texts(box.query_one("#changes-table").rows)]
+        assert again[-len(first):] == first and {"18", "20"} <= set(again)  # fenced at 18, unfenced at 20
+    run(DashboardApp(source, poll_ticker=poll), body, size=(160, 50))
