@@ -4,8 +4,9 @@ point of another run, the marks of a diff, and a node's history.
 A mixin of MainScreen (its bindings are listed in MainScreen.BINDINGS from HISTORY_BINDINGS).
 
 - **Runs.** A log directory with gaps (damage, or an archive's holes) is several runs; the screen
-  shows one History at a time, and ``goto_anywhere`` switches to the History of the run holding
-  the point (metashell.dashboard.archive_runs.RunCache: opened once, from that run's snapshot).
+  shows one History at a time, and ``goto_offset`` / ``goto_time`` switch to the History of the
+  run holding the point (metashell.dashboard.archive_runs.RunCache: opened once, from that run's
+  snapshot).
   A switch swaps the source under every panel (``switch_source``) and the frame is shown anew.
 - **Marks.** ``m`` marks the point shown (A, then B); once both are set the diff between them
   opens. ``M`` clears them, ``D`` opens their diff again. The marks show on the timeline.
@@ -80,20 +81,18 @@ class HistoryKeys(_Base):
         with self._runs_lock:  # the node history's worker opens runs too
             return self._runs.history_for(run)
 
-    def goto_anywhere(self, offset: int) -> bool:
-        """Show ``offset``, switching to its run when another one holds it; False when none does
-        (the prompts refuse such a point before it gets here)."""
+    def goto_offset(self, offset: int) -> None:
+        """Show ``offset`` (``g``), switching to its run when another one holds it. A point in no
+        run (the prompt refuses it before it gets here) is clamped to the run shown."""
         run = self.spans.run_of(offset)
-        if run is None:
-            return False
-        if run != self.shown_run():
+        if run is not None and run != self.shown_run():
             self.switch_source(self.history_of_run(run))
             self.show(self.source.frame_at(offset))
         else:
             self._go(self.source.frame_at(offset, self.frame))
-        return True
 
-    def goto_time_anywhere(self, time_ms: int) -> None:
+    def goto_time(self, time_ms: int) -> None:
+        """Show the point at ``time_ms`` (``T``), in whichever run holds it."""
         if self._runs is not None:
             offset = self.source.replay.image_at(time_ms=time_ms)[0].provenance.last_offset
             run = self.spans.run_of(offset)

@@ -398,13 +398,6 @@ class MainScreen(HistoryKeys, PanelNavigation, Screen):
     def action_last(self) -> None:
         self._go(self.source.last(self.frame))
 
-    def goto_offset(self, offset: int) -> None:
-        if not self.goto_anywhere(offset):  # (a point in no run: the prompt refused it already)
-            self._go(self.source.frame_at(offset, self.frame))
-
-    def goto_time(self, time_ms: int) -> None:
-        self.goto_time_anywhere(time_ms)
-
     def action_goto_offset(self) -> None:
         src = self.source
         low, high = reachable(src.start_offset, src.first_offset, src.last_offset)
