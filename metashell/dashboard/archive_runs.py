@@ -89,6 +89,20 @@ def timeline_cells(width: int, spans: Spans, shown: Run, position: int, marks: S
     return cells
 
 
+def offset_at_cell(width: int, spans: Spans, column: int) -> int:
+    """The offset a cell of the bar stands for (the inverse of timeline_cells' placing)."""
+    low, high = spans.low, spans.high
+    column = max(0, min(width - 1, column))
+    return low + (column * (high - low) + (width - 1) // 2) // max(1, width - 1)
+
+
+def neighbour_run(spans: Spans, shown: Run, direction: int) -> Run | None:
+    """The run before (-1) or after (1) the one shown; None at either end."""
+    runs = list(spans.runs)
+    at = runs.index(shown) + direction if shown in runs else -1
+    return runs[at] if 0 <= at < len(runs) else None
+
+
 def timeline_words(spans: Spans, shown: Run, position: int, marks: Sequence[int]) -> str:
     """The line under the bar: the span, the run shown, the gaps named, the marks."""
     parts = [f"offsets {spans.low}..{spans.high}"]

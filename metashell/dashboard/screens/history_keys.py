@@ -8,6 +8,8 @@ A mixin of MainScreen (its bindings are listed in MainScreen.BINDINGS from HISTO
   run holding the point (metashell.dashboard.archive_runs.RunCache: opened once, from that run's
   snapshot).
   A switch swaps the source under every panel (``switch_source``) and the frame is shown anew.
+- **Across gaps.** ``<`` / ``>``: the end of the run before, the start of the run after; a click
+  on the timeline goes to the offset under it (refused in one line inside a gap).
 - **Marks.** ``m`` marks the point shown (A, then B); once both are set the diff between them
   opens. ``M`` clears them, ``D`` opens their diff again. The marks show on the timeline.
 - **A node's history.** ``h`` in the node browser: every change under the selected path, as
@@ -27,9 +29,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from textual.binding import Binding, BindingType
 
 from metashell.dashboard import change_views, diff_views
-from metashell.dashboard.archive_runs import RunCache, Spans, spans_of
+from metashell.dashboard.archive_runs import RunCache, Spans, neighbour_run, spans_of
 from metashell.dashboard.model import Frame
 from metashell.dashboard.screens.changes_screen import ChangesScreen
+from metashell.dashboard.screens.goto_checks import checked_offset
 from metashell.dashboard.widgets import Charts, EventsFeed
 from metashell.dashboard.widgets.timeline import Timeline
 
@@ -41,6 +44,8 @@ else:
     _Base = object
 
 HISTORY_BINDINGS: list[BindingType] = [
+    Binding("less_than_sign", "run(-1)", "Previous run (across a gap)", show=False),
+    Binding("greater_than_sign", "run(1)", "Next run (across a gap)", show=False),
     Binding("m", "mark", "Mark (diff of two)", show=False),  # (in the help; the footer is full)
     Binding("M", "clear_marks", "Clear the marks", show=False),
     Binding("D", "diff_marks", "Diff of the two marks", show=False),
@@ -101,6 +106,23 @@ class HistoryKeys(_Base):
                 self.show(self.source.at_time(time_ms))
                 return
         self._go(self.source.at_time(time_ms, self.frame))
+
+    def action_run(self, direction: int) -> None:
+        """To the end of the run before, or the start of the run after (the other side of a gap)."""
+        run = neighbour_run(self.spans, self.shown_run(), direction)
+        if run is None:
+            self.notify("no run before this one" if direction < 0 else "no run after this one", timeout=3)
+            return
+        self.goto_offset(run[1] if direction < 0 else run[0])
+
+    def on_timeline_picked(self, message: Timeline.Picked) -> None:
+        """A click on the timeline: there, unless in a gap (refused in one line, as ``g`` refuses it)."""
+        try:
+            checked_offset(self.source, str(message.offset), lambda text: int(text))
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning", timeout=8)
+            return
+        self.goto_offset(message.offset)
 
     def switch_source(self, source: Any) -> None:
         """Put ``source`` (another run's History) under every panel that reads the source."""

@@ -1,8 +1,8 @@
 """The time-travel slider over the whole log: every run, the gaps between them (drawn and named),
 where the frame shown stands and the two marks of a diff (metashell.dashboard.archive_runs).
 
-Two lines under the header: the bar, then the words (the span, the run shown, each gap's offsets
-and reason, the marks). It is shown only when there is something a single run's charts cannot
+Two lines under the header: the bar, then the words (the span, the run shown, the marks, each
+gap's offsets and reason). A click on the bar goes to the offset under it (``Picked``). It is shown only when there is something a single run's charts cannot
 say: more than one run (a damaged log, an archive with gaps) or a mark set; a whole log of one
 run keeps every row for the panels.
 """
@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from textual import events
 from textual.content import Content
 from textual.markup import escape
+from textual.message import Message
 from textual.widget import Widget
 
-from metashell.dashboard.archive_runs import Run, Spans, timeline_cells, timeline_words
+from metashell.dashboard.archive_runs import Run, Spans, offset_at_cell, timeline_cells, timeline_words
 
 CELL_STYLES = {"shown": "$accent", "other": "$text-muted", "gap": "$error", "mark": "b $warning",
                "position": "b $accent",
@@ -23,6 +25,13 @@ CELL_STYLES = {"shown": "$accent", "other": "$text-muted", "gap": "$error", "mar
 
 
 class Timeline(Widget):
+    class Picked(Message):
+        """The bar was clicked: go to ``offset`` (the screen refuses a point in a gap)."""
+
+        def __init__(self, offset: int) -> None:
+            super().__init__()
+            self.offset = offset
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.spans: Spans | None = None
@@ -49,8 +58,7 @@ class Timeline(Widget):
         if self.spans is None:
             return
         low, high = self.spans.low, self.spans.high
-        # the bar between its two end labels, inside the padding (one cell each side)
-        width = max(0, self.content_size.width - len(str(low)) - len(str(high)) - 2)
+        _, width = self._bar_width()  # the bar between its two end labels
         cells = timeline_cells(width, self.spans, self.shown, self.position, self.marks)
         bar = "".join(f"[{CELL_STYLES[style]}]{escape(char)}[/]" for char, style in cells)
         plain = timeline_words(self.spans, self.shown, self.position, self.marks)
@@ -63,6 +71,20 @@ class Timeline(Widget):
 
     def on_resize(self) -> None:
         self._draw()
+
+    def _bar_width(self) -> tuple[int, int]:
+        """(the first column of the bar within the content, its width)."""
+        assert self.spans is not None
+        low, high = str(self.spans.low), str(self.spans.high)
+        return len(low) + 1, max(0, self.content_size.width - len(low) - len(high) - 2)
+
+    def on_click(self, event: events.Click) -> None:
+        if self.spans is None or event.y != 0:
+            return
+        start, width = self._bar_width()
+        column = event.x - self.styles.padding.left - start
+        if width > 0 and 0 <= column < width:
+            self.post_message(self.Picked(offset_at_cell(width, self.spans, column)))
 
     def bar_text(self) -> str:
         """The bar as plain text (tests)."""

@@ -278,6 +278,30 @@ def test_g_and_T_into_another_run_open_it_and_the_slider_follows(damaged: Path) 
     run(DashboardApp(History.open_log_dir(damaged)), body)
 
 
+def test_the_run_keys_and_a_click_on_the_slider_cross_the_gap_but_never_land_in_it(damaged: Path) -> None:
+    async def body(pilot, screen: MainScreen) -> None:
+        timeline = screen.query_one(Timeline)
+        await pilot.press("greater_than_sign")  # no run after the newest: nothing moves
+        await pilot.pause()
+        assert screen.frame.offset == 23
+        await pilot.press("less_than_sign")  # the end of the run before the gap
+        await pilot.pause()
+        assert screen.frame.offset == 9 and screen.source.last_offset == 9
+        await pilot.press("greater_than_sign")  # the start of the run after it: its snapshot's image
+        await pilot.pause()
+        assert screen.frame.offset == 14 and screen.source.start_offset == 14
+        bar = timeline.bar_text()
+        await pilot.click(Timeline, offset=(1 + bar.index("░") + 1, 0))  # (the padding, then the bar's cell)
+        await pilot.pause()
+        assert screen.frame.offset == 14  # refused: the gap has no point to show
+        assert any(n.message.startswith("offset 1") and "damaged part of the log" in n.message
+                   for n in pilot.app._notifications)
+        await pilot.click(Timeline, offset=(1 + bar.index("─"), 0))  # the first cell: offset -1
+        await pilot.pause()
+        assert screen.frame.offset == -1 and screen.source.last_offset == 9
+    run(DashboardApp(History.open_log_dir(damaged)), body)
+
+
 def test_a_point_inside_a_gap_is_refused_in_one_line_and_nothing_moves(damaged: Path) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         before, source, bar = screen.frame.offset, screen.source, screen.query_one(Timeline).bar_text()
