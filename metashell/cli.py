@@ -10,6 +10,7 @@
     metashell dash --bootstrap-controller HOST:PORT         the dashboard, live
     metashell demo [--dir DIR]              the dashboard on a generated history of a bad day
     metashell export --log-dir DIR /topics --out OUT [--format parquet|json|csv|orc]    a Spark table
+    metashell record --bootstrap-controller HOST:PORT --archive DIR    keep the metadata log's history
 
 Exit code 0 when every command succeeded, 1 otherwise; errors are one line. Without a terminal
 (stdin or stdout not a TTY, or CI set) ``dash`` and ``demo`` do not start the dashboard: they
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 
 DASHBOARD_COMMANDS = ("dash", "demo")
-BENCH_COMMANDS = ("dash", "export", "attach")  # metashell bench NAME
+BENCH_COMMANDS = ("dash", "export", "attach", "log")  # metashell bench NAME
 
 # metashell --help: the shell's options below, and first every command this entry point takes
 # (run() dispatches them by their first words; tests/metashell/shell/test_cli_help.py keeps them in step)
@@ -63,7 +64,10 @@ commands:
   metashell export SOURCE [PATH | --history TABLE] --out DIR [--format parquet|json|csv|orc]
                    [--table NAME] [--spark-master URL | --remote sc://HOST:PORT]
         a subtree of the image, or the log's history, as a Spark table (docs/export.md)
-  metashell bench dash | bench export | bench attach
+  metashell record --bootstrap-controller HOST:PORT[,...] [--command-config FILE] --archive DIR
+                   [--retention-ms MS] [--snapshot-every-records N] | record --status DIR
+        a flight recorder: keeps every committed batch of the metadata log (docs/recorder.md)
+  metashell bench dash | bench export | bench attach | bench log
         measurements (docs/performance.md)
 Each command takes --help; inside the shell, help lists its commands and man COMMAND tells more."""
 
@@ -275,8 +279,14 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
         if argv[:2] == ["bench", "attach"]:
             from metashell.bench.attach import build_bench_attach_parser, run_bench_attach
             return run_bench_attach(build_bench_attach_parser().parse_args(argv[2:]))
+        if argv[:2] == ["bench", "log"]:
+            from metashell.bench.log import build_bench_log_parser, run_bench_log
+            return run_bench_log(build_bench_log_parser().parse_args(argv[2:]))
         if argv and argv[0] == "export":
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
+        if argv and argv[0] == "record":
+            from metashell.record.command import run_record
+            return run_record(argv[1:], err)
         _refuse_mistyped_subcommand(argv)
         from metashell.shell.session import Session
         from metashell.source import LiveSource
@@ -304,7 +314,7 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
     return run_guarded("metashell", work, err)
 
 
-SUBCOMMANDS = (*DASHBOARD_COMMANDS, "export", "bench")
+SUBCOMMANDS = (*DASHBOARD_COMMANDS, "export", "record", "bench")
 
 
 def _refuse_mistyped_subcommand(argv: list[str]) -> None:

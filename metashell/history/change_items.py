@@ -56,7 +56,7 @@ from metashell.history import item_values as v
 from metashell.history.transactions import RecordOutcome, TransactionReplay, replay_outcomes
 from metashell.tree.nodes import encode_name
 
-__all__ = ["DOMAINS", "ChangeItem", "change_items", "items_of"]
+__all__ = ["DOMAINS", "ChangeItem", "ChangeItemStream", "change_items", "items_of"]
 
 # the item domains, in the order a record's items come (a change set's order, then its single values)
 DOMAINS = ("features", "brokers", "controllers", "topics", "partitions", "configs", "client_quotas", "acls",
@@ -101,12 +101,36 @@ def change_items(start_image: MetadataImage, batches: Iterable[list[LogEntry]], 
     ``aborted`` None)."""
     replay = TransactionReplay(MetadataDelta(start_image, open_transaction, per_record=True))
     leader = start_image.quorum.leader
-    state = {"leader": (leader.leader_id, leader.epoch) if leader is not None else None}
+    state = {"leader": (leader.leader_id, leader.epoch) if leader is not None else None,
+             "partitions": v.PartitionValues()}
     for outcome in replay_outcomes(replay, batches, end=end):
         if start is not None and outcome.offset < start:
             _follow_leader(outcome, state)
             continue
         yield from items_of(outcome, replay, state)
+
+
+class ChangeItemStream:
+    """``change_items`` fed as batches come (a live session's history grows): ``feed`` returns the
+    items made known, ``pending`` those of a transaction still open (they change when it ends)."""
+
+    def __init__(self, start_image: MetadataImage, open_transaction: tuple | None = None) -> None:
+        self.replay = TransactionReplay(MetadataDelta(start_image, open_transaction, per_record=True))
+        leader = start_image.quorum.leader
+        self.state = {"leader": (leader.leader_id, leader.epoch) if leader is not None else None,
+                      "partitions": v.PartitionValues()}
+
+    def feed(self, batches: Iterable[list[LogEntry]]) -> list[ChangeItem]:
+        out: list[ChangeItem] = []
+        for batch in batches:
+            for entry in batch:
+                for outcome in self.replay.replay(entry):
+                    out.extend(items_of(outcome, self.replay, self.state))
+        return out
+
+    def pending(self) -> list[ChangeItem]:
+        state = dict(self.state)  # what the open records would do does not move the leader seen
+        return [item for outcome in self.replay.pending() for item in items_of(outcome, self.replay, state)]
 
 
 def _subjects(changes: ChangeSet) -> Iterator[tuple[str, Any, Change]]:
@@ -131,7 +155,8 @@ def _follow_leader(outcome: RecordOutcome, state: dict) -> None:
 
 def items_of(outcome: RecordOutcome, replay: TransactionReplay, state: dict) -> Iterator[ChangeItem]:
     """One record's items. ``state`` carries what a change set does not: the quorum's leader
-    before a LeaderChange (``{"leader": (id, epoch) | None}``)."""
+    before a LeaderChange (``"leader"``: (id, epoch) or None), and the partitions' JSON rendered
+    last (``"partitions"``: item_values.PartitionValues, optional)."""
     changes = outcome.changes
     if not changes:
         return
@@ -145,8 +170,12 @@ def items_of(outcome: RecordOutcome, replay: TransactionReplay, state: dict) -> 
         return ChangeItem(*base, domain, entity, None if key is None else str(key), path, old, new, record, aborted,
                           fields=v.changed_fields(old, new), event=event, **tail, **extra)
 
+    partitions = state.get("partitions") or v.PartitionValues()
     for domain, key, change in _subjects(changes):
-        yield from _KEYED[domain](item, key, change, replay)
+        if domain == "partitions":
+            yield _partition(item, key, change, replay, partitions)
+        else:
+            yield from _KEYED[domain](item, key, change, replay)
     for domain in ("producer_ids", "kraft_version"):
         change = getattr(changes, domain)
         if change is not None:
@@ -186,12 +215,13 @@ def _topics(item, topic_id: Any, change: Change, replay) -> Iterator[ChangeItem]
                v.topic_json(topic_id, change.after), topic_id=uuid_to_kafka(topic_id))
 
 
-def _partitions(item, key: tuple, change: Change, replay) -> Iterator[ChangeItem]:
+def _partition(item, key: tuple, change: Change, replay, values: v.PartitionValues) -> ChangeItem:
     topic_id, partition_id = key
     name = replay.topic_name(topic_id) or uuid_to_kafka(topic_id)  # a name is always known: a guard
-    yield item("partitions", f"topic {name}", partition_id, f"/topics/{encode_name(name)}/{partition_id}",
-               v.partition_value(topic_id, partition_id, change.before),
-               v.partition_value(topic_id, partition_id, change.after), topic_id=uuid_to_kafka(topic_id))
+    old = values(topic_id, partition_id, change.before)
+    new = values(topic_id, partition_id, change.after)
+    return item("partitions", f"topic {name}", partition_id, f"/topics/{encode_name(name)}/{partition_id}", old, new,
+                topic_id=new["topicId"] if new is not None else old["topicId"])
 
 
 def _configs(item, key: tuple, change: Change, replay) -> Iterator[ChangeItem]:
@@ -224,8 +254,7 @@ def _tokens(item, token_id: str, change: Change, replay) -> Iterator[ChangeItem]
                v.token_json(change.before), v.token_json(change.after))
 
 
-_KEYED = {"features": _features, "brokers": _brokers, "controllers": _controllers, "topics": _topics,
-          "partitions": _partitions, "configs": _configs, "client_quotas": _client_quotas, "acls": _acls,
+_KEYED = {"features": _features, "brokers": _brokers, "controllers": _controllers, "topics": _topics, "configs": _configs, "client_quotas": _client_quotas, "acls": _acls,
           "scram": _scram, "tokens": _tokens}
 
 

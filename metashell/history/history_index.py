@@ -24,7 +24,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from engine.storage.log_reader import LogDirListing, list_log_dir, resolve_metadata_dir
 from metashell.history.change_items import ChangeItem
@@ -33,17 +33,19 @@ from metashell.history.sources import HistoryGap, first_time, log_runs, run_item
 
 INDEX_DIR = "history-index"
 INDEX_FILE = "items.sqlite"
-FORMAT = 1
+FORMAT = 2
 MANIFEST = "archive.json"
 BATCH_ROWS = 20_000
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, domain TEXT NOT NULL, entity TEXT NOT NULL,
+                   key TEXT);
+CREATE TABLE topics(id INTEGER PRIMARY KEY, topic_id TEXT NOT NULL UNIQUE);
 CREATE TABLE items(id INTEGER PRIMARY KEY, offset INTEGER NOT NULL, ts INTEGER NOT NULL,
-                   path_id INTEGER NOT NULL, topic_id TEXT, data TEXT NOT NULL);
+                   path_id INTEGER NOT NULL, topic INTEGER, data TEXT NOT NULL);
 CREATE INDEX items_by_path ON items(path_id, offset);
-CREATE INDEX items_by_topic ON items(topic_id, offset) WHERE topic_id IS NOT NULL;
+CREATE INDEX items_by_topic ON items(topic, offset) WHERE topic IS NOT NULL;
 """
 
 
@@ -83,6 +85,8 @@ class IndexHistory:
         self.note = note
         self.directory = resolve_metadata_dir(root)
         self.path = root / INDEX_DIR / INDEX_FILE
+        self._paths: dict[int, tuple] = {}  # path id -> (path, domain, entity, key), as read
+        self._topics: dict[int, str] = {}
         self.db = self._open()
         meta = self._meta()
         self.runs = tuple(tuple(run) for run in meta["runs"])
@@ -154,6 +158,7 @@ class IndexHistory:
         """Add the items after ``settled`` (None: all), and the meta that goes with them."""
         runs, gaps = log_runs(listing)
         paths = dict(db.execute("SELECT path, id FROM paths"))
+        topics = dict(db.execute("SELECT topic_id, id FROM topics"))
         rows: list[tuple] = []
         open_from: int | None = None
         last = -1
@@ -167,10 +172,16 @@ class IndexHistory:
                     open_from = item.record_offset
                 path_id = paths.get(item.path)
                 if path_id is None:
-                    path_id = paths[item.path] = db.execute("INSERT INTO paths(path) VALUES (?)",
-                                                            (item.path,)).lastrowid
-                rows.append((item.offset, item.timestamp_ms, path_id, item.topic_id,
-                             json.dumps(compact(item).to_json(), separators=(",", ":"))))
+                    path_id = paths[item.path] = db.execute(
+                        "INSERT INTO paths(path, domain, entity, key) VALUES (?, ?, ?, ?)",
+                        (item.path, item.domain, item.entity, item.key)).lastrowid
+                topic = None
+                if item.topic_id is not None:
+                    topic = topics.get(item.topic_id)
+                    if topic is None:
+                        topic = topics[item.topic_id] = db.execute("INSERT INTO topics(topic_id) VALUES (?)",
+                                                                   (item.topic_id,)).lastrowid
+                rows.append((item.offset, item.timestamp_ms, path_id, topic, _row_data(compact(item))))
                 if len(rows) >= BATCH_ROWS:
                     _insert(db, rows)
             last = max(last, run[1])
@@ -188,7 +199,7 @@ class IndexHistory:
         where, args = ["offset >= ?", "offset <= ?"], [low if low is not None else -2, high if high is not None
                                                         else 2 ** 62]
         if query.topic_id is not None:
-            where.append("topic_id = ?")
+            where.append("topic = (SELECT id FROM topics WHERE topic_id = ?)")
             args.append(query.topic_id)
         elif query.field is not None:
             where.append("path_id IN (SELECT id FROM paths WHERE path = ?)")
@@ -200,11 +211,28 @@ class IndexHistory:
                 args += [prefix, prefix + "/", prefix + "0"]  # '0' follows '/': the paths under prefix
             where.append(f"path_id IN (SELECT id FROM paths WHERE {' OR '.join(ors)})")
         order = "DESC" if newest_first else "ASC"
-        sql = f"SELECT data FROM items WHERE {' AND '.join(where)} ORDER BY offset {order}, id {order}"
-        for (data,) in self.db.execute(sql, args):
-            item = item_from_json(json.loads(data))
+        sql = (f"SELECT offset, ts, path_id, topic, data FROM items WHERE {' AND '.join(where)} "
+               f"ORDER BY offset {order}, id {order}")
+        for offset, ts, path_id, topic, data in self.db.execute(sql, args):
+            item = self._item(offset, ts, path_id, topic, data)
             if query.reaches(item):
                 yield item
+
+    def _item(self, offset: int, ts: int, path_id: int, topic: int | None, data: str) -> ChangeItem:
+        path = self._paths.get(path_id)
+        if path is None:
+            path = self._paths[path_id] = self.db.execute("SELECT path, domain, entity, key FROM paths WHERE id = ?",
+                                                          (path_id,)).fetchone()
+        topic_id = None
+        if topic is not None:
+            topic_id = self._topics.get(topic)
+            if topic_id is None:
+                topic_id = self._topics[topic] = self.db.execute("SELECT topic_id FROM topics WHERE id = ?",
+                                                                 (topic,)).fetchone()[0]
+        record_offset, record, event, old, new, aborted, *whole = json.loads(data)
+        fields = tuple(new) if isinstance(old, dict) and isinstance(new, dict) and not whole else ()
+        return ChangeItem(offset, ts, path[1], path[2], path[3], path[0], old, new, record, aborted,
+                          record_offset=offset - record_offset, topic_id=topic_id, fields=fields, event=event)
 
     def offset_at_time(self, time_ms: int) -> int:
         row = self.db.execute("SELECT max(offset) FROM items WHERE ts <= ?", (time_ms,)).fetchone()
@@ -215,13 +243,14 @@ class IndexHistory:
 
 
 def _insert(db: sqlite3.Connection, rows: list[tuple]) -> None:
-    db.executemany("INSERT INTO items(offset, ts, path_id, topic_id, data) VALUES (?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT INTO items(offset, ts, path_id, topic, data) VALUES (?, ?, ?, ?, ?)", rows)
     rows.clear()
 
 
-def item_from_json(data: dict[str, Any]) -> ChangeItem:
-    """The ChangeItem a row of ``ChangeItem.to_json()`` holds."""
-    return ChangeItem(data["offset"], data["timestamp_ms"], data["domain"], data["entity"], data["key"],
-                      data["path"], data["old"], data["new"], data["record"], data["aborted"],
-                      record_offset=data["record_offset"], topic_id=data["topic_id"], fields=tuple(data["fields"]),
-                      event=data["event"])
+def _row_data(item: ChangeItem) -> str:
+    """A compact item's own part of its row (the path's and topic's parts are in their tables; an
+    object's changed fields are the keys its compact old and new keep)."""
+    row = [item.offset - item.record_offset, item.record, item.event, item.old, item.new, item.aborted]
+    if not item.fields and isinstance(item.old, dict) and isinstance(item.new, dict):
+        row.append(1)  # two objects, no field differs as shown (a SCRAM credential's redacted salt changed)
+    return json.dumps(row, separators=(",", ":"))

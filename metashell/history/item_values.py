@@ -68,8 +68,26 @@ def topic_json(topic_id: Any, name: str | None) -> dict | None:
     return None if name is None else {"id": uuid_to_kafka(topic_id), "name": name}
 
 
-def partition_value(topic_id: Any, partition_id: int, registration: Any) -> dict | None:
-    return None if registration is None else partition_json(topic_id, partition_id, registration)
+class PartitionValues:
+    """Partition JSON, each registration rendered once: a change's value before is the one the
+    previous change left (the same object), so the last rendering per partition is kept. The
+    values are shared: a reader never changes them."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[tuple, tuple[Any, dict]] = {}  # (topic id, partition) -> (registration, its JSON)
+
+    def __call__(self, topic_id: Any, partition_id: int, registration: Any) -> dict | None:
+        if registration is None:
+            return None
+        key = (topic_id, partition_id)
+        last = self._last.get(key)
+        if last is not None and last[0] is registration:
+            return last[1]
+        value = partition_json(topic_id, partition_id, registration)
+        self._last[key] = (registration, value)
+        return value
 
 
 # -- the cluster's members -------------------------------------------------------------------

@@ -102,9 +102,13 @@ def path_query(path: str) -> PathQuery:
 def compact(item: ChangeItem) -> ChangeItem:
     """An item whose old and new objects keep only the fields that changed (created and deleted
     objects stay whole): a partition change reads ``leader 1 -> 2``, not two partition JSONs."""
-    if not item.fields or not isinstance(item.old, dict) or not isinstance(item.new, dict):
+    fields = item.fields
+    if not fields or not isinstance(item.old, dict) or not isinstance(item.new, dict):
         return item
-    return replace(item, old={k: item.old.get(k) for k in item.fields}, new={k: item.new.get(k) for k in item.fields})
+    old, new = item.old, item.new
+    return ChangeItem(item.offset, item.timestamp_ms, item.domain, item.entity, item.key, item.path,
+                      {k: old.get(k) for k in fields}, {k: new.get(k) for k in fields}, item.record, item.aborted,
+                      item.record_offset, item.topic_id, fields, item.event)
 
 
 # -- what diff prints ------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ def change_text(item: ChangeItem) -> str:
         text = f"created {value_text(item.new)}"
     elif item.new is None:
         text = f"deleted (was {value_text(item.old)})"
+    elif item.domain == "scram" and item.old == item.new:
+        text = "the credential changed (salt and keys redacted)"
     elif item.fields and isinstance(item.old, dict) and isinstance(item.new, dict):
         text = ", ".join(f"{k} {value_text(item.old.get(k))} -> {value_text(item.new.get(k))}" for k in item.fields)
     else:

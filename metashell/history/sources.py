@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, NamedTuple, Protocol
 from engine.image.log_runs import damage_of, runs_of, scan_log
 from engine.image.metadata_loader import first_reachable, replay_start, segment_batches
 from engine.storage.log_reader import LogDirListing, list_log_dir, resolve_metadata_dir
-from metashell.history.change_items import ChangeItem, change_items
+from metashell.history.change_items import ChangeItem, ChangeItemStream, change_items
 from metashell.history.query import PathQuery
 
 
@@ -132,11 +132,32 @@ def log_dir_history(path: Path | str) -> MemoryHistory:
     return MemoryHistory(items, runs, gaps, first_time(directory, listing, runs), str(path))
 
 
-def fetched_history(start_image, batches: Iterable[list], start_offset: int, last_offset: int,
-                    what: str) -> MemoryHistory:
-    """What a live session fetched since attach: one run, from the image it attached from."""
-    batches = list(batches)
-    items = list(change_items(start_image, batches))
-    first_ts = start_image.provenance.last_timestamp_ms if start_offset >= 0 else (
-        batches[0][0].timestamp_ms if batches else None)
-    return MemoryHistory(items, ((start_offset, last_offset),), (), first_ts, what)
+class LiveItems:
+    """A live session's items, kept from one command to the next: each asks only for the batches
+    committed since (a history fetched anew, or trimmed by its window, starts over or drops the
+    items before its start)."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._stream: ChangeItemStream | None = None
+        self._items: list[ChangeItem] = []
+        self._last = -2
+
+    def history(self, history, what: str) -> MemoryHistory:
+        """The MemoryHistory of ``history`` (a growing MetadataHistory) as it stands."""
+        key = (history.resets, id(history))
+        entries = history.entries
+        if key != self._key or history.start_offset > self._last:
+            self._key, self._last = key, history.start_offset
+            self._stream = ChangeItemStream(history.start_image)
+            self._items = []
+        elif self._items and self._items[0].offset <= history.start_offset:  # trimmed to the window
+            self._items = [item for item in self._items if item.offset > history.start_offset]
+        begin = history.index_of(self._last) + 1 if self._last > history.start_offset else 0
+        if begin < len(entries):
+            self._items.extend(self._stream.feed([entries[begin:]]))
+            self._last = entries[-1].offset
+        first_ts = history.start_image.provenance.last_timestamp_ms if history.start_offset >= 0 else (
+            entries[0].timestamp_ms if entries else None)
+        items = self._items + self._stream.pending()
+        return MemoryHistory(items, ((history.start_offset, history.last_offset),), (), first_ts, what)

@@ -86,6 +86,11 @@ class TransactionReplay:
         """A transaction still open: its records' outcomes, ``aborted`` None."""
         return self._flush(None, None)
 
+    def pending(self) -> list[RecordOutcome]:
+        """The outcomes ``finish`` would give now, the transaction left open (more may come)."""
+        return [RecordOutcome(entry, changes, None if in_transaction else False, None)
+                for entry, changes, in_transaction in self._waiting]
+
     def topic_name(self, topic_id: Any) -> str | None:
         """The topic's name as the delta stands, else the last name a change gave it."""
         return self.delta.topic_name(topic_id) or self.names.get(topic_id)

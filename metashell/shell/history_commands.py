@@ -22,23 +22,22 @@ from metashell.shell.registry import ArgParser, ShellError, command
 from metashell.shell.session import Session
 
 _CACHE = "_change_history"  # the session's attribute: (what it was read from, the History)
+_LIVE = "_live_change_items"  # the session's attribute: a live session's items (sources.LiveItems)
 
 
 def session_history(session: Session) -> Any:
     """The History the session's source gives (see metashell/history/sources.py)."""
     from metashell.history.history_index import IndexHistory, archive_root
-    from metashell.history.sources import fetched_history, log_dir_history
+    from metashell.history.sources import LiveItems, log_dir_history
 
     source = session.source
     if source.live:
-        start_image, batches = source.fetched()  # attaches first if needed
-        history = source.history
-        key = ("live", history.resets, history.start_offset, history.last_offset)
-        cached = getattr(session, _CACHE, None)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        found = fetched_history(start_image, batches, history.start_offset, history.last_offset,
-                                "what this session fetched since attach")
+        source.attach()
+        live = getattr(session, _LIVE, None)
+        if live is None:
+            live = LiveItems()
+            setattr(session, _LIVE, live)
+        return live.history(source.history, "what this session fetched since attach")
     elif source.log_dir is None:
         raise ShellError("needs a log directory (--log-dir), an archive or a live quorum: a snapshot holds one "
                          "point in time")

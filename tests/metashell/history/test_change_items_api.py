@@ -110,3 +110,17 @@ def test_feature_and_secret_config_items() -> None:
     assert [(i.path, i.entity, i.key, i.new) for i in items] == [
         ("/features/metadata.version", "feature metadata.version", "metadata.version", 27),
         ("/configs/BROKER/<default>/sasl.jaas.config", "broker <default>", "sasl.jaas.config", "[redacted]")]
+
+
+def test_controller_producer_id_and_client_quota_items() -> None:
+    controller = m.RegisterControllerRecordV0(controller_id=i32(3000), incarnation_id=uuid.UUID(int=7),
+                                              zk_migration_ready=False, end_points=(), features=())
+    items = list(change_items(MetadataImage(), _batches(
+        [controller], [m.ProducerIdsRecordV0(broker_id=i32(1), broker_epoch=5, next_producer_id=1000)],
+        [m.ProducerIdsRecordV0(broker_id=i32(1), broker_epoch=5, next_producer_id=2000)])))
+    assert [(i.domain, i.path, i.entity, i.event, i.old, i.new) for i in items] == [
+        ("controllers", "/controllers/3000", "controller 3000", "register", None,
+         {"id": 3000, "incarnation-id": "AAAAAAAAAAAAAAAAAAAABw", "zk-migration-ready": False, "endpoints": [],
+          "features": {}}),
+        ("producer_ids", "/producer-ids", "producer ids", "created", None, 1000),
+        ("producer_ids", "/producer-ids", "producer ids", "changed", 1000, 2000)]

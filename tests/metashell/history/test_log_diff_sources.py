@@ -147,15 +147,16 @@ def test_the_index_is_kept_brought_up_to_date_and_rebuilt(story: Path, tmp_path:
 # -- live: what the session fetched --------------------------------------------------------------------
 
 class _Feed:
-    """An attachment that handed over the story as its first update (nothing after)."""
+    """An attachment that handed over ``batches`` as its first update, then ``later`` one drain each."""
 
-    def __init__(self, batches: list) -> None:
+    def __init__(self, batches: list, later: list | None = None) -> None:
         self.status = AttachStatus("c1:9093", connected=True, leader_id=1, leader_epoch=2, high_watermark=34)
         self.first = FeedUpdate(self.status, (MetadataImage(), -1), batches)
+        self.later = list(later or [])
         self.quorum = None
 
     def drain(self) -> FeedUpdate:
-        return FeedUpdate(self.status)
+        return FeedUpdate(self.status, None, [self.later.pop(0)] if self.later else [])
 
     def close(self) -> None:
         pass
@@ -184,3 +185,93 @@ def test_live_positions_outside_what_was_fetched_are_one_line(story: Path) -> No
     assert session.run_line("log / --since 40") == 1
     assert err == ["metashell: log: --since offset 40 is past the end of what this session fetched since attach: "
                    "offsets -1..33 can be reached"]
+
+
+def test_a_credential_reset_under_the_same_iterations_reads_the_same_from_the_index(tmp_path: Path) -> None:
+    # salt and keys change, all redacted: no field differs as shown, yet it changed
+    def scram(salt: bytes) -> m.UserScramCredentialRecordV0:
+        return m.UserScramCredentialRecordV0(name="bob", mechanism=2, salt=salt, stored_key=salt, server_key=salt,
+                                             iterations=4096)
+    plain = write_story(tmp_path / "plain", [([scram(b"one")], False), ([scram(b"two")], False)])
+    archive = _archive(plain, tmp_path / "archive")
+    for line in ("log /scram", "log /scram --json", "diff 0 1", "diff 0 1 --json"):
+        assert run(archive, line) == run(plain, line), line
+    assert run(plain, "diff 0 1")[1] == ["~ /scram/SCRAM-SHA-512/bob  the credential changed (salt and keys redacted)"]
+    assert run(plain, "log /scram -n 1")[1] == [
+        "1  1970-01-01T00:00:02.000Z  USER_SCRAM_CREDENTIAL_RECORD  /scram/SCRAM-SHA-512/bob  the credential changed "
+        "(salt and keys redacted)"]
+
+
+def test_live_items_follow_the_commits_and_a_transaction_ending(story: Path) -> None:
+    batches = list(segment_batches(list_log_dir(story / "__cluster_metadata-0"), 0, []))
+    cut = next(n for n, batch in enumerate(batches) if batch[0].offset == 16)  # after 14-15: a transaction open
+    feed = _Feed(batches[:cut])
+    out: list[str] = []
+    session = Session(LiveSource(feed, initial=feed.first), out=out.append, err=out.append)
+    session.load()
+    out.clear()
+    session.run_line("log /configs/TOPIC/orders/max.message.bytes")
+    assert out == ["", "in a transaction still open (not applied yet):",
+                   "15  1970-01-01T00:00:15.000Z  CONFIG_RECORD  /configs/TOPIC/orders/max.message.bytes  created 2000"]
+    feed.later.append(batches[cut])  # 16-17: the transaction commits
+    out.clear()
+    session.run_line("log /configs/TOPIC/orders/max.message.bytes")
+    assert out == ["17 (record 15)  1970-01-01T00:00:17.000Z  CONFIG_RECORD  /configs/TOPIC/orders/max.message.bytes  "
+                   "created 2000"]
+    feed.later.extend(batches[cut + 1:])
+    while feed.later:
+        session.run_line("summary")
+    for line in ("log / --json", "diff 0 latest", "log /configs/TOPIC/orders"):
+        out.clear()
+        session.run_line(line)
+        assert (0, out, []) == run(story, line), line
+
+
+# -- an archive with a hole, written by the recorder's own writer ---------------------------------------
+
+HOLE_REASON = "the leader's log starts past the archive's end (test)"
+
+
+@pytest.fixture()
+def holed(tmp_path: Path) -> Path:
+    """Offsets 0-5 (configs of t0 and t3), a hole 6-14 (the leader's snapshot at 15), then 15-17 (t15)."""
+    from metashell.record.archive import Archive
+    from tests.metashell.record.archive_fixtures import FakeLeaderLog
+
+    leader = FakeLeaderLog()
+    writer = Archive(tmp_path / "archive").open()
+    writer.append(leader.append())
+    writer.append(leader.append())
+    writer.commit()
+    for _ in range(3):
+        leader.append()  # deleted by the controllers before the recorder fetched them
+    snapshot_id, data = leader.snapshot()
+    writer.reset(data, snapshot_id, HOLE_REASON, 1_700_000_000_000)
+    writer.append(leader.append())
+    writer.commit()
+    writer.close()
+    return tmp_path / "archive"
+
+
+def test_log_over_an_archive_hole_says_where_it_is_and_why(holed: Path) -> None:
+    status, out, err = run(holed, "log /configs")
+    assert err == [f"metashell: log: gap: offsets 6..14 are not there: archive gap: offsets 6 to 14 are in no "
+                   f"segment: {HOLE_REASON}"]
+    assert [line.split("  ")[3] for line in out] == [  # both sides, newest first; nothing of the hole
+        "/configs/TOPIC/t15/k2", "/configs/TOPIC/t15/k1", "/configs/TOPIC/t15/k0", "/configs/TOPIC/t3/k2",
+        "/configs/TOPIC/t3/k1", "/configs/TOPIC/t3/k0", "/configs/TOPIC/t0/k2", "/configs/TOPIC/t0/k1",
+        "/configs/TOPIC/t0/k0"]
+    assert status == 0 and (holed / INDEX_DIR / INDEX_FILE).is_file()
+    assert run(holed, "log /configs --since 15")[2] == []  # no gap in that range
+    assert run(holed, "diff 14 17 /configs/TOPIC/t15")[1] == [
+        "+ /configs/TOPIC/t15/k0  15", "+ /configs/TOPIC/t15/k1  16", "+ /configs/TOPIC/t15/k2  17"]
+
+
+@pytest.mark.parametrize("line, words", [
+    ("log / --since 10", "--since offset 10 is in a gap of DIR (offsets 6..14 are not there: archive gap: offsets 6 "
+                         f"to 14 are in no segment: {HOLE_REASON}): offsets -1..5 and 14..17 can be reached"),
+    ("diff 3 16", f"3..16 crosses a gap (offsets 6..14 are not there: archive gap: offsets 6 to 14 are in no segment: "
+                  f"{HOLE_REASON}): diff each side of it"),
+])
+def test_positions_in_or_across_an_archive_hole_are_one_line(holed: Path, line: str, words: str) -> None:
+    assert run(holed, line) == (1, [], [f"metashell: {line.split()[0]}: {words}"])

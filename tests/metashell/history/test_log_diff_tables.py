@@ -139,6 +139,8 @@ DIFF_TABLE = [
         "~ /brokers/1  epoch 11 -> 30, incarnation-id AAAAAAAAAAAAAAAAAAAACg -> AAAAAAAAAAAAAAAAAAAACw, "
         "state active -> controlled-shutdown, in-controlled-shutdown false -> true"]),
     ("diff 7 30 /acls", []),  # created and removed between the points: no difference
+    ("diff 3 21 /brokers/1/fenced", ["~ /brokers/1/fenced  false -> true"]),  # registered again: fenced
+    ("diff 3 22 /brokers/1/fenced", []),  # ... and unfenced: changed and changed back
     ("diff 10 28 /scram", ["~ /scram/SCRAM-SHA-256/alice  iterations 4096 -> 8192"]),
     ("diff 23 latest /quorum", [  # in path order
         "+ /quorum/kraft-version  1", "~ /quorum/leader  leaderId 1 -> 2, epoch 1 -> 2",

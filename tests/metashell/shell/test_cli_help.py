@@ -35,7 +35,8 @@ def _dispatched() -> list[str]:
 
 
 def test_every_dispatched_command_is_in_the_tables_the_help_reads() -> None:
-    assert set(_dispatched()) == {*cli.DASHBOARD_COMMANDS, "export", *(f"bench {b}" for b in cli.BENCH_COMMANDS)}
+    assert set(_dispatched()) == {*cli.DASHBOARD_COMMANDS, "export", "record",
+                                  *(f"bench {b}" for b in cli.BENCH_COMMANDS)}
 
 
 @pytest.mark.slow
@@ -82,8 +83,8 @@ def test_docs_tree_table_has_every_root_node() -> None:
 @pytest.mark.parametrize("argv, line", [
     (["dahs", "--log-dir", "/nonexistent"], "metashell: unknown command: dahs (did you mean dash?)"),
     (["exprt", "--demo", "/topics"], "metashell: unknown command: exprt (did you mean export?)"),
-    (["bench"], "metashell: bench needs one of: dash, export, attach (metashell bench dash --help)"),
-    (["bench", "dsh"], "metashell: unknown bench: dsh (did you mean dash?); give one of: dash, export, attach"),
+    (["bench"], "metashell: bench needs one of: dash, export, attach, log (metashell bench dash --help)"),
+    (["bench", "dsh"], "metashell: unknown bench: dsh (did you mean dash?); give one of: dash, export, attach, log"),
 ])
 def test_a_mistyped_subcommand_is_named_before_the_source_is_asked_for(argv: list[str], line: str) -> None:
     done = _metashell(*argv)
