@@ -11,15 +11,15 @@ nothing here reads a record or works out a change.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from metashell.dashboard.widgets.columns import Column
 
 if TYPE_CHECKING:
-    from engine.storage.log_reader import LogEntry
     from metashell.history.change_items import ChangeItem
 
 Cell = tuple[str, "str | None"]
@@ -63,32 +63,22 @@ def relative(path: str, item_path: str) -> str:
     return item_path
 
 
-def batches_of(entries: Sequence["LogEntry"], batch_starts: Sequence[int]) -> Iterator[list["LogEntry"]]:
-    """A History's entries cut back into their batches (a transaction's end needs its batch)."""
-    position = 0
-    starts = list(batch_starts) + [None]
-    for index in range(len(starts) - 1):
-        batch: list[LogEntry] = []
-        stop = starts[index + 1]
-        while position < len(entries) and (stop is None or entries[position].offset < stop):
-            batch.append(entries[position])
-            position += 1
-        if batch:
-            yield batch
-
-
 # -- which History of change items answers -------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class Held:
     """A live source's records, taken on the UI thread (the live History grows and is cut there;
-    a worker must not read its lists meanwhile): its starting image and what follows it."""
+    a worker must not read its lists meanwhile): what ``LiveItems.history`` reads of a growing
+    MetadataHistory, frozen."""
 
-    image: Any
+    start_image: Any
     entries: tuple[Any, ...]
-    batch_starts: tuple[int, ...]
     start_offset: int
     last_offset: int
+    resets: int = 0
+
+    def index_of(self, offset: int) -> int:
+        return bisect_right([entry.offset for entry in self.entries], offset) - 1
 
 
 def held(source: Any) -> Held | None:
@@ -97,8 +87,7 @@ def held(source: Any) -> Held | None:
     if getattr(source, "live", None) is None:
         return None
     replay = source.replay
-    return Held(replay.start_image, tuple(replay.entries), tuple(replay.batch_starts), source.start_offset,
-                source.last_offset)
+    return Held(replay.start_image, tuple(replay.entries), source.start_offset, source.last_offset)
 
 
 def change_history(directory: Path | None, live: Held | None, note=lambda line: None) -> Any:
@@ -107,11 +96,10 @@ def change_history(directory: Path | None, live: Held | None, note=lambda line: 
     worker: sqlite objects stay in the thread that made them, so it is made per question); a log
     directory, every run's items (a MemoryHistory: plain data, kept by the caller)."""
     from metashell.history.history_index import IndexHistory, archive_root
-    from metashell.history.sources import fetched_history, log_dir_history
+    from metashell.history.sources import LiveItems, log_dir_history
 
-    if live is not None:
-        return fetched_history(live.image, batches_of(live.entries, live.batch_starts), live.start_offset,
-                               live.last_offset, "what the dashboard holds")
+    if live is not None:  # as the shell's log live: the items of the records held (replayed here, in the worker)
+        return LiveItems().history(live, "what the dashboard holds")
     if directory is None:
         raise ValueError("a snapshot holds one point in time: a history needs a log directory, an archive or a "
                          "live quorum")

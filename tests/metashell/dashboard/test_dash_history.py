@@ -321,9 +321,8 @@ def test_a_point_inside_a_gap_is_refused_in_one_line_and_nothing_moves(damaged: 
 
 def test_an_archive_hole_is_a_gap_of_the_timeline(tmp_path: Path) -> None:
     """A hand-made archive: segments 0..6, 7..11 and 12, the middle one deleted, the snapshot at
-    12 kept and the manifest naming the gap (as the recorder leaves a hole, brief contract 1). The
-    reader treats a hole as a gap once the recorder's reading change is in; before it, a replay
-    runs across the hole and this test has nothing to look at."""
+    12 kept and the manifest naming the gap (as the recorder leaves a hole, docs/recorder.md); the
+    reader treats the hole as a gap (engine/image/log_holes.py)."""
     directory = write_scripted(tmp_path / "archive", roll_after=(3, 6))
     with MetadataLog.create(directory, fsync_policy="never") as log:
         log.write_snapshot(SnapshotId(12, 1), image_records(load_log_dir(directory, offset=11)[0]),
@@ -336,8 +335,6 @@ def test_an_archive_hole_is_a_gap_of_the_timeline(tmp_path: Path) -> None:
         "ranges": [[0, 6], [12, 12]], "gaps": [{"first": 7, "resume": 12, "reason": "the recorder fell behind",
                                                 "recorded_ms": START_MS + 9000}], "snapshots": [[12, 1]]}))
     history = History.open_log_dir(directory)
-    if not history.replay.gaps:
-        pytest.skip("the reader does not treat a hole between segments as a gap yet (the recorder branch)")
 
     async def body(pilot, screen: MainScreen) -> None:
         timeline = screen.query_one(Timeline)
