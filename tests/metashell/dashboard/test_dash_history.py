@@ -426,3 +426,41 @@ def test_live_the_history_is_what_the_dashboard_holds_and_grows_with_it(demo_log
         again = [r[0] for r in texts(box.query_one("#changes-table").rows)]
         assert again[-len(first):] == first and {"18", "20"} <= set(again)  # fenced at 18, unfenced at 20
     run(DashboardApp(source, poll_ticker=poll), body, size=(160, 50))
+
+
+def test_an_archive_the_recorders_writer_made_is_shown_whole(tmp_path: Path) -> None:
+    """The recorder's own writer (metashell.record.archive) over a leader that deleted offsets 6..14
+    before they were fetched: the archive holds 0..5, the leader's snapshot at 15 and 15..17."""
+    from metashell.record.archive import Archive
+    from tests.metashell.record.archive_fixtures import FakeLeaderLog
+
+    leader = FakeLeaderLog()
+    archive = Archive(tmp_path / "a").open()
+    for _ in range(2):
+        archive.append(leader.append())
+    archive.commit()
+    for _ in range(3):
+        leader.append()
+    snapshot_id, data = leader.snapshot()
+    archive.reset(data, snapshot_id, "the leader's log starts past the archive's end", 1234)
+    archive.append(leader.append())
+    archive.commit()
+    archive.close()
+
+    async def body(pilot, screen: MainScreen) -> None:
+        timeline = screen.query_one(Timeline)
+        assert "run 14..17 shown (of 2 runs)" in timeline.words_text()
+        assert "gap 6..14: archive gap: offsets 6 to 14 are in no segment: the leader's log starts past the " \
+               "archive's end" in str(timeline.tooltip)
+        assert "⚠ archive with gaps: 14..17 shown (-1..5 by g)" in screen.query_one(HeaderBar).info.position
+        await pilot.press("g", "1", "0", "enter")
+        await pilot.pause()
+        prompt = pilot.app.screen
+        assert isinstance(prompt, PromptScreen) and "archive gap" in str(prompt.query_one("#prompt-error").render())
+        await pilot.press("escape", "less_than_sign")
+        await pilot.pause()
+        assert screen.frame.offset == 5 and screen.source.last_offset == 5
+        box = await node_history(pilot, screen, "/configs/TOPIC/t0/k1")
+        assert [(r[0], r[3]) for r in texts(box.query_one("#changes-table").rows)] == [("1", "created 1")]
+        assert (tmp_path / "a" / "history-index").is_dir()  # answered from the archive's index
+    run(DashboardApp(History.open_log_dir(tmp_path / "a")), body)
