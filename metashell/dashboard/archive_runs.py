@@ -126,11 +126,20 @@ class RunCache:
     def add(self, run: Run, history: object) -> None:
         self._held[run] = history
 
+    def held(self, run: Run) -> object | None:
+        """The History of ``run`` if it was opened."""
+        return self._held.get(run)
+
     def history_for(self, run: Run) -> object:
         """The History of ``run``: opened once (a replay from the run's starting snapshot)."""
         held = self._held.get(run)
         if held is None:
-            held = self._held[run] = self._open(self.directory, run[0])
+            held = self._open(self.directory, run[0])
+            got = (getattr(held, "start_offset", run[0]), getattr(held, "last_offset", run[1]))
+            if got[0] > run[0] or got[1] < run[1]:  # the directory changed since the runs were found
+                raise ValueError(f"the log changed since it was opened: offsets {run[0]}..{run[1]} now read as "
+                                 f"{got[0]}..{got[1]}")
+            self._held[run] = held
         return held
 
     @property

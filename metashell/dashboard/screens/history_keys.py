@@ -26,10 +26,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from textual import work
 from textual.binding import Binding, BindingType
+from textual.worker import get_current_worker
 
 from metashell.dashboard import change_views, diff_views
 from metashell.dashboard.archive_runs import RunCache, Spans, neighbour_run, spans_of
+from metashell.dashboard.failure import one_line
 from metashell.dashboard.model import Frame
 from metashell.dashboard.screens.changes_screen import ChangesScreen
 from metashell.dashboard.screens.goto_checks import checked_offset
@@ -79,20 +82,12 @@ class HistoryKeys(_Base):
         src = self.source
         return (src.start_offset, src.last_offset)
 
-    def history_of_run(self, run: tuple[int, int]) -> Any:
-        """The History of ``run`` (the one shown, or one opened for it once)."""
-        if self._runs is None or run == self.shown_run():
-            return self.source
-        with self._runs_lock:  # the node history's worker opens runs too
-            return self._runs.history_for(run)
-
     def goto_offset(self, offset: int) -> None:
         """Show ``offset`` (``g``), switching to its run when another one holds it. A point in no
         run (the prompt refuses it before it gets here) is clamped to the run shown."""
         run = self.spans.run_of(offset)
         if run is not None and run != self.shown_run():
-            self.switch_source(self.history_of_run(run))
-            self.show(self.source.frame_at(offset))
+            self._switch_to(run, lambda history: history.frame_at(offset))
         else:
             self._go(self.source.frame_at(offset, self.frame))
 
@@ -102,10 +97,41 @@ class HistoryKeys(_Base):
             offset = self.source.replay.image_at(time_ms=time_ms)[0].provenance.last_offset
             run = self.spans.run_of(offset)
             if run is not None and run != self.shown_run():
-                self.switch_source(self.history_of_run(run))
-                self.show(self.source.at_time(time_ms))
+                self._switch_to(run, lambda history: history.at_time(time_ms))
                 return
         self._go(self.source.at_time(time_ms, self.frame))
+
+    def _switch_to(self, run: tuple[int, int], point: Callable[[Any], Frame]) -> None:
+        """Show ``point`` of ``run``'s History: at once when opened before, else once a worker has
+        opened it (a replay of the whole run: the keys stay live meanwhile)."""
+        assert self._runs is not None
+        held = self._runs.held(run)
+        if held is not None:
+            self.switch_source(held)
+            self.show(point(held))
+            return
+        self.notify(f"opening offsets {run[0]}..{run[1]}: replaying that run from its start…", timeout=4)
+        self._open_run(run, point)
+
+    @work(thread=True, exclusive=True, group="open-run")
+    def _open_run(self, run: tuple[int, int], point: Callable[[Any], Frame]) -> None:
+        assert self._runs is not None
+        try:
+            with self._runs_lock:
+                history = self._runs.history_for(run)
+            if not getattr(history, "under_counted", True):  # a big starting image: counted here, off the UI thread
+                history.set_under_base(history.count_under_base())
+        except Exception as exc:  # noqa: BLE001 - the run could not be read: one line, the position stays
+            why = " ".join(str(exc).split()) if type(exc) is ValueError else one_line(exc)
+            self.app.call_from_thread(self.notify, f"offsets {run[0]}..{run[1]} cannot be opened: {why}",
+                                      severity="error", timeout=10)
+            return
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._arrived, history, point)
+
+    def _arrived(self, history: Any, point: Callable[[Any], Frame]) -> None:
+        self.switch_source(history)
+        self.show(point(history))
 
     def action_run(self, direction: int) -> None:
         """To the end of the run before, or the start of the run after (the other side of a gap)."""
@@ -128,8 +154,6 @@ class HistoryKeys(_Base):
         """Put ``source`` (another run's History) under every panel that reads the source."""
         self.source = source
         self.query_one(EventsFeed).source = source
-        if not getattr(source, "under_counted", True) and self.counted:
-            source.set_under_base(source.count_under_base())
         self._seen = (source.generation, source.reshaped)
         self.query_one(Charts).follow(source)
         self.frame = None  # the next frame is shown whole: nothing of the other run's carries over

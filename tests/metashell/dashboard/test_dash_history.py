@@ -97,18 +97,26 @@ def damaged(tmp_path: Path) -> Path:
 def run(app: DashboardApp, body, size: tuple[int, int] = (80, 24)) -> None:
     async def main() -> None:
         async with app.run_test(size=size) as pilot:
-            await pilot.pause()
+            await settle(pilot)
             await body(pilot, app.main)
     asyncio.run(main())
 
 
+async def settle(pilot) -> None:
+    """Let the app take in what was pressed, the workers it started included (another run is
+    opened in one)."""
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 async def opened(pilot, refused: bool = False) -> ChangesScreen:
     """The history or diff box, once its worker has answered (with its refusal: ``refused``)."""
-    await pilot.pause()
+    await settle(pilot)
     box = pilot.app.screen
     assert isinstance(box, ChangesScreen)
     await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(pilot)
     assert box.loaded and (box.failure is not None) == refused, box.failure
     return box
 
@@ -120,7 +128,7 @@ def texts(rows) -> list[list[str]]:
 async def node_history(pilot, screen: MainScreen, path: str) -> ChangesScreen:
     await pilot.press("7")  # the node browser in front (the tabbed layout at 80x24)
     assert screen.query_one(NodeBrowser).select_path(path)
-    await pilot.pause()
+    await settle(pilot)
     await pilot.press("h")
     return await opened(pilot)
 
@@ -142,7 +150,7 @@ def test_h_lists_a_config_leafs_history_newest_first_with_the_aborted_change_apa
         assert shows(pilot.app, r"^│ 4 changes under /configs/TOPIC/orders/retention\.ms, newest first")
         assert shows(pilot.app, r"│ +10 2026-01-01 00:00:05\.000 retention\.ms +2000 -> 3000 ")
         await pilot.press("escape")
-        await pilot.pause()
+        await settle(pilot)
         assert pilot.app.screen is screen
     run(DashboardApp(History.open_log_dir(scripted)), body)
 
@@ -189,7 +197,7 @@ def test_two_marks_show_their_diff(scripted: Path) -> None:
         timeline = screen.query_one(Timeline)
         assert not timeline.display  # one run, no mark: every row for the panels
         await pilot.press("m")
-        await pilot.pause()
+        await settle(pilot)
         assert timeline.display and "marks A 4" in timeline.words_text() and "A" in timeline.bar_text()
         await pilot.press("end", "m")
         box = await opened(pilot)
@@ -200,10 +208,10 @@ def test_two_marks_show_their_diff(scripted: Path) -> None:
         assert box.view.summary == ("diff 4 12: 2 paths differ · 1 change of aborted transactions left out (no effect)\n"
                                     "configs 1 changed · partitions 1 changed")
         await pilot.press("escape")
-        await pilot.pause()
+        await settle(pilot)
         assert screen.marks == (4, 12) and "B" in timeline.bar_text()
         await pilot.press("M")  # cleared: the timeline goes (one run)
-        await pilot.pause()
+        await settle(pilot)
         assert screen.marks == () and not timeline.display
     run(DashboardApp(History.open_log_dir(scripted), offset=4), body)
 
@@ -221,7 +229,7 @@ def test_marks_in_either_order(scripted: Path) -> None:
 def test_marks_across_a_gap_are_refused_as_diff_refuses_them(damaged: Path) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("m", "g", "5", "enter")
-        await pilot.pause()
+        await settle(pilot)
         await pilot.press("m")
         box = await opened(pilot, refused=True)
         assert box.title_text == "diff 5 23"
@@ -229,7 +237,7 @@ def test_marks_across_a_gap_are_refused_as_diff_refuses_them(damaged: Path) -> N
         assert box.failure.endswith("): mark two points on one side of it") and "\n" not in box.failure
         assert shows(pilot.app, r"^│ diff 5 23 crosses a gap")
         await pilot.press("escape", "M", "g", "2", "0", "enter")  # both after the gap: a diff
-        await pilot.pause()
+        await settle(pilot)
         await pilot.press("m", "end", "m")
         box = await opened(pilot)
         assert box.title_text == "diff 20 23"
@@ -257,7 +265,7 @@ def test_g_and_T_into_another_run_open_it_and_the_slider_follows(damaged: Path) 
     async def body(pilot, screen: MainScreen) -> None:
         timeline = screen.query_one(Timeline)
         await pilot.press("g", "5", "enter")
-        await pilot.pause()
+        await settle(pilot)
         assert pilot.app.screen is screen and screen.frame.offset == 5
         assert (screen.source.start_offset, screen.source.last_offset) == (-1, 9)  # that run's History
         assert "run -1..9 shown" in timeline.words_text()
@@ -266,14 +274,14 @@ def test_g_and_T_into_another_run_open_it_and_the_slider_follows(damaged: Path) 
         # the panels read the run shown: at 5 broker 2 is registered, fenced until its unfence at 8
         assert screen.frame.image.cluster.brokers[2].fenced
         await pilot.press("T", *"2026-01-01T00:00:09Z", "enter")  # back across the gap, by time
-        await pilot.pause()
+        await settle(pilot)
         assert screen.source.start_offset == 14 and screen.frame.offset == 21
         assert "run 14..23 shown" in timeline.words_text()
         await pilot.press("g", "7", "enter")  # the run opened before is kept: the same History again
-        await pilot.pause()
+        await settle(pilot)
         first = screen.source
         await pilot.press("g", "2", "0", "enter", "g", "3", "enter")
-        await pilot.pause()
+        await settle(pilot)
         assert screen.source is first and screen.frame.offset == 3
     run(DashboardApp(History.open_log_dir(damaged)), body)
 
@@ -282,22 +290,22 @@ def test_the_run_keys_and_a_click_on_the_slider_cross_the_gap_but_never_land_in_
     async def body(pilot, screen: MainScreen) -> None:
         timeline = screen.query_one(Timeline)
         await pilot.press("greater_than_sign")  # no run after the newest: nothing moves
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == 23
         await pilot.press("less_than_sign")  # the end of the run before the gap
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == 9 and screen.source.last_offset == 9
         await pilot.press("greater_than_sign")  # the start of the run after it: its snapshot's image
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == 14 and screen.source.start_offset == 14
         bar = timeline.bar_text()
         await pilot.click(Timeline, offset=(1 + bar.index("░") + 1, 0))  # (the padding, then the bar's cell)
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == 14  # refused: the gap has no point to show
         assert any(n.message.startswith("offset 1") and "damaged part of the log" in n.message
                    for n in pilot.app._notifications)
         await pilot.click(Timeline, offset=(1 + bar.index("─"), 0))  # the first cell: offset -1
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == -1 and screen.source.last_offset == 9
     run(DashboardApp(History.open_log_dir(damaged)), body)
 
@@ -306,14 +314,14 @@ def test_a_point_inside_a_gap_is_refused_in_one_line_and_nothing_moves(damaged: 
     async def body(pilot, screen: MainScreen) -> None:
         before, source, bar = screen.frame.offset, screen.source, screen.query_one(Timeline).bar_text()
         await pilot.press("g", "1", "1", "enter")
-        await pilot.pause()
+        await settle(pilot)
         prompt = pilot.app.screen
         assert isinstance(prompt, PromptScreen) and prompt.title_text == "Go to offset (-1..9, 14..23)"
         error = str(prompt.query_one("#prompt-error").render())
         assert error.startswith("offset 11 is in a damaged part of the log, which no replay reaches (")
         assert "\n" not in error and "Traceback" not in error
         await pilot.press("escape")
-        await pilot.pause()
+        await settle(pilot)
         assert pilot.app.screen is screen and screen.frame.offset == before and screen.source is source
         assert screen.query_one(Timeline).bar_text() == bar
     run(DashboardApp(History.open_log_dir(damaged)), body)
@@ -342,11 +350,11 @@ def test_an_archive_hole_is_a_gap_of_the_timeline(tmp_path: Path) -> None:
         assert "gap 7..11: archive gap: " in str(timeline.tooltip) and "the recorder fell behind" in str(timeline.tooltip)
         assert "⚠ archive with gaps: 11..12 shown (-1..6 by g)" in screen.query_one(HeaderBar).info.position
         await pilot.press("g", "9", "enter")
-        await pilot.pause()
+        await settle(pilot)
         assert isinstance(pilot.app.screen, PromptScreen)  # inside the hole: refused, nothing moves
         assert screen.frame.offset == 12
         await pilot.press("escape", "g", "5", "enter")
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == 5 and screen.source.last_offset == 6
         box = await node_history(pilot, screen, RETENTION)  # through the archive's index (built here)
         rows = texts(box.query_one("#changes-table").rows)
@@ -376,7 +384,7 @@ def test_at_80x24_the_timeline_leaves_the_panels_their_rows_and_the_box_fits(dam
 def test_the_help_lists_the_history_keys(scripted: Path) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("question_mark")
-        await pilot.pause()
+        await settle(pilot)
         help_screen = pilot.app.screen
         assert isinstance(help_screen, HelpScreen)
         rows = {(keys, where): what for keys, what, where in help_screen.rows}
@@ -390,7 +398,7 @@ def test_h_on_a_path_without_history_says_so_in_one_line(scripted: Path) -> None
     async def body(pilot, screen: MainScreen) -> None:
         await pilot.press("7")
         assert screen.query_one(NodeBrowser).select_path("/local")
-        await pilot.pause()
+        await settle(pilot)
         await pilot.press("h")
         box = await opened(pilot, refused=True)
         assert box.failure.startswith("/local: no history is kept there (changes are kept under /brokers, ")
@@ -419,7 +427,7 @@ def test_live_the_history_is_what_the_dashboard_holds_and_grows_with_it(demo_log
         await pilot.press("escape")
         feed.push(batches[5:])
         poll.tick()
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == 23
         await pilot.press("h")
         box = await opened(pilot)
@@ -454,13 +462,28 @@ def test_an_archive_the_recorders_writer_made_is_shown_whole(tmp_path: Path) -> 
                "archive's end" in str(timeline.tooltip)
         assert "⚠ archive with gaps: 14..17 shown (-1..5 by g)" in screen.query_one(HeaderBar).info.position
         await pilot.press("g", "1", "0", "enter")
-        await pilot.pause()
+        await settle(pilot)
         prompt = pilot.app.screen
         assert isinstance(prompt, PromptScreen) and "archive gap" in str(prompt.query_one("#prompt-error").render())
         await pilot.press("escape", "less_than_sign")
-        await pilot.pause()
+        await settle(pilot)
         assert screen.frame.offset == 5 and screen.source.last_offset == 5
         box = await node_history(pilot, screen, "/configs/TOPIC/t0/k1")
         assert [(r[0], r[3]) for r in texts(box.query_one("#changes-table").rows)] == [("1", "created 1")]
         assert (tmp_path / "a" / "history-index").is_dir()  # answered from the archive's index
     run(DashboardApp(History.open_log_dir(tmp_path / "a")), body)
+
+
+def test_a_run_that_cannot_be_opened_any_more_is_one_line_and_nothing_moves(damaged: Path) -> None:
+    """The log changed under the dashboard (its segment deleted): ``g`` into the other run fails in
+    the worker that opens it, said in one line; the run shown stays."""
+    async def body(pilot, screen: MainScreen) -> None:
+        source = screen.source
+        (damaged / "__cluster_metadata-0" / "00000000000000000000.log").unlink()
+        await pilot.press("g", "5", "enter")
+        await settle(pilot)
+        assert pilot.app.screen is screen and screen.source is source and screen.frame.offset == 23
+        lines = [n.message for n in pilot.app._notifications if n.severity == "error"]
+        assert len(lines) == 1 and lines[0].startswith("offsets -1..9 cannot be opened: ")
+        assert "\n" not in lines[0] and "Traceback" not in lines[0]
+    run(DashboardApp(History.open_log_dir(damaged)), body)

@@ -85,6 +85,7 @@ def test_the_dashboard_opens_the_newest_run_and_says_the_log_is_damaged(damaged:
         assert "the log stops at damage" in error and error.endswith(RUNS)
         # a point of the other run: that run is opened and shown (tests/metashell/dashboard/test_dash_history_runs.py)
         await pilot.press("g", "5", "enter")
+        await pilot.app.workers.wait_for_complete()  # (that run is opened in a worker)
         await pilot.pause()
         assert pilot.app.screen is screen and screen.frame.offset == 5
         assert screen.query_one(HeaderBar).info.position == "offset 5 / 9 · ⚠ damaged log: -1..9 shown (14..23 by g)"
