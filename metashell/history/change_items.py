@@ -39,7 +39,8 @@ and differ in ``topic_id`` (and in the topic's value): two topics, not one.
 Offsets: ``offset``/``timestamp_ms`` say where the change took effect (a committed transaction's
 records at its EndTransactionRecord, an aborted one's at its AbortTransactionRecord, a record of
 a transaction still open at its own place); ``record_offset`` is the record's own. Items come in
-log order of ``offset`` (so a transaction's come at its end), each record's in change-set order.
+log order of ``offset`` (so a transaction's come at its end), each record's in change-set order
+(a record's several configs, which a RemoveTopicRecord drops in no stable order, by key).
 """
 
 from __future__ import annotations
@@ -254,8 +255,8 @@ def _tokens(item, token_id: str, change: Change, replay) -> Iterator[ChangeItem]
                v.token_json(change.before), v.token_json(change.after))
 
 
-_KEYED = {"features": _features, "brokers": _brokers, "controllers": _controllers, "topics": _topics, "configs": _configs, "client_quotas": _client_quotas, "acls": _acls,
-          "scram": _scram, "tokens": _tokens}
+_KEYED = {"features": _features, "brokers": _brokers, "controllers": _controllers, "topics": _topics,
+          "configs": _configs, "client_quotas": _client_quotas, "acls": _acls, "scram": _scram, "tokens": _tokens}
 
 
 def _voters(item, change: Change) -> Iterator[ChangeItem]:

@@ -5,15 +5,18 @@ directory is an archive; a node's own log directory gets no index: nothing is wr
 is a cache of what ``change_items`` gives for the archive's runs (metashell/history/sources.py):
 
 - ``items``: one row per item, compact (metashell/history/query.py: an object's changed fields
-  only), with its offset, time, path and topic id as columns; indexed by (path, offset) and by
-  topic id, so a path's items are read without reading the others;
+  only): its offset, time, path (``paths``: the path with its domain, entity and key) and topic
+  (``topics``: the topic id) as columns, the rest as a short JSON array (record types and events
+  by number: ``names``); indexed by (path,
+  offset) and by topic, so a path's items are read without reading the others;
 - ``meta``: the format, the archive's segments and snapshots as indexed (names and sizes), the
   runs and gaps, the offset through which every item is final (``settled``: before a
   transaction still open at the end, whose items change when it ends).
 
 Trust: the index is checked against the archive each time it is opened (one listing, no reads).
-Segments only appended to (the last one grown, new ones after it): the index is brought up to date
-from the newest snapshot at or before ``settled``. Anything else (a segment gone, shrunk or
+Segments only appended to (the last one grown, new ones after it; the oldest segments and
+snapshots perhaps deleted by retention): the index is brought up to date from the newest
+snapshot at or before ``settled``, and what is now before the archive's earliest point dropped. Anything else (a segment gone, shrunk or
 rewritten, a snapshot gone, an unreadable or foreign index): it is rebuilt, into a new file that
 replaces the old one whole, so an interrupted build leaves the old one (or none), never half of one.
 """
@@ -33,7 +36,7 @@ from metashell.history.sources import HistoryGap, first_time, log_runs, run_item
 
 INDEX_DIR = "history-index"
 INDEX_FILE = "items.sqlite"
-FORMAT = 2
+FORMAT = 3
 MANIFEST = "archive.json"
 BATCH_ROWS = 20_000
 
@@ -42,6 +45,7 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE paths(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, domain TEXT NOT NULL, entity TEXT NOT NULL,
                    key TEXT);
 CREATE TABLE topics(id INTEGER PRIMARY KEY, topic_id TEXT NOT NULL UNIQUE);
+CREATE TABLE names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE items(id INTEGER PRIMARY KEY, offset INTEGER NOT NULL, ts INTEGER NOT NULL,
                    path_id INTEGER NOT NULL, topic INTEGER, data TEXT NOT NULL);
 CREATE INDEX items_by_path ON items(path_id, offset);
@@ -64,17 +68,22 @@ def _signature(listing: LogDirListing) -> dict:
 
 
 def _appended(old: dict, new: dict) -> bool:
-    """``new`` is ``old`` with records appended: the same snapshots and more, the same segments
-    with the last one grown and new ones after it."""
+    """``new`` is ``old`` with records appended, and perhaps its oldest files deleted (a recorder's
+    retention): the segments kept as they were but the last, grown, then new ones; the snapshots
+    kept, and new ones only past the old newest (names sort as their offsets)."""
     old_segments, new_segments = old["segments"], new["segments"]
-    if not old_segments or len(new_segments) < len(old_segments) or new["snapshots"][:len(old["snapshots"])] != \
-            old["snapshots"]:
+    names = [name for name, _ in old_segments]
+    if not new_segments or new_segments[0][0] not in names:
         return False
-    head = len(old_segments) - 1
-    if new_segments[:head] != old_segments[:head]:
+    kept = old_segments[names.index(new_segments[0][0]):]
+    head = len(kept) - 1
+    if len(new_segments) <= head or new_segments[:head] != kept[:head]:
         return False
-    name, size = old_segments[head]
-    return new_segments[head][0] == name and new_segments[head][1] >= size
+    name, size = kept[head]
+    if new_segments[head][0] != name or new_segments[head][1] < size:
+        return False
+    newest = old["snapshots"][-1] if old["snapshots"] else ""
+    return all(s in old["snapshots"] or s > newest for s in new["snapshots"])
 
 
 class IndexHistory:
@@ -87,6 +96,7 @@ class IndexHistory:
         self.path = root / INDEX_DIR / INDEX_FILE
         self._paths: dict[int, tuple] = {}  # path id -> (path, domain, entity, key), as read
         self._topics: dict[int, str] = {}
+        self._names: dict[int, str] = {}
         self.db = self._open()
         meta = self._meta()
         self.runs = tuple(tuple(run) for run in meta["runs"])
@@ -151,14 +161,17 @@ class IndexHistory:
     def _update(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict) -> None:
         settled = json.loads(self._get(db, "settled"))
         db.execute("DELETE FROM items WHERE offset > ?", (settled,))
-        self._fill(db, listing, signature, settled=settled)
+        runs = self._fill(db, listing, signature, settled=settled)
+        if runs:  # the oldest files deleted: what is before the earliest point now goes too, as in a rebuild
+            db.execute("DELETE FROM items WHERE offset <= ?", (runs[0][0],))
         db.commit()
 
-    def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None) -> None:
-        """Add the items after ``settled`` (None: all), and the meta that goes with them."""
+    def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None) -> tuple:
+        """Add the items after ``settled`` (None: all), and the meta that goes with them; returns the runs."""
         runs, gaps = log_runs(listing)
         paths = dict(db.execute("SELECT path, id FROM paths"))
         topics = dict(db.execute("SELECT topic_id, id FROM topics"))
+        names = _Names(db)
         rows: list[tuple] = []
         open_from: int | None = None
         last = -1
@@ -181,7 +194,7 @@ class IndexHistory:
                     if topic is None:
                         topic = topics[item.topic_id] = db.execute("INSERT INTO topics(topic_id) VALUES (?)",
                                                                    (item.topic_id,)).lastrowid
-                rows.append((item.offset, item.timestamp_ms, path_id, topic, _row_data(compact(item))))
+                rows.append((item.offset, item.timestamp_ms, path_id, topic, _row_data(compact(item), names)))
                 if len(rows) >= BATCH_ROWS:
                     _insert(db, rows)
             last = max(last, run[1])
@@ -191,6 +204,7 @@ class IndexHistory:
                 "first_time_ms": first_time(self.directory, listing, runs) if runs else None}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                        [(key, json.dumps(value)) for key, value in meta.items()])
+        return runs
 
     # -- questions ----------------------------------------------------------------------------------
 
@@ -230,9 +244,16 @@ class IndexHistory:
                 topic_id = self._topics[topic] = self.db.execute("SELECT topic_id FROM topics WHERE id = ?",
                                                                  (topic,)).fetchone()[0]
         record_offset, record, event, old, new, aborted, *whole = json.loads(data)
+        record, event = self._name(record), self._name(event)
         fields = tuple(new) if isinstance(old, dict) and isinstance(new, dict) and not whole else ()
         return ChangeItem(offset, ts, path[1], path[2], path[3], path[0], old, new, record, aborted,
                           record_offset=offset - record_offset, topic_id=topic_id, fields=fields, event=event)
+
+    def _name(self, name_id: int) -> str:
+        name = self._names.get(name_id)
+        if name is None:
+            name = self._names[name_id] = self.db.execute("SELECT name FROM names WHERE id = ?", (name_id,)).fetchone()[0]
+        return name
 
     def offset_at_time(self, time_ms: int) -> int:
         row = self.db.execute("SELECT max(offset) FROM items WHERE ts <= ?", (time_ms,)).fetchone()
@@ -247,10 +268,24 @@ def _insert(db: sqlite3.Connection, rows: list[tuple]) -> None:
     rows.clear()
 
 
-def _row_data(item: ChangeItem) -> str:
+class _Names:
+    """Record types and events by number (``names``): a row says ``3``, not PARTITION_CHANGE_RECORD."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.ids = dict(db.execute("SELECT name, id FROM names"))
+
+    def __call__(self, name: str) -> int:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = self.db.execute("INSERT INTO names(name) VALUES (?)", (name,)).lastrowid
+        return found
+
+
+def _row_data(item: ChangeItem, names: _Names) -> str:
     """A compact item's own part of its row (the path's and topic's parts are in their tables; an
     object's changed fields are the keys its compact old and new keep)."""
-    row = [item.offset - item.record_offset, item.record, item.event, item.old, item.new, item.aborted]
+    row = [item.offset - item.record_offset, names(item.record), names(item.event), item.old, item.new, item.aborted]
     if not item.fields and isinstance(item.old, dict) and isinstance(item.new, dict):
         row.append(1)  # two objects, no field differs as shown (a SCRAM credential's redacted salt changed)
     return json.dumps(row, separators=(",", ":"))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from metashell.history.change_items import ChangeItem
-from metashell.tree.nodes import split_path
+from metashell.tree.nodes import canonical_name, split_path
 
 # the top directories whose changes are kept (those a change set reaches)
 ROOTS = ("brokers", "controllers", "topics", "topic-ids", "features", "configs", "client-quotas", "acls",
@@ -63,15 +63,26 @@ class PathQuery:
         return self.field[1] in item.fields or (item.old is None) != (item.new is None)
 
 
+def _canonical(parts: list[str]) -> list[str]:
+    """Each name in its encoded form (a quota entity stays as typed: its ``,`` and ``=`` are its own)."""
+    out = []
+    for index, part in enumerate(parts):
+        keep = index == 1 and parts[0] == "client-quotas" or part in (".", "..")
+        out.append(part if keep else canonical_name(part) or part)
+    return out
+
+
 def _under(path: str, prefix: str) -> bool:
     return prefix == "/" or path == prefix or path.startswith(prefix + "/")
 
 
 def path_query(path: str) -> PathQuery:
-    """The query for an absolute path (QueryError: a path whose history is not kept)."""
-    parts = split_path(path)
+    """The query for an absolute path (QueryError: a path whose history is not kept). Names may be
+    typed as the tree shows them or otherwise (``'my group'``, ``%2f``), as ``cd`` takes them."""
+    parts = _canonical(split_path(path))
     if not parts:
         return PathQuery("/", ("/",))
+    path = "/" + "/".join(parts)
     top = parts[0]
     if top not in ROOTS:
         raise QueryError(f"{path}: no history is kept there (changes are kept under "

@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple, Protocol
+from typing import Iterator, NamedTuple, Protocol
 
 from engine.image.log_runs import damage_of, runs_of, scan_log
 from engine.image.metadata_loader import first_reachable, replay_start, segment_batches

@@ -9,6 +9,7 @@ since attach.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from metashell.history.positions import (
 )
 from metashell.history.query import QueryError, compact, fold, path_query
 from metashell.history.render import diff_lines, log_lines, stat_lines
-from metashell.shell.registry import ArgParser, ShellError, command
+from metashell.shell.registry import ShellError, command
 from metashell.shell.session import Session
 
 _CACHE = "_change_history"  # the session's attribute: (what it was read from, the History)
@@ -46,9 +47,9 @@ def session_history(session: Session) -> Any:
         if root is not None:
             try:
                 return IndexHistory(root, note=lambda line: session.err(f"metashell: {line}"))
-            except OSError as exc:  # a read-only archive: answered without an index
-                session.err(f"metashell: history index: cannot be written ({exc.strerror or exc}): reading the "
-                            "archive instead")
+            except (OSError, sqlite3.Error) as exc:  # a read-only archive: answered without an index
+                why = getattr(exc, "strerror", None) or str(exc)
+                session.err(f"metashell: history index: cannot be written ({why}): reading the archive instead")
         key = ("dir", _signature(Path(source.log_dir)))
         cached = getattr(session, _CACHE, None)
         if cached is not None and cached[0] == key:
@@ -203,13 +204,12 @@ def _diff(session: Session, args: argparse.Namespace) -> int:
         raise ShellError(f"A is after B: latest is after {b.text}")
     _in_order(a, b, "A is after B")
     low, high = _offset_of(history, a), _offset_of(history, b)
-    crossed = [] if a.latest else [g for g in history.gaps if (high is None or g.first <= high)
-                                   and (g.resume is None or g.resume - 1 > low)]
+    crossed = [g for g in history.gaps if g.first <= high and (g.resume is None or g.resume - 1 > low)]
     if crossed:
         raise ShellError(f"{a.text}..{b.text} crosses a gap ({gap_text(crossed[0])}): diff each side of it")
-    items = [] if a.latest else [
-        query.narrow(item) for item in history.items(query, a.offset + 1 if a.offset is not None else None, b.offset)
-        if not a.before(item.offset, item.timestamp_ms) and b.before(item.offset, item.timestamp_ms)]
+    # the changes in the image at B and not in the image at A (latest: every change is in it)
+    items = [query.narrow(item) for item in history.items(query, low + 1, high)
+             if not a.before(item.offset, item.timestamp_ms) and b.before(item.offset, item.timestamp_ms)]
     differences = fold(items)
     lines = stat_lines(differences, args.json) if args.stat else diff_lines(differences, args.json)
     for line in lines:
@@ -217,11 +217,11 @@ def _diff(session: Session, args: argparse.Namespace) -> int:
     return 0
 
 
-def _offset_of(history: Any, point: Point) -> int | None:
-    """The offset a point stands at, for telling whether a gap lies between two points: a time's is
-    the last change stamped at or before it (the records between carry no change to tell by)."""
+def _offset_of(history: Any, point: Point) -> int:
+    """The offset a point stands at: latest, the history's last; a time, the last change stamped at
+    or before it (the records between carry no change to tell by: a gap is judged from that)."""
     if point.offset is not None:
         return point.offset
     if point.time_ms is None:
-        return None if history.runs else -1
+        return history.runs[-1][1] if history.runs else -1
     return history.offset_at_time(point.time_ms)

@@ -124,3 +124,14 @@ def test_controller_producer_id_and_client_quota_items() -> None:
           "features": {}}),
         ("producer_ids", "/producer-ids", "producer ids", "created", None, 1000),
         ("producer_ids", "/producer-ids", "producer ids", "changed", 1000, 2000)]
+
+
+def test_a_path_query_takes_names_as_cd_does() -> None:
+    from metashell.history.query import path_query
+
+    record = m.ConfigRecordV0(resource_type=i8(32), resource_name="my group", name="k", value="v")
+    [item] = change_items(MetadataImage(), _batches([record]))
+    assert item.path == "/configs/GROUP/my%20group/k"
+    for typed in ("/configs/GROUP/my group/k", "/configs/GROUP/my%20group", "/configs/GROUP/my%20group/k", "/"):
+        assert path_query(typed).reaches(item), typed
+    assert not path_query("/configs/GROUP/my").reaches(item)

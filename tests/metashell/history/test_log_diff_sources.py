@@ -19,7 +19,7 @@ from engine.storage.snapshot_writer import SnapshotId
 from metashell.history.history_index import INDEX_DIR, INDEX_FILE
 from metashell.live.feed import AttachStatus, FeedUpdate
 from metashell.shell.session import Session
-from metashell.source import LiveSource, Source
+from metashell.source import LiveSource
 from tests.metashell.history.history_script import write_story
 from tests.metashell.history.test_log_diff_tables import DIFF_TABLE, LOG_TABLE, run
 
@@ -90,11 +90,20 @@ def test_a_position_in_a_gap_or_a_diff_across_one_is_one_line(gapped, line: str,
     assert err[0].endswith("offsets -1..13 and 20..33 can be reached") or err[0].endswith("diff each side of it")
 
 
-def test_a_diff_on_one_side_of_the_gap(gapped) -> None:
+@pytest.mark.parametrize("line", ["diff 21 31 /topics/orders/0", "diff 21 latest /topics/orders/0",
+                                  "diff 1970-01-01T00:00:22Z latest /topics/orders/0"])
+def test_a_diff_on_one_side_of_the_gap(gapped, line: str) -> None:
     directory, _ = gapped
-    assert run(directory, "diff 21 31 /topics/orders/0") == (0, [
+    assert run(directory, line) == (0, [
         "~ /topics/orders/0  leader 1 -> 2, leaderEpoch 0 -> 1, partitionEpoch 0 -> 1, eligibleLeaderReplicas [] -> [1]"],
         [])
+
+
+def test_a_diff_between_times_across_the_gap_is_refused(gapped) -> None:
+    directory, _ = gapped
+    status, out, err = run(directory, "diff 1970-01-01T00:00:09Z latest")
+    assert (status, out) == (1, []) and err[0].startswith(
+        "metashell: diff: 1970-01-01T00:00:09Z..latest crosses a gap (offsets 14..20 are not there: ")
 
 
 # -- an archive, through its index --------------------------------------------------------------------
@@ -275,3 +284,56 @@ def test_log_over_an_archive_hole_says_where_it_is_and_why(holed: Path) -> None:
 ])
 def test_positions_in_or_across_an_archive_hole_are_one_line(holed: Path, line: str, words: str) -> None:
     assert run(holed, line) == (1, [], [f"metashell: {line.split()[0]}: {words}"])
+
+
+def test_retention_deleting_the_oldest_files_updates_the_index_without_a_rebuild(tmp_path: Path) -> None:
+    from tests.metashell.history.history_script import STORY
+
+    plain = tmp_path / "plain"
+    with MetadataLog.create(plain, segment_bytes=400, fsync_policy="never") as log:  # several segments
+        for records, control in STORY:
+            log.append(records, epoch=1, timestamp_ms=1_000 * (log.end_offset + 1), control=control)
+    with MetadataLog(plain / "__cluster_metadata-0", segment_bytes=400, fsync_policy="never") as log:
+        log.write_snapshot(SnapshotId(21, 1), image_records(load_log_dir(plain, offset=20)[0]),
+                           last_contained_log_timestamp_ms=20_000, now_ms=9)
+    archive = _archive(plain, tmp_path / "archive")
+    index = archive / INDEX_DIR / INDEX_FILE
+    assert run(archive, "log /quorum")[0] == 0 and index.is_file()
+    with MetadataLog(archive / "__cluster_metadata-0", segment_bytes=400, fsync_policy="never") as log:
+        assert log.delete_before_latest_snapshot()  # the recorder's retention, say
+    lines = ("log /topics --json", "log /configs --json", "log /brokers --json", "log /scram --json")
+    kept = [run(archive, line) for line in lines]
+    assert all(err == [] for _, _, err in kept)  # updated, not rebuilt (a rebuild says so)
+    assert min(json.loads(row)["offset"] for _, out, _ in kept for row in out) >= 21  # nothing before the earliest
+    quorum = [json.loads(row)["offset"] for row in run(archive, "log /quorum --json")[1]]
+    index.unlink()
+    assert [run(archive, line) for line in lines] == kept  # as a build from scratch
+    # (which knows less of the quorum: the leader before the snapshot was in the segments deleted)
+    assert [json.loads(row)["offset"] for row in run(archive, "log /quorum --json")[1]] == quorum
+
+
+def test_an_archive_whose_index_cannot_be_written_is_read_instead(story: Path, tmp_path: Path) -> None:
+    archive = _archive(story, tmp_path / "a")
+    (archive / INDEX_DIR).write_text("a file where the index directory goes")
+    status, out, err = run(archive, "log /features")
+    assert status == 0 and out == run(story, "log /features")[1]
+    assert len(err) == 1 and err[0].startswith("metashell: history index: cannot be written (")
+    assert err[0].endswith("): reading the archive instead")
+
+
+def test_damage_with_no_snapshot_after_it_ends_the_history(story: Path, tmp_path: Path) -> None:
+    directory = tmp_path / "cut"
+    shutil.copytree(story, directory)
+    segment = directory / "__cluster_metadata-0" / SEGMENT
+    pos, batch = [(pos, batch) for pos, batch in read_batches(segment) if batch.base_offset == 14][0]
+    data = bytearray(segment.read_bytes())
+    data[pos + batch.size_bytes - 2] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    status, out, err = run(directory, "log /configs")
+    assert status == 0
+    assert err[0].startswith("metashell: log: gap: offsets from 14 on are not there: DIR/__cluster_metadata-0/")
+    assert [line.split("  ")[0] for line in out] == ["7", "5", "", "in aborted transactions (no effect):",
+                                                     "13 (record 12)"]
+    assert run(directory, "log / --since 20")[2] == [
+        "metashell: log: --since offset 20 is in a gap of DIR (offsets from 14 on are not there: "
+        + err[0].split("are not there: ")[1] + "): offsets -1..13 can be reached"]
