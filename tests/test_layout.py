@@ -63,7 +63,7 @@ ALLOWED_METASHELL = {
     "metashell.history": {"metashell.tree"},
     "metashell.export": {"metashell.tree", "metashell.source", "metashell.history"},
     "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export", "metashell.history"},
-    "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live"},
+    "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live", "metashell.history"},
     # the flight recorder: the live attachment's follower and settings, writing an archive
     "metashell.record": {"metashell.live"},
     # the demo histories, written by driving the engine

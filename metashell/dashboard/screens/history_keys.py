@@ -40,9 +40,10 @@ from metashell.dashboard.widgets import Charts, EventsFeed
 from metashell.dashboard.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
-    from metashell.dashboard.screens.main_screen import MainScreen
+    # the Screen, not MainScreen: importing the screen this mixin is part of would be a cycle
+    from textual.screen import Screen
 
-    _Base = MainScreen
+    _Base = Screen
 else:
     _Base = object
 
