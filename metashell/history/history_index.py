@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -86,6 +87,47 @@ def _appended(old: dict, new: dict) -> bool:
     return all(s in old["snapshots"] or s > newest for s in new["snapshots"])
 
 
+@dataclass(frozen=True)
+class IndexState:
+    """What an archive's index holds, read without changing it (``record --status``, the recorder's start)."""
+
+    state: str  # 'missing', 'current' (built over the archive as it is), 'behind' (records appended
+    #             since: brought up to date when next opened), 'stale' (rebuilt when next opened)
+    settled: int | None  # every item through this offset is in it (None: no usable index)
+    why: str = ""
+
+    def line(self) -> str:
+        reach = f"items through offset {self.settled:,}" if self.settled is not None else ""
+        return {"missing": "history index: none yet (built by the recorder or by the first log)",
+                "current": f"history index: up to date ({reach})",
+                "behind": f"history index: {reach}; the records after are added when it is next opened",
+                "stale": f"history index: to be rebuilt ({self.why})"}[self.state]
+
+
+def index_state(root: Path) -> IndexState:
+    """The state of ``root``'s index against the archive's files as they are now (one listing, no reads)."""
+    path = Path(root) / INDEX_DIR / INDEX_FILE
+    if not path.exists():
+        return IndexState("missing", None)
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            if IndexHistory._get(db, "format") != str(FORMAT):
+                return IndexState("stale", None, "another format")
+            stored = json.loads(IndexHistory._get(db, "signature"))
+            settled = json.loads(IndexHistory._get(db, "settled"))
+        finally:
+            db.close()
+    except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+        return IndexState("stale", None, f"unreadable: {exc}")
+    signature = _signature(list_log_dir(resolve_metadata_dir(Path(root))))
+    if stored == signature:
+        return IndexState("current", settled)
+    if _appended(stored, signature):
+        return IndexState("behind", settled)
+    return IndexState("stale", None, "the archive's segments are not those it was built from")
+
+
 class IndexHistory:
     """The History of an archive (see metashell/history/sources.py), answered from its index."""
 
@@ -102,6 +144,7 @@ class IndexHistory:
         self.runs = tuple(tuple(run) for run in meta["runs"])
         self.gaps = tuple(HistoryGap(*gap) for gap in meta["gaps"])
         self.first_time_ms = meta["first_time_ms"]
+        self.settled: int = json.loads(self._get(self.db, "settled"))  # every item through it is final
 
     def describe(self) -> str:
         return str(self.root)
@@ -148,7 +191,9 @@ class IndexHistory:
     def _build(self, listing: LogDirListing, signature: dict) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temp = self.path.with_name(f"{INDEX_FILE}.{os.getpid()}.tmp")
-        temp.unlink(missing_ok=True)
+        for stray in self.path.parent.glob(f"{INDEX_FILE}.*.tmp"):  # a build killed midway (or this one's)
+            if stray == temp or not _pid_alive(stray.name.split(".")[-2]):
+                stray.unlink(missing_ok=True)
         db = sqlite3.connect(temp)
         db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" + _SCHEMA)
         db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
@@ -262,6 +307,16 @@ class IndexHistory:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _pid_alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _insert(db: sqlite3.Connection, rows: list[tuple]) -> None:

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from engine.common.command_line import OneLineParser
 from engine.common.errors import ConfigError
 from metashell.record.archive import DEFAULT_SEGMENT_BYTES
+from metashell.record.record_index import DEFAULT_INDEX_INTERVAL_MS
 from metashell.record.recorder import DEFAULT_SNAPSHOT_EVERY_RECORDS, PROGRESS_INTERVAL_MS, Recorder, RecordSettings
 
 DESCRIPTION = """\
@@ -61,6 +62,9 @@ def build_record_parser() -> OneLineParser:
     parser.add_argument("--progress-interval-ms", type=_positive("--progress-interval-ms"), metavar="MS",
                         default=PROGRESS_INTERVAL_MS,
                         help=f"a progress line this often (default {PROGRESS_INTERVAL_MS})")
+    parser.add_argument("--index-interval-ms", type=int, metavar="MS", default=DEFAULT_INDEX_INTERVAL_MS,
+                        help="bring the archive's history index (log's) up to date this often, in the background "
+                             f"(0: never, the first log builds it; default {DEFAULT_INDEX_INTERVAL_MS})")
     parser.add_argument("--status", metavar="DIR", help="summarise the archive DIR and exit")
     parser.add_argument("--json", action="store_true", help="with --status: the summary as JSON")
     return parser
@@ -86,7 +90,8 @@ def run_record(argv: Sequence[str], err: Callable[[str], None], out: Callable[[s
         from metashell.live.attach import load_command_config
         config = load_command_config(args.command_config)
     settings = RecordSettings(args.bootstrap_controller, Path(args.archive), config, args.retention_ms,
-                              args.snapshot_every_records, args.segment_bytes, max(args.progress_interval_ms, 100))
+                              args.snapshot_every_records, args.segment_bytes, max(args.progress_interval_ms, 100),
+                              index_interval_ms=max(args.index_interval_ms, 0))
     # a file size limit (ulimit -f) must fail a write with EFBIG, which is retried, not kill the recorder
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     recorder = Recorder(settings, log=lambda line: _say(err, line))

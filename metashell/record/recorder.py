@@ -37,6 +37,7 @@ from engine.raft.log_follower import LogFollower
 from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 from metashell.live.attach import connection_settings, follower_settings
 from metashell.record.archive import DEFAULT_SEGMENT_BYTES, Archive, ArchiveWriteError
+from metashell.record.record_index import DEFAULT_INDEX_INTERVAL_MS, IndexKeeper
 from metashell.record.link import describe_cluster_id, exchange, new_client, wait_any
 from metashell.record.snapshot_records import kraft_control_records
 
@@ -44,6 +45,7 @@ DEFAULT_SNAPSHOT_EVERY_RECORDS = 20_000
 PROGRESS_INTERVAL_MS = 10_000
 WRITE_RETRY_MS = 1_000
 RETENTION_CHECK_MS = 60_000
+CLOSE_WAIT_S = 10.0  # a clean close waits this long for an index update under way
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class RecordSettings:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     progress_interval_ms: int = PROGRESS_INTERVAL_MS
     write_retry_ms: int = WRITE_RETRY_MS
+    index_interval_ms: int = DEFAULT_INDEX_INTERVAL_MS  # the history index's updates (0: none, log builds it)
 
 
 def _monotonic_ms() -> int:
@@ -89,6 +92,9 @@ class Recorder:
         self._write_failing: str | None = None
         self._next_retention_ms = 0
         self.error: str | None = None
+        self._index = (IndexKeeper(settings.archive, log=log, interval_ms=settings.index_interval_ms,
+                                   on_done=self._index_done) if settings.index_interval_ms > 0 else None)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def stop(self) -> None:
         """Ask for a clean close (a signal handler's job)."""
@@ -106,13 +112,29 @@ class Recorder:
                 self._log(note)
             return await self._run_open()
         finally:
+            if self._index is not None:
+                self._index.wait(CLOSE_WAIT_S)  # its reads end before the last writes
+                if self._index.busy:
+                    self._log("history index: an update still runs at the close; it is left to log "
+                              "(the index is a cache: an update cut short is rolled back or redone)")
             try:
                 self.archive.close()
             except ArchiveWriteError as err:
                 self._log(f"closing: {err.one_line()}; those batches are fetched again at the next start")
+            if self._index is not None and not self._index.busy and self.archive.durable_offset >= 0:
+                self._index.update_now()  # the index as of the close: log answers at once
+
+    def _index_done(self) -> None:
+        """From the index's thread: wake the loop, whose writes waited for the update to end."""
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:
+                pass  # the loop closed meanwhile: nothing waits
 
     async def _run_open(self) -> int:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         self._wake = asyncio.Event()
@@ -123,6 +145,9 @@ class Recorder:
                 return 0  # stopped while waiting
             self.archive.set_cluster_id(cluster_id)
             self._start_image()
+            if self._index is not None and self.archive.durable_offset >= 0:
+                self._index.say_state()
+                self._index.maybe_start(self._clock_ms(), force=True)
             held = self.archive.next_offset
             start = (held, self.archive.last_epoch) if held is not None else None
             self._log(f"recording cluster {cluster_id} from {self.s.bootstrap} into {self.s.archive}"
@@ -221,8 +246,8 @@ class Recorder:
             self._last_ts = entries[-1].timestamp_ms
 
     def _write(self) -> None:
-        if not self.archive.queued:
-            return
+        if not self.archive.queued or (self._index is not None and self._index.busy):
+            return  # an index update reads the archive's files: they stay as they are until it ends
         try:
             self.archive.commit()
         except ArchiveWriteError as err:
@@ -237,6 +262,8 @@ class Recorder:
             self._log(f"writing again: the archive holds offsets up to {self.archive.durable_offset}")
             self._write_failing = None
         self._maybe_snapshot()
+        if self._index is not None:
+            self._index.maybe_start(self._clock_ms())
 
     def _start_image(self) -> None:
         """The image at the archive's end, for its own snapshots (none asked: no image kept)."""
@@ -284,7 +311,8 @@ class Recorder:
             lag = f", lag {max(0, hw - 1 - held):,} records behind the high watermark {hw:,}" if hw >= 0 else ""
             what = f"offsets up to {held:,} held" if held >= 0 else "nothing held yet"
             self._log(f"progress: {what}{lag}; {len(self.archive.manifest.gaps)} gaps")
-        if self.s.retention_ms is not None and now >= self._next_retention_ms and self._write_failing is None:
+        if (self.s.retention_ms is not None and now >= self._next_retention_ms and self._write_failing is None
+                and not (self._index is not None and self._index.busy)):
             self._next_retention_ms = now + RETENTION_CHECK_MS
             try:
                 dropped = self.archive.drop_older_than(self._wall_ms() - self.s.retention_ms, self._wall_ms(),

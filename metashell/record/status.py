@@ -16,6 +16,7 @@ from engine.image.log_runs import iso_time
 from engine.records.record_batch import decode_batch
 from engine.storage.log_reader import METADATA_PARTITION_DIR, list_log_dir
 from engine.storage.log_segment import read_segment_bytes
+from metashell.history.history_index import IndexState, index_state
 from metashell.record.archive_lock import lock_holder
 from metashell.record.manifest import Manifest, manifest_path, read_manifest
 
@@ -30,6 +31,7 @@ class ArchiveStatus:
     first_time_ms: int | None
     last_time_ms: int | None
     recorder_pid: int | None  # the recorder holding the lock now
+    index: IndexState | None = None  # the history index of log (metashell/history/history_index.py)
 
 
 def archive_status(path: Path) -> ArchiveStatus:
@@ -48,7 +50,8 @@ def archive_status(path: Path) -> ArchiveStatus:
     size = sum(_size(p) for p in path.rglob("*") if p.is_file())
     first = next((t for _, p in listing.segments for t in [_first_time(p)] if t is not None), None)
     last = next((t for _, p in reversed(listing.segments) for t in [_last_time(p)] if t is not None), None)
-    return ArchiveStatus(path, manifest, segments, snapshots, size, first, last, lock_holder(path))
+    return ArchiveStatus(path, manifest, segments, snapshots, size, first, last, lock_holder(path),
+                         index_state(path) if listing.segments else None)
 
 
 def _size(path: Path) -> int:
@@ -105,6 +108,8 @@ def status_lines(status: ArchiveStatus) -> list[str]:
     lines.append(f"size on disk: {status.size_bytes:,} bytes")
     pid = status.recorder_pid
     lines.append(f"recorder: {'writing (pid ' + str(pid) + ')' if pid else 'none (the lock is free)'}")
+    if status.index is not None:
+        lines.append(status.index.line())
     return lines
 
 
@@ -115,5 +120,7 @@ def status_json(status: ArchiveStatus) -> str:
                  "snapshot_files": [{"end_offset": o, "epoch": e, "file": n, "bytes": s}
                                     for o, e, n, s in status.snapshots],
                  "size_bytes": status.size_bytes, "first_time_ms": status.first_time_ms,
-                 "last_time_ms": status.last_time_ms, "recorder_pid": status.recorder_pid})
+                 "last_time_ms": status.last_time_ms, "recorder_pid": status.recorder_pid,
+                 "history_index": None if status.index is None else
+                 {"state": status.index.state, "settled": status.index.settled}})
     return json.dumps(data, sort_keys=True)

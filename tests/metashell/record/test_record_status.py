@@ -49,7 +49,8 @@ def test_status_sums_up_the_archive(archive: Path, capsys) -> None:
     assert len(names) >= 3 and names[-1] == "00000000000000000030.log"  # rolled at 512 bytes, then the gap
     assert out[8] == f"segments: {len(names)} ({', '.join(names)})"
     size = sum(p.stat().st_size for p in archive.rglob("*") if p.is_file())
-    assert out[9:] == [f"size on disk: {size:,} bytes", "recorder: none (the lock is free)"]
+    assert out[9:] == [f"size on disk: {size:,} bytes", "recorder: none (the lock is free)",
+                       "history index: none yet (built by the recorder or by the first log)"]
 
 
 def test_status_as_json(archive: Path, capsys) -> None:
@@ -91,3 +92,13 @@ def test_bad_command_lines_are_one_line(argv: list[str], line: str, capsys, tmp_
     monkeypatch.chdir(tmp_path)
     code, _, errors = _run(argv, capsys)
     assert (code, errors) == (1, [line])
+
+
+def test_status_says_how_far_the_history_index_reaches(archive: Path, capsys) -> None:
+    from metashell.history.history_index import IndexHistory
+
+    IndexHistory(archive).close()
+    _, out, _ = _run(["record", "--status", str(archive)], capsys)
+    assert out[-1] == "history index: up to date (items through offset 32)"
+    _, out, _ = _run(["record", "--status", str(archive), "--json"], capsys)
+    assert json.loads(out[0])["history_index"] == {"state": "current", "settled": 32}
