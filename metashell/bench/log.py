@@ -1,18 +1,22 @@
 """``metashell bench log``: how fast ``log`` answers over a big archive, through its history index.
 
-    metashell bench log --records 10000000 [--dir DIR] [--keep]
+    metashell bench log --records 10000000 [--dir DIR] [--keep] [--tail-records N]
 
 Steps, each timed and printed:
 
 1. write an archive of N records (metashell/bench/log_history.py; reused when DIR holds one of at
    least N records);
 2. build its history index from scratch (metashell/history/history_index.py): one replay of the
-   whole archive into change items, written to sqlite;
+   whole archive into change items, written to sqlite (what the first ``log`` pays on an archive
+   without an index); the cost a record;
    (``--keep-index``: the index already there is reused, checked and brought up to date);
 3. ``log`` cold: a fresh process (``python -m metashell.cli --log-dir DIR -c "log PATH"``), its
    start, the opening of the archive (from its snapshot) and the index's check included;
 4. ``log`` warm: the same command again in one session;
-5. the index brought up to date after 1,000 records are appended.
+5. the recorder's upkeep (metashell/bench/log_recorder.py): ``--tail-records`` more records
+   (default 100,000) appended as a recorder appends them (a snapshot every 20,000), the index
+   brought up to date after every 5,000 as the recorder does: the cost a record;
+6. ``log`` cold again after that tail: what a question on an archive a recorder wrote costs.
 
 The paths asked: ``/configs/TOPIC/X/retention.ms`` (changed about once every 200 records: a
 hot key) and ``/topics/X/0`` (a partition changed about once every 25,000 records at the default
@@ -32,9 +36,6 @@ import time
 from pathlib import Path
 
 from engine.common.command_line import OneLineParser
-from engine.records import metadata_records as m
-from engine.records.kio_codec import i8
-from engine.storage.metadata_log import MetadataLog
 
 QUERIES = ("log /configs/TOPIC/X/retention.ms", "log /configs/TOPIC/X/retention.ms -n 10",
            "log /topics/X/0", "log /topics/X/0 -n 10")
@@ -47,6 +48,9 @@ def build_bench_log_parser() -> OneLineParser:
     parser.add_argument("--records", type=int, default=1_000_000, help="records in the archive (default 1,000,000)")
     parser.add_argument("--dir", help="where the archive goes (reused when it holds at least --records records)")
     parser.add_argument("--keep", action="store_true", help="keep the archive written to a temporary directory")
+    parser.add_argument("--tail-records", type=int, default=100_000,
+                        help="records appended as a recorder appends them, the index kept up to date "
+                             "(default 100,000; rounded up to 5,000)")
     parser.add_argument("--keep-index", action="store_true",
                         help="reuse the archive's history index when there is one (skip step 2)")
     return parser
@@ -64,7 +68,7 @@ def run_bench_log(args) -> int:
         temp = Path(tempfile.mkdtemp(prefix="metashell-bench-log-"))
         root = temp / "archive"
     try:
-        bench_log(root, args.records, keep_index=args.keep_index)
+        bench_log(root, args.records, keep_index=args.keep_index, tail=max(args.tail_records, 5_000))
     finally:
         if temp is not None and not args.keep:
             shutil.rmtree(temp, ignore_errors=True)
@@ -84,8 +88,9 @@ def _records_in(root: Path) -> int:
     return json.loads(manifest.read_text()).get("last_offset", -1) + 1
 
 
-def bench_log(root: Path, records: int, *, keep_index: bool = False) -> None:
+def bench_log(root: Path, records: int, *, keep_index: bool = False, tail: int = 100_000) -> None:
     from metashell.bench.log_history import write_big_history
+    from metashell.bench.log_recorder import record_tail
     from metashell.history.history_index import INDEX_DIR, IndexHistory
 
     print(f"metashell bench log: {records:,} records in {root}")
@@ -104,19 +109,27 @@ def bench_log(root: Path, records: int, *, keep_index: bool = False) -> None:
               _size(root / INDEX_DIR))
     else:
         shutil.rmtree(root / INDEX_DIR, ignore_errors=True)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         IndexHistory(root).close()
-        _line("history index built from scratch", time.perf_counter() - started, _size(root / INDEX_DIR))
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        held = _records_in(root)
+        _line("history index built from scratch", seconds,
+              f"{_size(root / INDEX_DIR)}, {seconds / held * 1e6:.1f} µs a record ({cpu / held * 1e6:.1f} µs CPU)")
     last = _records_in(root) - 1
     queries = [*QUERIES, f"log /topics/X/0 --since {last - last // 100}"]
     for query in queries:
         seconds, lines = _cold(root, query)
         _line(f"cold  {query}", seconds, f"{lines} lines")
     _warm(root, queries)
-    _append(root)
-    started = time.perf_counter()
-    IndexHistory(root).close()
-    _line("history index brought up to date (1,000 records appended)", time.perf_counter() - started)
+    tail = -(-tail // 5_000) * 5_000
+    seconds, updates, keeper = record_tail(root, tail)
+    _line(f"recorder's index upkeep ({tail:,} records, {updates} updates)", seconds,
+          f"{seconds / tail * 1e6:.1f} µs a record, {seconds / updates:.2f} s an update")
+    last = _records_in(root) - 1
+    assert keeper.settled == last, (keeper.settled, last)
+    query = "log /configs/TOPIC/X/retention.ms -n 10"
+    seconds, lines = _cold(root, query)
+    _line(f"cold  {query} (after the recorder)", seconds, f"{lines} lines")
 
 
 def _size(path: Path) -> str:
@@ -133,6 +146,8 @@ def _cold(root: Path, query: str) -> tuple[float, int]:
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise RuntimeError(f"{query}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+    if "history index: rebuilding" in done.stderr:
+        print(f"  {query}: the index was rebuilt: {done.stderr.strip()[-300:]}")
     return seconds, len(done.stdout.splitlines())
 
 
@@ -150,18 +165,3 @@ def _warm(root: Path, queries: list[str]) -> None:
         started = time.perf_counter()
         session.run_line(query)
         _line(f"warm  {query}", time.perf_counter() - started, f"{len(lines)} lines")
-
-
-def _append(root: Path) -> None:
-    """1,000 records more: NoOps and a config change of X every 100."""
-    with MetadataLog(root / "__cluster_metadata-0", fsync_policy="never") as log:
-        end_ms = int(time.time() * 1000)
-        for n in range(10):
-            batch = [m.NoOpRecordV0() for _ in range(99)]
-            batch.append(m.ConfigRecordV0(resource_type=i8(2), resource_name="X", name="retention.ms", value=str(n)))
-            log.append(batch, epoch=1, timestamp_ms=end_ms + n)
-        end = log.end_offset
-    manifest = root / "archive.json"
-    data = json.loads(manifest.read_text())
-    data.update(last_offset=end - 1, ranges=[[data["first_offset"], end - 1]])
-    manifest.write_text(json.dumps(data))
