@@ -213,15 +213,28 @@ class IndexHistory:
 
     def _update(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict) -> None:
         settled = json.loads(self._get(db, "settled"))
-        db.execute("DELETE FROM items WHERE offset > ?", (settled,))
-        runs = self._fill(db, listing, signature, settled=settled)
-        if runs:  # the oldest files deleted: what is before the earliest point now goes too, as in a rebuild
+        old_runs = json.loads(self._get(db, "runs"))
+        # Rows go in in log order (a build, then each update after its settled offset): the rows past
+        # settled (a transaction still open) are the last ids, found walking back, not by a scan.
+        keep = None
+        for row_id, offset in db.execute("SELECT id, offset FROM items ORDER BY id DESC"):
+            if offset <= settled:
+                keep = row_id
+                break
+        db.execute("DELETE FROM items WHERE id > ?", (keep if keep is not None else -1,))
+        runs, gaps = log_runs(listing)
+        same_start = bool(runs) and bool(old_runs) and runs[0][0] == old_runs[0][0]
+        known = json.loads(self._get(db, "first_time_ms")) if same_start else None  # no replay to find it again
+        self._fill(db, listing, signature, settled=settled, runs_gaps=(runs, gaps), first_time_ms=known)
+        if runs and not same_start:
+            # the oldest files deleted: what is before the earliest point now goes too, as in a rebuild
             db.execute("DELETE FROM items WHERE offset <= ?", (runs[0][0],))
         db.commit()
 
-    def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None) -> tuple:
+    def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None,
+              runs_gaps: tuple | None = None, first_time_ms: int | None = None) -> tuple:
         """Add the items after ``settled`` (None: all), and the meta that goes with them; returns the runs."""
-        runs, gaps = log_runs(listing)
+        runs, gaps = runs_gaps if runs_gaps is not None else log_runs(listing)
         paths = dict(db.execute("SELECT path, id FROM paths"))
         topics = dict(db.execute("SELECT topic_id, id FROM topics"))
         names = _Names(db)
@@ -255,7 +268,8 @@ class IndexHistory:
         _insert(db, rows)
         settled_now = open_from - 1 if open_from is not None else max(last, settled if settled is not None else -1)
         meta = {"signature": signature, "runs": runs, "gaps": [list(g) for g in gaps], "settled": settled_now,
-                "first_time_ms": first_time(self.directory, listing, runs) if runs else None}
+                "first_time_ms": first_time_ms if first_time_ms is not None else
+                first_time(self.directory, listing, runs) if runs else None}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                        [(key, json.dumps(value)) for key, value in meta.items()])
         return runs
