@@ -159,3 +159,17 @@ def test_a_build_killed_midway_leaves_no_index_and_log_builds_it(tmp_path: Path)
     IndexHistory(root).close()
     assert sorted(p.name for p in (root / INDEX_DIR).iterdir()) == [INDEX_FILE]  # the stray one removed
     assert _everything(root) == _scratch(root, tmp_path / "copy")
+
+
+def test_an_update_that_costs_more_spaces_the_next_out(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    _record(root, FakeLeaderLog(), None, 2)
+    ticks = iter([100.0, 102.0, 200.0, 200.1, 300.0, 300.1])  # the first update costs 2 s, the others 0.1 s
+    keeper = IndexKeeper(root, log=print, interval_ms=5_000, timer=lambda: next(ticks))
+    assert keeper.maybe_start(1_000)
+    keeper.wait()
+    assert not keeper.maybe_start(1_000 + 19_999)  # 10 x 2 s: no sooner than 20 s after it started
+    assert keeper.maybe_start(1_000 + 20_000)
+    keeper.wait()
+    assert not keeper.maybe_start(21_000 + 4_999) and keeper.maybe_start(21_000 + 5_000)  # cheap: the interval
+    keeper.wait()
