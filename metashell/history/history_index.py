@@ -29,10 +29,11 @@ import sqlite3
 from pathlib import Path
 from typing import Callable, Iterator
 
+from engine.image.run_replay import log_runs
 from engine.storage.log_reader import LogDirListing, list_log_dir, resolve_metadata_dir
-from metashell.history.change_items import ChangeItem
+from metashell.history.change_items import ChangeItem, change_items
 from metashell.history.query import PathQuery, compact
-from metashell.history.sources import HistoryGap, first_time, log_runs, run_items
+from metashell.history.sources import HistoryGap
 
 INDEX_DIR = "history-index"
 INDEX_FILE = "items.sqlite"
@@ -168,20 +169,22 @@ class IndexHistory:
 
     def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None) -> tuple:
         """Add the items after ``settled`` (None: all), and the meta that goes with them; returns the runs."""
-        runs, gaps = log_runs(listing)
+        found = log_runs(self.directory, listing)
+        runs, gaps = found.spans, found.gaps
         paths = dict(db.execute("SELECT path, id FROM paths"))
         topics = dict(db.execute("SELECT topic_id, id FROM topics"))
         names = _Names(db)
         rows: list[tuple] = []
         open_from: int | None = None
         last = -1
-        for run in runs:
-            if settled is not None and run[1] <= settled:
+        for run in found.runs:
+            if settled is not None and run.last <= settled:
                 continue
             low = None if settled is None else settled + 1
-            first = run[0] if settled is None else max(run[0], settled)
+            # brought up to date: from the run's newest snapshot before what is settled, not its start
+            image, begin = (run.image, run.begin) if settled is None else run.start_near(max(run.first, settled))
             open_from = None  # a transaction a gap cut short never ends: only the last run's may change
-            for item in run_items(self.directory, listing, (first, run[1]), low):
+            for item in change_items(image, run.batches(begin), start=low):
                 if item.aborted is None and open_from is None:
                     open_from = item.record_offset
                 path_id = paths.get(item.path)
@@ -198,11 +201,11 @@ class IndexHistory:
                 rows.append((item.offset, item.timestamp_ms, path_id, topic, _row_data(compact(item), names)))
                 if len(rows) >= BATCH_ROWS:
                     _insert(db, rows)
-            last = max(last, run[1])
+            last = max(last, run.last)
         _insert(db, rows)
         settled_now = open_from - 1 if open_from is not None else max(last, settled if settled is not None else -1)
         meta = {"signature": signature, "runs": runs, "gaps": [list(g) for g in gaps], "settled": settled_now,
-                "first_time_ms": first_time(self.directory, listing, runs) if runs else None}
+                "first_time_ms": found.first_time_ms()}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                        [(key, json.dumps(value)) for key, value in meta.items()])
         return runs
