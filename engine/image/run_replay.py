@@ -31,8 +31,8 @@ from engine.common.errors import MetadataError
 from engine.image.log_holes import manifest_gaps, overlaps
 from engine.image.log_runs import LogScan, damage_of, runs_of, scan_log
 from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import (quorum_before, first_reachable, load_snapshot, replay_start,
-                                          segment_batches)
+from engine.image.metadata_loader import (first_reachable, load_snapshot, quorum_before, replay_start,
+                                          segment_batches, with_own_voters)
 from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir, resolve_metadata_dir
 
 
@@ -91,8 +91,8 @@ class Run:
                 continue  # a damaged snapshot: an older one, or the run's start, still answers
             start = self.image if self.after_gap else None
             begin = self.begin if self.after_gap else 0
-            return replace(image, quorum=quorum_before(self.listing, sid.end_offset, begin=begin, start=start)), \
-                sid.end_offset
+            quorum = quorum_before(self.listing, sid.end_offset, begin=begin, start=start)
+            return replace(image, quorum=with_own_voters(quorum, image.quorum)), sid.end_offset
         return self.image, self.begin
 
     def first_time_ms(self) -> int | None:
@@ -124,7 +124,7 @@ def log_runs(path: Path | str, listing: LogDirListing | None = None, scan: LogSc
     directory = resolve_metadata_dir(Path(path))
     listing = listing if listing is not None else list_log_dir(directory)
     scan = scan if scan is not None else scan_log(listing)
-    spans, gaps = run_spans(directory, listing, scan)
+    spans, gaps = run_spans(listing, scan)
     runs: list[Run] = []
     for index, (first, last) in enumerate(spans):
         if index == 0:
@@ -139,13 +139,19 @@ def log_runs(path: Path | str, listing: LogDirListing | None = None, scan: LogSc
     return LogRuns(directory, listing, tuple(runs), gaps)
 
 
-def run_spans(directory: Path, listing: LogDirListing, scan: LogScan) -> tuple[tuple[tuple[int, int], ...],
-                                                                                tuple[RunGap, ...]]:
-    """The runs (first, last) and the gaps, without reading an image: what a timeline draws."""
+def run_spans(listing: LogDirListing, scan: LogScan, *, strict: bool = True) -> tuple[tuple[tuple[int, int], ...],
+                                                                                      tuple[RunGap, ...]]:
+    """The runs (first, last) and the gaps, without reading an image: what a timeline draws.
+    ``strict``: a manifest that does not read is a MetadataError (else its reasons are not used)."""
     first = first_reachable(listing)
     starts = [first] + [s.end_offset - 1 for s, _ in listing.snapshots if s.end_offset - 1 > first]
     spans = runs_of(starts, scan)
-    recorded = manifest_gaps(directory)
+    try:
+        recorded = manifest_gaps(listing.path)
+    except MetadataError:
+        if strict:
+            raise
+        recorded = []
 
     def gap(low: int, resume: int | None) -> RunGap:
         named = next((g for g in recorded if overlaps(g, low, resume)), None)
