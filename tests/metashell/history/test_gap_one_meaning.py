@@ -2,58 +2,31 @@
 dashboard: after an archive's gap the quorum is the snapshot's own, and a gap has one meaning and
 one wording wherever it is shown.
 
-The archive: voter 1 alone (offsets 0-1), voter 2 added at 2 and a config at 3 (the gap: the
-recorder never got them), voter 2 removed at 4; the snapshot at end offset 4 carries the voters
-{1, 2}, as Kafka writes one at kraft.version 1. Written with our own MetadataLog, the segment of
-offsets 2-3 deleted, the manifest naming the gap (the archive layout of docs/recorder.md).
+The archive (tests/metashell/export/test_change_tables_archive.voters_archive): voter 1 alone
+(offsets 0-1), voter 2 added at 2 and a config at 3 (the gap: the recorder never got them),
+voter 2 removed at 4; the snapshot at end offset 4 carries the voters {1, 2}, as Kafka writes one
+at kraft.version 1; with the manifest naming the gap, or without (a hole alone).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from engine.image.image_writer import image_records
-from engine.image.metadata_loader import load_log_dir
 from engine.image.run_replay import RunGap, gap_words
-from engine.storage.log_segment import segment_file_name
-from engine.storage.metadata_log import MetadataLog
-from engine.storage.snapshot_writer import SnapshotId
 from metashell.dashboard.archive_runs import spans_of, timeline_words
 from metashell.dashboard.history import History
 from metashell.export.change_tables import change_rows
-from tests.metashell.export.test_change_tables import T0, config, kraft_version, voters
+from tests.metashell.export.test_change_tables_archive import RECORDED_MS, VOTERS_REASON, voters_archive
 from tests.metashell.history.test_log_diff_tables import run
 
-REASON = "fell behind the leader's log start (4); fetched snapshot 4-1"
-RECORDED_MS = T0 + 77
+REASON = VOTERS_REASON
 
 
 def _archive(tmp_path: Path, *, manifest: bool) -> Path:
-    script = [[kraft_version(1), voters(1)], [voters(1, 2)], [config(2, "t", "k", "v")], [voters(1)]]  # 0-1, 2, 3, 4
-    full = tmp_path / "full"
-    offset = 0
-    with MetadataLog.create(full, fsync_policy="never") as log:
-        for records in script:
-            if offset in (2, 4):
-                log.roll()
-            log.append(records, epoch=1, timestamp_ms=T0 + offset, control=offset != 3)
-            offset += len(records)
-        log.write_snapshot(SnapshotId(4, 1), image_records(load_log_dir(full, offset=3)[0]),
-                           last_contained_log_timestamp_ms=T0 + 3, now_ms=0,
-                           kraft_control=[kraft_version(1), voters(1, 2)])
-    archive = tmp_path / "archive"
-    shutil.copytree(full, archive)
-    (archive / "__cluster_metadata-0" / segment_file_name(2)).unlink()
-    if manifest:
-        (archive / "archive.json").write_text(json.dumps({
-            "format": 1, "cluster_id": "c", "first_offset": 0, "last_offset": 4, "ranges": [[0, 1], [4, 4]],
-            "gaps": [{"first": 2, "resume": 4, "reason": REASON, "recorded_ms": RECORDED_MS}],
-            "snapshots": [[4, 1]]}))
-    return archive
+    return voters_archive(tmp_path, manifest=manifest)
 
 
 @pytest.mark.parametrize("manifest", [True, False], ids=["archive-index", "log-dir"])
