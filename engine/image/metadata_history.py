@@ -383,12 +383,12 @@ class MetadataHistory:
         damage = self._reader.damage if self._reader is not None else []
         return damage[0].one_line() if damage else None
 
-    def run_gaps(self) -> tuple[RunGap, ...]:
-        """The gaps between the runs of a log directory, as every history names them
-        (engine.image.run_replay: records first..resume-1 missing, the next run from snapshot resume)."""
+    def run_spans(self) -> tuple[tuple[tuple[int, int], ...], tuple[RunGap, ...]]:
+        """The runs of a log directory and the gaps between them, as every history finds and names
+        them (engine.image.run_replay: records first..resume-1 missing, the next run from snapshot resume)."""
         if self._reader is None or not self.gaps:
-            return ()
-        return run_spans(self._reader.listing, self._log_scan(), strict=False)[1]
+            return self.reachable(), ()
+        return run_spans(self._reader.listing, self._log_scan(), strict=False)
 
     @property
     def gaps(self) -> tuple[Gap, ...]:

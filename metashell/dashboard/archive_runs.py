@@ -49,7 +49,7 @@ def spans_of(source: object) -> Spans:
     gaps, for anything else (a snapshot, a live window)."""
     replay = getattr(source, "replay", None)
     if replay is not None and getattr(source, "live", None) is None and getattr(replay, "gaps", ()):
-        return Spans(tuple(replay.reachable()), replay.run_gaps())
+        return Spans(*replay.run_spans())
     start = getattr(source, "start_offset", -1)
     return Spans(((start, max(start, getattr(source, "last_offset", start))),), ())
 
