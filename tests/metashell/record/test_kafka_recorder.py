@@ -1,0 +1,197 @@
+"""`metashell record` against real Apache Kafka controllers (the newest server), and Kafka's own
+``kafka-dump-log`` on the archive it writes.
+
+One quorum for the module (kafka_recorder_quorum: three controllers on a dynamic quorum, a broker,
+no NoOps, snapshots every few kilobytes, old snapshots and segments deleted at Kafka's cleanings);
+each test records into an archive of its own with a ``metashell record`` process.
+
+- The recorder follows a topic, a topic config, an ACL, a SCRAM user, a client quota and a voter
+  added then removed (all through Kafka's clients and tools): after each step the archive,
+  opened as a log directory by ``metashell --log-dir ARCHIVE --offset N``, shows it, and the
+  image the archive loads to at the end is the leader's own at the same offset.
+- ``kafka-dump-log`` reads every segment and snapshot of an archive, every batch valid, and prints
+  each batch of the archive's segments as it prints the same batch of the leader's segments.
+Each test ends with the archive against the controllers' own logs, byte for byte, over the
+offsets both hold (tests/archive_compare.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from archive_compare import file_batches, manifest, metadata_dir, segment_files
+from engine.image.metadata_loader import load_log_dir
+from kafka_peer.cluster import KafkaCluster
+from kafka_peer.fixtures import unavailable
+from tests.metashell.record.kafka_recorder_quorum import (
+    Recorder, assert_like_the_controllers, metashell, start_forgetful_quorum, wait_voters_caught_up)
+from tests.metashell.record.kafka_recorder_steps import (
+    add_controller, add_scram_user, allow_read, create_topic, remove_controller, set_topic_config, set_user_quota,
+    unique)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+TOOLS = ("kafka-metadata-quorum", "kafka-configs", "kafka-dump-log")
+
+
+@pytest.fixture(scope="module")
+def _quorum(kafka_newest_server, tmp_path_factory) -> Iterator[KafkaCluster]:
+    missing = [tool for tool in TOOLS if not kafka_newest_server.has(tool)]
+    if missing:
+        unavailable(f"Kafka {kafka_newest_server.version} is served without {', '.join(missing)}")
+    cluster = start_forgetful_quorum(kafka_newest_server, tmp_path_factory.mktemp("recorder-quorum"))
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def quorum(_quorum: KafkaCluster) -> KafkaCluster:
+    for node in _quorum.nodes:
+        if not node.alive:
+            _quorum.restart(node)  # a test before this one failed half-way
+    return _quorum
+
+
+@pytest.fixture
+def recorders() -> Iterator[list[Recorder]]:
+    made: list[Recorder] = []
+    yield made
+    for recorder in made:
+        recorder.kill()
+
+
+def shown(archive: Path, offset: int, command: str) -> list[str]:
+    """What ``metashell --log-dir ARCHIVE --offset N -c COMMAND`` prints (its lines), exit 0."""
+    done = metashell("--log-dir", str(archive), "--offset", str(offset), "-c", command)
+    assert done.returncode == 0, f"metashell on the archive at {offset}, {command!r}: {done.stderr}"
+    return done.stdout.splitlines()
+
+
+def test_the_recorder_follows_topics_configs_acls_scram_quotas_and_voters(quorum, recorders, tmp_path) -> None:
+    archive = tmp_path / "archive"
+    recorder = Recorder(quorum, archive)
+    recorders.append(recorder)
+    recorder.start()
+    began = recorder.wait_caught_up("the recorder's first catch-up")
+    topic, user = unique("recorded"), unique("alice")
+    create_topic(quorum, topic, 3, {"retention.ms": "1000000"})
+    at_topic = recorder.wait_caught_up("the topic")
+    set_topic_config(quorum, topic, "retention.ms", "2000000")
+    at_config = recorder.wait_caught_up("the config")
+    allow_read(quorum, topic, f"User:{user}")
+    at_acl = recorder.wait_caught_up("the ACL")
+    add_scram_user(quorum, user)
+    at_scram = recorder.wait_caught_up("the SCRAM user")
+    set_user_quota(quorum, user, "producer_byte_rate", 1024)
+    at_quota = recorder.wait_caught_up("the quota")
+    added = add_controller(quorum)
+    at_added = recorder.wait_caught_up("the added voter")
+    remove_controller(quorum, added)
+    last = recorder.wait_caught_up("the removed voter")
+    assert recorder.stop() == 0, recorder.log()
+
+    assert topic in shown(archive, at_topic, "ls /topics")
+    assert topic not in shown(archive, began, "ls /topics")
+    assert shown(archive, at_topic, f"cat /configs/TOPIC/{topic}/retention.ms") == ["1000000"]
+    assert shown(archive, at_config, f"cat /configs/TOPIC/{topic}/retention.ms") == ["2000000"]
+    acls = json.loads("\n".join(shown(archive, at_acl, "cat --json /acls/*")))
+    assert [(a["resourceName"], a["principal"]) for a in acls.values() if a["principal"] == f"User:{user}"] \
+        == [(topic, f"User:{user}")]
+    assert user in shown(archive, at_scram, "ls /scram/SCRAM-SHA-256")
+    assert user not in shown(archive, at_acl, "ls /scram/SCRAM-SHA-256")
+    assert shown(archive, at_quota, f"cat /client-quotas/user={user}/producer_byte_rate") == ["1024.0"]
+    assert shown(archive, at_added, "ls /quorum/voters") == ["1", "2", "3", "5"]
+    assert shown(archive, last, "ls /quorum/voters") == ["1", "2", "3"]
+
+    made = manifest(archive)
+    assert (made["cluster_id"], made["last_offset"]) == (quorum.cluster_id, last)
+    assert all(gap["resume"] <= began + 1 for gap in made["gaps"]), f"a gap while following: {made['gaps']}"
+    leader = quorum.node(quorum.wait_leader())
+    assert load_log_dir(metadata_dir(archive), offset=last)[0] == load_log_dir(leader.metadata_dir, offset=last)[0]
+    assert_like_the_controllers(quorum, archive, last)
+
+
+# ------------------------------------------------------------------ Kafka's kafka-dump-log on an archive
+HEADER = "Dumping "
+BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) .* position: \d+ (.*)$")
+
+
+def dump_sections(text: str) -> dict[str, list[str]]:
+    """kafka-dump-log's output, each file's lines by the path of its ``Dumping`` line."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(HEADER):
+            current = sections.setdefault(line[len(HEADER):], [])
+        else:
+            current.append(line)
+    return sections
+
+
+def dumped_batches(lines: list[str]) -> dict[int, list[str]]:
+    """A file's batches as printed: by base offset, the batch line without its position in the
+    file (segments of the archive and of a controller cut the log at different places) and its
+    record lines."""
+    batches: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        found = BATCH.match(line)
+        if found:
+            current = batches[int(found[1])] = [re.sub(r" position: \d+ ", " ", line)]
+        elif line.startswith("| ") and current is not None:
+            current.append(line)
+    return batches
+
+
+def test_kafka_dump_log_reads_the_archive_as_it_reads_the_controllers_log(quorum, recorders, tmp_path) -> None:
+    archive = tmp_path / "archive"
+    # a snapshot of the recorder's own every few records: the archive has some to read
+    recorder = Recorder(quorum, archive, "--snapshot-every-records", "10")
+    recorders.append(recorder)
+    recorder.start()
+    recorder.wait_caught_up()
+    for i in range(4):
+        name = unique(f"dumped-{i}")
+        create_topic(quorum, name, 4)
+        set_topic_config(quorum, name, "retention.ms", str(1000 + i))
+    last = recorder.wait_caught_up("the dumped topics")
+    assert recorder.stop() == 0, recorder.log()
+    leader = quorum.node(quorum.wait_leader())
+    wait_voters_caught_up(quorum, last)
+    ours = segment_files(archive) + sorted(metadata_dir(archive).glob("*.checkpoint"))
+    assert any(p.suffix == ".checkpoint" for p in ours), f"the recorder wrote no snapshot: {manifest(archive)}"
+    theirs = segment_files(leader.metadata_dir)
+    files = [str(p) for p in ours + theirs]
+    assert not any("," in f for f in files), "--files splits at commas"
+    done = quorum.dist.run("kafka-dump-log", "--cluster-metadata-decoder", "--files", ",".join(files), timeout_s=300)
+    sections = dump_sections(done.stdout)
+    assert sorted(sections) == sorted(files), "kafka-dump-log did not dump every file given"
+    archived: dict[int, list[str]] = {}
+    for path in ours:
+        lines = sections[str(path)]
+        assert lines, f"kafka-dump-log printed nothing for {path.name}"
+        assert not [l for l in lines if "isvalid: false" in l or "Error" in l or "Exception" in l], \
+            f"kafka-dump-log on the archive's {path.name}:\n" + "\n".join(lines[:20])
+        batches = dumped_batches(lines)
+        if path.suffix == ".checkpoint":
+            end, epoch = (int(x) for x in path.stem.split("-"))
+            assert lines[0] == f"Snapshot end offset: {end}, epoch: {epoch}", lines[0]
+            records = [l for l in lines if l.startswith("| ")]
+            assert "SnapshotHeader" in records[0] and "SnapshotFooter" in records[-1], path.name
+            continue
+        # every batch of the segment was read and printed, in order
+        assert list(batches) == [base for base, _, _ in file_batches(path)], path.name
+        archived.update(batches)
+    kafkas: dict[int, list[str]] = {}
+    for path in theirs:
+        kafkas.update(dumped_batches(sections[str(path)]))
+    common = sorted(set(archived) & set(kafkas))
+    assert common and max(common) == max(archived), \
+        f"the leader's dump and the archive's share {len(common)} batches, not the archive's last ({max(archived)})"
+    for base in common:
+        assert archived[base] == kafkas[base], f"batch {base}: the archive's dump differs from the leader's"
+    assert_like_the_controllers(quorum, archive, last)

@@ -1,0 +1,215 @@
+"""`metashell record` against real Apache Kafka controllers (the newest server) when things go wrong.
+
+One quorum for the module (kafka_recorder_quorum: three controllers on a dynamic quorum and a
+broker, no NoOps, snapshots every few kilobytes, every snapshot but the newest deleted at each of
+Kafka's metadata log cleanings, every 60 s); each test records into an archive of its own.
+
+- The active controller SIGKILLed, then started again: the recorder follows the successor.
+- A controller restarted (SIGTERM, start) and the active one too: it goes on.
+- The whole quorum stopped (SIGTERM) and started again: it reconnects.
+- The recorder itself SIGKILLed while it writes, again and again, and restarted: the archive has
+  no duplicate and no hole, and every segment ends with a whole batch.
+- The recorder stopped while the controllers snapshot and delete their segments: restarted, it
+  records one gap, from the offset after its last batch to the snapshot it had to fetch, which
+  is the leader's own log start (its snapshot, on disk, byte for byte), and nothing else is lost.
+Each test ends with the archive against the controllers' own logs, byte for byte, over the
+offsets both hold (tests/archive_compare.py). The waits are on events (a manifest's offset, a
+DescribeQuorum answer, files on disk); their deadlines are safety nets.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from archive_compare import assert_contiguous, file_batches, manifest, metadata_dir, segment_files
+from kafka_peer.cluster import KafkaCluster
+from kafka_peer.fixtures import unavailable
+from kafka_peer.nodes import wait_until
+from tests.metashell.record.kafka_recorder_quorum import (
+    Recorder, assert_like_the_controllers, live_voters, metashell, snapshot_ids_on_disk, start_forgetful_quorum)
+from tests.metashell.record.kafka_recorder_steps import create_topic, unique
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+CLEANING_DEADLINE_S = 200.0
+KILLS = 3  # Kafka cleans its metadata log every 60 s from its raft client's start
+
+
+@pytest.fixture(scope="module")
+def _quorum(kafka_newest_server, tmp_path_factory) -> Iterator[KafkaCluster]:
+    if not kafka_newest_server.has("kafka-dump-log"):
+        unavailable(f"Kafka {kafka_newest_server.version} is served without its tools")
+    cluster = start_forgetful_quorum(kafka_newest_server, tmp_path_factory.mktemp("recorder-survival"))
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def quorum(_quorum: KafkaCluster) -> KafkaCluster:
+    for node in _quorum.nodes:
+        if not node.alive:
+            _quorum.restart(node)  # a test before this one failed half-way
+    return _quorum
+
+
+@pytest.fixture
+def recorder(quorum: KafkaCluster, tmp_path: Path) -> Iterator[Recorder]:
+    made = Recorder(quorum, tmp_path / "archive")
+    yield made
+    made.kill()
+
+
+def topics_in(archive: Path) -> list[str]:
+    done = metashell("--log-dir", str(archive), "-c", "ls /topics")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def assert_followed_throughout(recorder: Recorder, began: int) -> None:
+    """No gap after the recorder's first catch-up, every segment ending with a whole batch."""
+    made = manifest(recorder.archive)
+    assert all(gap["resume"] <= began + 1 for gap in made["gaps"]), f"a gap while following: {made['gaps']}"
+    for path in segment_files(recorder.archive):
+        whole = sum(len(raw) for _, _, raw in file_batches(path))
+        assert whole == path.stat().st_size, f"{path.name}: {path.stat().st_size - whole} bytes after its last batch"
+
+
+def test_the_recorder_follows_the_successor_of_a_killed_active_controller(quorum, recorder) -> None:
+    recorder.start()
+    began = recorder.wait_caught_up()
+    old = quorum.node(quorum.wait_leader())
+    old.kill()
+    wait_until(lambda: quorum.leader_id() not in (-1, old.node_id), "a new active controller", quorum.live_nodes())
+    during = unique("after-failover")
+    create_topic(quorum, during)
+    recorder.wait_caught_up("the topic created under the successor")
+    quorum.restart(old)
+    back = unique("old-leader-back")
+    create_topic(quorum, back)
+    last = recorder.wait_caught_up("the topic created with the old leader back")
+    assert recorder.stop() == 0, recorder.log()
+    assert {during, back} <= set(topics_in(recorder.archive))
+    assert_followed_throughout(recorder, began)
+    assert_like_the_controllers(quorum, recorder.archive, last)
+
+
+def test_the_recorder_goes_on_through_controller_restarts(quorum, recorder) -> None:
+    recorder.start()
+    began = recorder.wait_caught_up()
+    names = []
+    leader = quorum.wait_leader()
+    follower = next(n for n in live_voters(quorum) if n.node_id != leader)
+    for node in (follower, quorum.node(leader)):  # a follower, then the active controller (it resigns)
+        node.stop()
+        names.append(unique(f"without-{node.node_id}"))
+        create_topic(quorum, names[-1])
+        recorder.wait_caught_up(f"a topic while controller {node.node_id} is down")
+        quorum.restart(node)
+    names.append(unique("all-back"))
+    create_topic(quorum, names[-1])
+    last = recorder.wait_caught_up("the topic with every controller back")
+    assert recorder.stop() == 0, recorder.log()
+    assert set(names) <= set(topics_in(recorder.archive))
+    assert_followed_throughout(recorder, began)
+    assert_like_the_controllers(quorum, recorder.archive, last)
+
+
+def test_the_recorder_reconnects_after_the_whole_quorum_stopped_and_started(quorum, recorder) -> None:
+    recorder.start()
+    began = recorder.wait_caught_up()
+    voters = live_voters(quorum)
+    for node in voters:
+        node.signal(signal.SIGTERM)
+    for node in voters:
+        node.stop()
+    for node in voters:
+        node.start()
+    quorum.wait_ready()
+    name = unique("after-the-quorum-restarted")
+    create_topic(quorum, name)
+    last = recorder.wait_caught_up("the topic after the quorum came back")
+    assert recorder.stop() == 0, recorder.log()
+    assert name in topics_in(recorder.archive)
+    assert_followed_throughout(recorder, began)
+    assert_like_the_controllers(quorum, recorder.archive, last)
+
+
+def test_a_recorder_killed_while_it_writes_resumes_without_duplicates_or_holes(quorum, recorder) -> None:
+    recorder.start()
+    began = recorder.wait_caught_up()
+    names: list[str] = []
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def burst() -> None:  # a batch of 30 partitions after another, until the kills are over
+        try:
+            while not done.is_set():
+                names.append(unique(f"burst-{len(names)}"))
+                create_topic(quorum, names[-1], 30)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+            failures.append(exc)
+
+    writer = threading.Thread(target=burst)
+    writer.start()
+    try:
+        for _ in range(KILLS):
+            seen = recorder.last_offset()
+            # killed as soon as it has written more: in the middle of its stream of appends
+            recorder.wait_until(lambda: recorder.last_offset() > seen or failures, "the recorder writing")
+            recorder.kill()
+            recorder.start()
+    finally:
+        done.set()
+        writer.join(timeout=300)
+    assert not failures, failures
+    last = recorder.wait_caught_up("the burst")
+    assert recorder.stop() == 0, recorder.log()
+    assert set(names) <= set(topics_in(recorder.archive))
+    assert_followed_throughout(recorder, began)
+    assert_like_the_controllers(quorum, recorder.archive, last)
+
+
+def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_its_past(quorum, recorder) -> None:
+    recorder.start()
+    stopped_at = recorder.wait_caught_up()
+    assert recorder.stop() == 0, recorder.log()
+    assert manifest(recorder.archive)["last_offset"] == stopped_at
+    # More than a few snapshots' worth of records: every controller snapshots past the recorder
+    lost = [unique(f"while-stopped-{i}") for i in range(10)]
+    for name in lost:
+        create_topic(quorum, name, 30)  # ~2.3 kB of records each
+    leader = quorum.node(quorum.wait_leader())
+    # Kafka's cleanings delete every snapshot but the newest and move the log start up to it (one
+    # cleaning may come in the middle of the snapshots: then the next one)
+    def one_snapshot_past_the_recorder() -> bool:
+        ids = snapshot_ids_on_disk(leader.metadata_dir)
+        return len(ids) == 1 and ids[0][0] > stopped_at + 1
+
+    wait_until(one_snapshot_past_the_recorder,
+               f"controller {leader.node_id} deleting its log up to a snapshot past {stopped_at}",
+               quorum.live_nodes(), timeout_s=CLEANING_DEADLINE_S)
+    assert quorum.wait_leader() == leader.node_id
+    [log_start] = snapshot_ids_on_disk(leader.metadata_dir)
+    recorder.start()
+    after = unique("after-the-gap")
+    create_topic(quorum, after)
+    last = recorder.wait_caught_up("the recorder after the gap")
+    assert recorder.stop() == 0, recorder.log()
+
+    made = manifest(recorder.archive)
+    gaps = [g for g in made["gaps"] if g["first"] > stopped_at]
+    assert [(g["first"], g["resume"]) for g in gaps] == [(stopped_at + 1, log_start[0])], made["gaps"]
+    assert gaps[0]["reason"] and "\n" not in gaps[0]["reason"]
+    assert list(log_start) in made["snapshots"]
+    name = f"{log_start[0]:020d}-{log_start[1]:010d}.checkpoint"
+    fetched = metadata_dir(recorder.archive) / name
+    assert fetched.read_bytes() == (leader.metadata_dir / name).read_bytes(), "the snapshot is not the leader's"
+    ranges = assert_contiguous(recorder.archive)
+    assert [r for r in ranges if r[0] >= log_start[0]][0][0] == log_start[0]
+    assert any(r[1] == stopped_at for r in ranges), f"the archive lost its end before the gap: {ranges}"
+    assert set(lost) | {after} <= set(topics_in(recorder.archive))  # in the snapshot, and after it
+    assert_like_the_controllers(quorum, recorder.archive, last)
