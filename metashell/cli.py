@@ -10,6 +10,7 @@
     metashell dash --bootstrap-controller HOST:PORT         the dashboard, live
     metashell demo [--dir DIR]              the dashboard on a generated history of a bad day
     metashell export --log-dir DIR /topics --out OUT [--format parquet|json|csv|orc]    a Spark table
+    metashell record --bootstrap-controller HOST:PORT --archive DIR    keep the metadata log's history
 
 Exit code 0 when every command succeeded, 1 otherwise; errors are one line. Without a terminal
 (stdin or stdout not a TTY, or CI set) ``dash`` and ``demo`` do not start the dashboard: they
@@ -63,6 +64,9 @@ commands:
   metashell export SOURCE [PATH | --history TABLE] --out DIR [--format parquet|json|csv|orc]
                    [--table NAME] [--spark-master URL | --remote sc://HOST:PORT]
         a subtree of the image, or the log's history, as a Spark table (docs/export.md)
+  metashell record --bootstrap-controller HOST:PORT[,...] [--command-config FILE] --archive DIR
+                   [--retention-ms MS] [--snapshot-every-records N] | record --status DIR
+        a flight recorder: keeps every committed batch of the metadata log (docs/recorder.md)
   metashell bench dash | bench export | bench attach
         measurements (docs/performance.md)
 Each command takes --help; inside the shell, help lists its commands and man COMMAND tells more."""
@@ -277,6 +281,9 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
             return run_bench_attach(build_bench_attach_parser().parse_args(argv[2:]))
         if argv and argv[0] == "export":
             return _export_command(build_export_parser().parse_args(argv[1:]), err)
+        if argv and argv[0] == "record":
+            from metashell.record.command import run_record
+            return run_record(argv[1:], err)
         _refuse_mistyped_subcommand(argv)
         from metashell.shell.session import Session
         from metashell.source import LiveSource
@@ -304,7 +311,7 @@ def run(argv: Sequence[str] | None = None, err: Callable[[str], None] | None = N
     return run_guarded("metashell", work, err)
 
 
-SUBCOMMANDS = (*DASHBOARD_COMMANDS, "export", "bench")
+SUBCOMMANDS = (*DASHBOARD_COMMANDS, "export", "record", "bench")
 
 
 def _refuse_mistyped_subcommand(argv: list[str]) -> None:

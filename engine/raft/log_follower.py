@@ -16,6 +16,10 @@ fetched records at or above the high watermark pending and hands over only whole
 below it, each once and in order. It never writes.
 
 Memory: only the uncommitted tail and the handed-over batches not yet taken are kept.
+
+A recorder (metashell.record) asks for more, and only it pays for it: with ``keep_bytes`` each
+whole batch handed over comes with the bytes the leader served (``Committed.raw``, beside its
+entries), and with ``start`` the follower goes on from where an archive ends rather than from 0.
 """
 
 from __future__ import annotations
@@ -79,18 +83,25 @@ class Committed:
 
     reset: tuple[Any, int] | None = None
     batches: list[list[LogEntry]] = field(default_factory=list)
+    # with keep_bytes: each batch's bytes exactly as the leader served them, beside ``batches``
+    raw: list[bytes] = field(default_factory=list)
 
 
 class LogFollower:
     def __init__(self, bootstrap: Sequence[Address], *, snapshot_state: SnapshotState | None = None, empty_state: Any,
                  cluster_id: str | None = None, settings: FollowerSettings | None = None,
                  rng: random.Random | None = None, now_ms: int = 0,
-                 snapshot_bytes_state: SnapshotBytesState | None = None):
+                 snapshot_bytes_state: SnapshotBytesState | None = None, keep_bytes: bool = False,
+                 start: tuple[int, int] | None = None):
         """``snapshot_state`` builds the starting state from a downloaded snapshot's records;
         ``snapshot_bytes_state``, when given, from its bytes instead (the records not decoded
         here). A MetadataError from either (a damaged snapshot) has it downloaded again once;
         damaged again, the follower stops with that error's line. ``empty_state`` is the state
-        of a log starting at 0."""
+        of a log starting at 0. ``keep_bytes``: hand over each batch's served bytes too
+        (``Committed.raw``); ``start``: (next offset, epoch of the record before it) of a log held
+        elsewhere up to there (an archive): no reset is handed over unless the leader's log moved
+        past it (a snapshot then), and a divergence below it is fatal, as one below what was handed
+        over is."""
         if not bootstrap:
             raise ValueError("a follower needs at least one bootstrap controller")
         if (snapshot_state is None) == (snapshot_bytes_state is None):
@@ -113,17 +124,26 @@ class LogFollower:
         self._last_epoch = 0  # of the last record fetched (Kafka: 0 for an empty log)
         self._committed_epoch = 0  # of the last record handed over
         self._epochs: list[tuple[int, int]] = []  # (epoch, start offset) of the tail and what was handed over
-        self._tail: list[tuple[int, int, list[LogEntry]]] = []  # (last offset, epoch, entries): uncommitted
+        # (last offset, epoch, entries, served bytes or None): uncommitted
+        self._tail: list[tuple[int, int, list[LogEntry], bytes | None]] = []
         self._download: _Download | None = None
         self._started = False  # a reset was handed over
         self._reset: tuple[Any, int] | None = None
         self._out: list[list[LogEntry]] = []
+        self._keep_bytes = keep_bytes
+        self._raw: list[bytes] = []  # with keep_bytes: parallel to _out
         self._inflight: dict[int, InFlight] = {}
         self._next_correlation_id = 1
         self._backoff_until_ms = 0
         self._last_ok_ms = now_ms
         # why the last request got no answer (cleared by the next answer): what a tool shows while retrying
         self.last_failure: str | None = None
+        if start is not None and start[0] > 0:
+            offset, epoch = start
+            self.fetch_offset, self._last_epoch, self._committed_epoch = offset, epoch, epoch
+            self._epochs = [(epoch, offset)]
+            self.applied_offset = offset - 1
+            self._started = True
 
     # -- the public surface -----------------------------------------------------------
 
@@ -166,8 +186,8 @@ class LogFollower:
 
     def take(self) -> Committed:
         """Everything committed since the last take (the reset first, if the log started anew)."""
-        taken = Committed(self._reset, self._out)
-        self._reset, self._out = None, []
+        taken = Committed(self._reset, self._out, self._raw)
+        self._reset, self._out, self._raw = None, [], []
         return taken
 
     def fail(self, error: str) -> None:
@@ -319,7 +339,10 @@ class LogFollower:
         self._commit()
 
     def _append(self, data: bytes, where: str) -> None:
+        position = 0
         for header, entries in batches_of_bytes(data, f"Fetch answer from {where}", None, False):
+            raw = data[position:position + header.size_bytes] if self._keep_bytes else None
+            position += header.size_bytes
             if header.last_offset < self.fetch_offset:
                 continue
             if header.base_offset > self.fetch_offset:
@@ -328,18 +351,20 @@ class LogFollower:
             epoch = header.partition_leader_epoch
             if not self._epochs or self._epochs[-1][0] != epoch:
                 self._epochs.append((epoch, self.fetch_offset))
-            self._tail.append((header.last_offset, epoch, entries))
+            self._tail.append((header.last_offset, epoch, entries, raw))
             self.fetch_offset = header.last_offset + 1
             self._last_epoch = epoch
 
     def _commit(self) -> None:
         """Hand over the whole batches below the high watermark."""
         done = 0
-        for last_offset, epoch, entries in self._tail:
+        for last_offset, epoch, entries, raw in self._tail:
             if last_offset >= self.high_watermark:
                 break
             if entries:
                 self._out.append(entries)
+                if raw is not None:
+                    self._raw.append(raw)
             self.applied_offset = last_offset
             self._committed_epoch = epoch
             done += 1
@@ -351,11 +376,14 @@ class LogFollower:
         if target <= self.applied_offset:
             raise FollowerError(f"the leader's log diverges at offset {target}, below the committed offset "
                                 f"{self.applied_offset} already handed over")
+        if self._keep_bytes:  # only whole batches have their bytes: cut at the start of the one holding target
+            target = min([entries[0].offset for last, _, entries, _ in self._tail
+                          if entries and entries[0].offset < target <= last] + [target])
         keep = []
-        for last_offset, epoch, entries in self._tail:
+        for last_offset, epoch, entries, raw in self._tail:
             kept = [e for e in entries if e.offset < target]
             if kept:
-                keep.append((min(last_offset, target - 1), epoch, kept))
+                keep.append((min(last_offset, target - 1), epoch, kept, raw))
         self._tail = keep
         self.fetch_offset = target
         self._epochs = [(e, start) for e, start in self._epochs if start < target]
@@ -422,7 +450,7 @@ class LogFollower:
 
     def _start(self, image: Any, offset: int) -> None:
         """The log starts anew here: what was handed over and not taken yet is superseded."""
-        self._reset, self._out = (image, offset), []
+        self._reset, self._out, self._raw = (image, offset), [], []
         self._started = True
         self.applied_offset = offset
 

@@ -1,0 +1,1 @@
+"""metashell record: the flight recorder of a cluster's metadata log (docs/recorder.md)."""
