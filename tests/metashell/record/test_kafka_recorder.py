@@ -148,6 +148,28 @@ def dumped_batches(lines: list[str]) -> dict[int, list[str]]:
     return batches
 
 
+DUMP_MODES = ((), ("--cluster-metadata-decoder",))  # the batches only; and every record decoded
+
+
+def read_by_kafka(path: Path, lines: list[str], *, decoded: bool) -> dict[int, list[str]]:
+    """The segment's batches as kafka-dump-log printed them (a snapshot's are checked and left out),
+    after checking that it read the file whole: every batch valid, none left out, no error."""
+    assert lines, f"kafka-dump-log printed nothing for {path.name}"
+    assert not [line for line in lines if "isvalid: false" in line or "Error" in line or "Exception" in line], \
+        f"kafka-dump-log on the archive's {path.name}:\n" + "\n".join(lines[:20])
+    batches = dumped_batches(lines)
+    if path.suffix == ".checkpoint":
+        end, epoch = (int(x) for x in path.stem.split("-"))
+        assert lines[0] == f"Snapshot end offset: {end}, epoch: {epoch}", lines[0]
+        if decoded:
+            records = [line for line in lines if line.startswith("| ")]
+            assert "SnapshotHeader" in records[0] and "SnapshotFooter" in records[-1], path.name
+        return {}
+    assert list(batches) == [base for base, _, _ in file_batches(path)], \
+        f"kafka-dump-log left batches of {path.name} out"
+    return batches
+
+
 def test_kafka_dump_log_reads_the_archive_as_it_reads_the_controllers_log(quorum, recorders, tmp_path) -> None:
     archive = tmp_path / "archive"
     # a snapshot of the recorder's own every few records and small segments: several of each to read
@@ -169,31 +191,21 @@ def test_kafka_dump_log_reads_the_archive_as_it_reads_the_controllers_log(quorum
     theirs = segment_files(leader.metadata_dir)
     files = [str(p) for p in ours + theirs]
     assert not any("," in f for f in files), "--files splits at commas"
-    done = quorum.dist.run("kafka-dump-log", "--cluster-metadata-decoder", "--files", ",".join(files), timeout_s=300)
-    sections = dump_sections(done.stdout)
-    assert sorted(sections) == sorted(files), "kafka-dump-log did not dump every file given"
-    archived: dict[int, list[str]] = {}
-    for path in ours:
-        lines = sections[str(path)]
-        assert lines, f"kafka-dump-log printed nothing for {path.name}"
-        assert not [l for l in lines if "isvalid: false" in l or "Error" in l or "Exception" in l], \
-            f"kafka-dump-log on the archive's {path.name}:\n" + "\n".join(lines[:20])
-        batches = dumped_batches(lines)
-        if path.suffix == ".checkpoint":
-            end, epoch = (int(x) for x in path.stem.split("-"))
-            assert lines[0] == f"Snapshot end offset: {end}, epoch: {epoch}", lines[0]
-            records = [l for l in lines if l.startswith("| ")]
-            assert "SnapshotHeader" in records[0] and "SnapshotFooter" in records[-1], path.name
-            continue
-        # every batch of the segment was read and printed, in order
-        assert list(batches) == [base for base, _, _ in file_batches(path)], path.name
-        archived.update(batches)
-    kafkas: dict[int, list[str]] = {}
-    for path in theirs:
-        kafkas.update(dumped_batches(sections[str(path)]))
-    common = sorted(set(archived) & set(kafkas))
-    assert common and max(common) == max(archived), \
-        f"the leader's dump and the archive's share {len(common)} batches, not the archive's last ({max(archived)})"
-    for base in common:
-        assert archived[base] == kafkas[base], f"batch {base}: the archive's dump differs from the leader's"
+    for flags in DUMP_MODES:
+        done = quorum.dist.run("kafka-dump-log", *flags, "--files", ",".join(files), timeout_s=300)
+        sections = dump_sections(done.stdout)
+        assert sorted(sections) == sorted(files), f"kafka-dump-log {flags} did not dump every file given"
+        archived: dict[int, list[str]] = {}
+        for path in ours:
+            archived.update(read_by_kafka(path, sections[str(path)], decoded=bool(flags)))
+        kafkas: dict[int, list[str]] = {}
+        for path in theirs:
+            kafkas.update(dumped_batches(sections[str(path)]))
+        common = sorted(set(archived) & set(kafkas))
+        assert common and max(common) == max(archived), (
+            f"the leader's dump and the archive's share {len(common)} batches, not the archive's last "
+            f"({max(archived)})")
+        for base in common:
+            assert archived[base] == kafkas[base], \
+                f"kafka-dump-log {flags}, batch {base}: the archive's differs from the leader's"
     assert_like_the_controllers(quorum, archive, last)
