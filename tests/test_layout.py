@@ -62,6 +62,8 @@ ALLOWED_METASHELL = {
     "metashell.export": {"metashell.tree", "metashell.source"},
     "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export"},
     "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live"},
+    # the flight recorder: the live attachment's follower and settings, writing an archive
+    "metashell.record": {"metashell.live"},
     # the demo histories, written by driving the engine
     "metashell.demo": set(),
     # benchmarks that span the others (the attach bench: a seeded quorum, a load, an attached tool)

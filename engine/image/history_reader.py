@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from engine.common.errors import CorruptRecordError
+from engine.image.log_holes import HOLE_NOTE
 from engine.image.metadata_loader import DAMAGE_NOTE, TORN_TAIL_NOTE, ReplayStart, segment_batches
 from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir
 
@@ -68,7 +69,7 @@ class LogDirReader:
         damage: list[CorruptRecordError] = []
         replay(segment_batches(listing, begin, notes, files_read=self.files_read, damage=damage))
         self._listing, self._size, self.damage = listing, size, damage
-        self.notes = [n for n in self.notes if not n.startswith((TORN_TAIL_NOTE, DAMAGE_NOTE))] + notes
+        self.notes = [n for n in self.notes if not n.startswith((TORN_TAIL_NOTE, DAMAGE_NOTE, HOLE_NOTE))] + notes
         return True
 
 

@@ -8,6 +8,10 @@ own offset to just before the first damaged batch after it, and the reachable of
 union of those runs; between them are gaps no replay can rebuild. A batch header whose length
 cannot be trusted ends the walk of its segment: the rest of that segment is a gap too.
 
+An archive's hole between segments (engine.image.log_holes: offsets the recorder never got,
+said in its manifest) is a gap of the same kind: no replay runs across it, and its line says it
+is an archive gap and why, where damage names a file and a byte offset.
+
 ``scan_log`` finds the damage with one pass over the segments' batch headers and CRCs (records
 are not decoded); ``runs_of`` turns it, and the starting points, into the runs.
 """
@@ -19,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Sequence
 
 from engine.common.errors import CorruptRecordError
+from engine.image.log_holes import HOLE_NOTE, hole_line
 from engine.image.metadata_loader import DAMAGE_NOTE, LoadInfo
 from engine.records.record_batch import decode_batch, peek_batch_extent
 from engine.storage.log_reader import LogDirListing
@@ -34,7 +39,8 @@ class Gap:
 
     first: int
     resume: int | None
-    damage: str  # one line naming file, byte offset and why
+    damage: str  # one line naming file, byte offset and why (for a hole: the archive's gap and its reason)
+    hole: bool = False  # an archive's gap between segments, not damage
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +54,15 @@ def scan_log(listing: LogDirListing) -> LogScan:
     gaps: list[Gap] = []
     last = -1
     segments = listing.segments
+    previous_end = None  # where the segment before ended (one past its last batch), when it ended whole
     for index, (base, segment) in enumerate(segments):
         following = segments[index + 1][0] if index + 1 < len(segments) else None
+        if previous_end is not None and base > previous_end:
+            gaps.append(Gap(previous_end, base, hole_line(listing.path, previous_end, base), hole=True))
+        previous_end = None
         buf = read_segment_bytes(segment)
         expected, pending, pos = base, None, 0
+        whole = True
         while pos < len(buf):
             try:
                 header, end = decode_batch(buf, pos, decode_records=False)
@@ -65,7 +76,7 @@ def scan_log(listing: LogDirListing) -> LogScan:
                     break  # a write cut short: the log's end, not damage
                 first, damage = pending or (expected, error.one_line())
                 gaps.append(Gap(first, following, damage))
-                pending = None
+                pending, whole = None, False
                 break
             if pending is not None:
                 gaps.append(Gap(pending[0], header.base_offset, pending[1]))
@@ -74,6 +85,8 @@ def scan_log(listing: LogDirListing) -> LogScan:
             pos = end
         if pending is not None:
             gaps.append(Gap(pending[0], following, pending[1]))
+        elif whole and (expected > base or index > 0):
+            previous_end = expected  # an empty first segment says nothing of where the log was
     return LogScan(tuple(gaps), last)
 
 
@@ -117,10 +130,13 @@ def with_damage_note(info: LoadInfo, gaps: Sequence[Gap], runs: Sequence[tuple[i
     """``info`` naming the damage and the runs that can be reached: on the note of the damage the
     replay stopped at, or a note of its own (the replay answering never met it)."""
     words = runs_words(runs)
-    notes = [f"{n}; {words}" if n.startswith(DAMAGE_NOTE) and not n.endswith(words) else n for n in info.notes]
-    if not any(n.startswith(DAMAGE_NOTE) for n in notes):
-        more = f" (and {len(gaps) - 1} more damaged places)" if len(gaps) > 1 else ""
-        notes.append(f"part of the log is damaged and cannot be replayed: {gaps[0].damage}{more}; {words}")
+    marks = (DAMAGE_NOTE, HOLE_NOTE)
+    notes = [f"{n}; {words}" if n.startswith(marks) and not n.endswith(words) else n for n in info.notes]
+    if not any(n.startswith(marks) for n in notes):
+        more = f" (and {len(gaps) - 1} more {'gaps' if gaps[0].hole else 'damaged places'})" if len(gaps) > 1 else ""
+        what = "no replay crosses a gap of the archive" if gaps[0].hole else \
+            "part of the log is damaged and cannot be replayed"
+        notes.append(f"{what}: {gaps[0].damage}{more}; {words}")
     return replace(info, notes=tuple(notes))
 
 

@@ -446,6 +446,9 @@ class MetadataHistory:
                 damage = next((gap.damage for gap in scan.gaps if gap.resume is None or gap.resume > last + 1), None)
                 raise self._refuse(f"offset {offset} is past the damage the log stops at ({damage})" if damage
                                    else f"offset {offset} is past the log's end")
+            hole = next((g for g in scan.gaps if g.hole and g.first <= offset < (g.resume or offset + 1)), None)
+            if hole is not None:
+                raise self._refuse(f"offset {offset} is in a gap of the archive, which no replay reaches ({hole.damage})")
             raise self._refuse(f"offset {offset} is in a damaged part of the log, which no replay reaches ({damage})")
         first_ts = self._first_point()[1]
         if last < max(first, 0):

@@ -30,6 +30,7 @@ from engine.image.lazy_topics import lazy_topics_image
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.snapshot_index import index_snapshot
 from engine.image.index_in_two import index_snapshot_on_two
+from engine.image.log_holes import HOLE_NOTE, LogHoleError, hole_error
 from engine.image.metadata_image import MetadataImage, Provenance, QuorumImage
 from engine.records.record_batch import decode_batch
 from engine.storage.quorum_state_file import QuorumStateData, read_quorum_state
@@ -366,12 +367,13 @@ def segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: i
     tail of the last segment is noted, not read. Damage (a batch that fails its CRC or does not
     parse, with the log going on after it) ends the records there: what comes before it is still
     the log's history, what comes after cannot be replayed onto it (a batch is missing), so it is
-    noted (and added to ``damage``), as Kafka's recovery would cut the log there. The file is never
-    changed. Each file opened is added to ``files_read``."""
+    noted (and added to ``damage``), as Kafka's recovery would cut the log there. A hole between
+    segments (an archive's gap, engine.image.log_holes) ends them the same way, noted as a gap.
+    The file is never changed. Each file opened is added to ``files_read``."""
     try:
         yield from _segment_batches(listing, begin, notes, end, files_read)
     except CorruptRecordError as exc:
-        notes.append(f"{DAMAGE_NOTE}: {exc.one_line()}")
+        notes.append(f"{HOLE_NOTE if isinstance(exc, LogHoleError) else DAMAGE_NOTE}: {exc.one_line()}")
         if damage is not None:
             damage.append(exc)
 
@@ -379,16 +381,21 @@ def segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: i
 def _segment_batches(listing: LogDirListing, begin: int, notes: list[str], end: int | None,
                      files_read: list[Path] | None) -> Iterator[list[LogEntry]]:
     segments = listing.segments
+    expected = None  # the offset the next batch must start at, once a batch was read
     for index, (base, segment) in enumerate(segments):
         if index + 1 < len(segments) and segments[index + 1][0] <= begin:
             continue
         if end is not None and base >= end:
             return
+        if expected is not None and base > expected:
+            raise hole_error(listing.path, expected, base)  # offsets in no segment: never replayed across
         on_torn = (lambda pos, err: notes.append(f"{TORN_TAIL_NOTE}: {err.one_line()}")) \
             if index == len(segments) - 1 else None
         if files_read is not None:
             files_read.append(segment)
         for entries in entries_by_batch(segment, on_torn, False, begin if base < begin else None):
+            if entries:
+                expected = entries[-1].offset + 1
             if entries and entries[0].offset < begin:
                 entries = [e for e in entries if e.offset >= begin]
             if end is not None and entries and entries[-1].offset >= end:

@@ -130,14 +130,30 @@ class Archive:
             active_size = scan.valid_bytes
             next_offset = scan.next_offset if scan.next_offset is not None else base
             last_epoch = _last_epoch(buf[:scan.valid_bytes]) if scan.next_offset is not None else None
+        segments_end = next_offset  # one past the last record the segments hold
+        if segments and snapshots and snapshots[-1].end_offset > next_offset:
+            # stopped inside a gap's writing: the leader's snapshot is there, its segment is not yet
+            segments.append(self._first_segment_after_gap(snapshots[-1]))
+            active_size, segments_end = 0, snapshots[-1].end_offset
         if snapshots and (next_offset is None or snapshots[-1].end_offset >= next_offset):
             next_offset, last_epoch = max(next_offset or 0, snapshots[-1].end_offset), snapshots[-1].epoch
         if last_epoch is None:
             last_epoch = _epoch_before(segments[:-1], snapshots)
-        manifest = self._reconcile(manifest, segments, next_offset, snapshots)
+        reconciled = self._reconcile(manifest, segments, segments_end, snapshots)
+        if reconciled != manifest:
+            write_manifest(self.root, reconciled)  # what the files hold, said before anything is added
+        manifest = reconciled
         self._state = _Durable(segments, active_size, next_offset, last_epoch, manifest, snapshots)
         if segments:
             self._fd = os.open(segments[-1][1], os.O_WRONLY | os.O_APPEND)
+
+    def _first_segment_after_gap(self, snapshot: SnapshotId) -> tuple[int, Path]:
+        path = self.partition / segment_file_name(snapshot.end_offset)
+        path.touch()
+        fsync_directory(self.partition)
+        self.notes.append(f"the snapshot {snapshot.file_name} was written before the last stop, the segment after it "
+                          f"was not: {path.name} made")
+        return snapshot.end_offset, path
 
     def _reconcile(self, manifest: Manifest, segments, next_offset: int | None,
                    snapshots: list[SnapshotId]) -> Manifest:
@@ -145,15 +161,18 @@ class Archive:
         between segments it does not know becomes a gap; its snapshots are the files'."""
         expected = manifest.last_offset + 1 if manifest.last_offset >= 0 else None
         for index, (base, path) in enumerate(segments):
-            end = segments[index + 1][0] if index + 1 < len(segments) else next_offset
-            if end is None or end <= base or (expected is not None and end <= expected):
-                continue
-            first = max(base, expected) if expected is not None else base
+            if index + 1 < len(segments) and expected is not None and segments[index + 1][0] <= expected:
+                continue  # wholly within what the manifest knows
+            end = _segment_end(path, base) if index + 1 < len(segments) else next_offset
             if expected is not None and base > expected and manifest.gap_for(expected) is None:
                 gap = ArchiveGap(expected, base, "a hole between segments found at restart: the recorder stopped "
                                  "before recording why", 0)
                 manifest = replace(manifest, gaps=manifest.gaps + (gap,))
                 self.notes.append(f"offsets {expected} to {base - 1} are in no segment: recorded as a gap")
+                expected = base
+            if end is None or end <= base or (expected is not None and end <= expected):
+                continue
+            first = max(base, expected) if expected is not None else base
             if end - 1 >= first:
                 manifest = manifest.held(first, end - 1)
                 if expected is not None:
@@ -410,6 +429,19 @@ def _epoch_before(segments: Sequence[tuple[int, Path]], snapshots: Sequence[Snap
         if buf:
             return _last_epoch(buf)
     return snapshots[-1].epoch if snapshots else 0
+
+
+def _segment_end(path: Path, base: int) -> int:
+    """One past the last whole batch of a (closed) segment; its base when it holds none."""
+    buf = read_segment_bytes(path)
+    end, pos = base, 0
+    try:
+        while pos < len(buf):
+            header, pos = decode_batch(buf, pos, verify_crc=False, decode_records=False)
+            end = header.last_offset + 1
+    except MetadataError:
+        pass  # a closed segment's torn tail: its whole batches count
+    return end
 
 
 def _max_timestamp(path: Path) -> int:

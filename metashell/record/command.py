@@ -53,11 +53,14 @@ def build_record_parser() -> OneLineParser:
                         help="drop whole segments older than this (default: keep everything)")
     parser.add_argument("--snapshot-every-records", type=_positive("--snapshot-every-records"), metavar="N",
                         default=DEFAULT_SNAPSHOT_EVERY_RECORDS,
-                        help=f"a snapshot every N records, for fast seeking (0: none; default {DEFAULT_SNAPSHOT_EVERY_RECORDS})")
-    parser.add_argument("--segment-bytes", type=_positive("--segment-bytes"), metavar="N", default=DEFAULT_SEGMENT_BYTES,
+                        help="a snapshot every N records, for fast seeking "
+                             f"(0: none; default {DEFAULT_SNAPSHOT_EVERY_RECORDS})")
+    parser.add_argument("--segment-bytes", type=_positive("--segment-bytes"), metavar="N",
+                        default=DEFAULT_SEGMENT_BYTES,
                         help=f"roll to a new segment at this size (default {DEFAULT_SEGMENT_BYTES})")
     parser.add_argument("--progress-interval-ms", type=_positive("--progress-interval-ms"), metavar="MS",
-                        default=PROGRESS_INTERVAL_MS, help=f"a progress line this often (default {PROGRESS_INTERVAL_MS})")
+                        default=PROGRESS_INTERVAL_MS,
+                        help=f"a progress line this often (default {PROGRESS_INTERVAL_MS})")
     parser.add_argument("--status", metavar="DIR", help="summarise the archive DIR and exit")
     parser.add_argument("--json", action="store_true", help="with --status: the summary as JSON")
     return parser

@@ -204,9 +204,8 @@ class Recorder:
         if taken.reset is not None and taken.reset[0] is not None:  # (None, -1): the log starts at 0
             (image, data, snapshot_id), _ = taken.reset
             held = self.archive.next_offset
-            reason = (f"the leader's log starts past the archive's end: offsets {held} to {snapshot_id.end_offset - 1} "
-                      f"were deleted by the controllers (snapshot {snapshot_id.end_offset}-{snapshot_id.epoch}) "
-                      "before the recorder fetched them")
+            reason = (f"the controllers deleted these records (their log starts at snapshot "
+                      f"{snapshot_id.end_offset}-{snapshot_id.epoch}) before the recorder fetched them")
             if held is None:
                 self._log(f"the leader's log starts at its snapshot {snapshot_id.file_name}: the archive starts there")
             elif snapshot_id.end_offset > held:
@@ -283,7 +282,8 @@ class Recorder:
             held = self.archive.durable_offset
             hw = core.high_watermark
             lag = f", lag {max(0, hw - 1 - held):,} records behind the high watermark {hw:,}" if hw >= 0 else ""
-            self._log(f"progress: offsets up to {held:,} held{lag}; {len(self.archive.manifest.gaps)} gaps")
+            what = f"offsets up to {held:,} held" if held >= 0 else "nothing held yet"
+            self._log(f"progress: {what}{lag}; {len(self.archive.manifest.gaps)} gaps")
         if self.s.retention_ms is not None and now >= self._next_retention_ms and self._write_failing is None:
             self._next_retention_ms = now + RETENTION_CHECK_MS
             try:

@@ -14,7 +14,8 @@ def kraft_control_records(quorum: QuorumImage) -> list[ControlRecord]:
         return []
     voters = VotersRecord(version=i16(0), voters=tuple(
         VotersVoter(voter_id=i32(v.id), voter_directory_id=v.directory_id,
-                    endpoints=tuple(VotersEndpoint(name=name, host=host, port=u16(port)) for name, host, port in v.endpoints),
+                    endpoints=tuple(VotersEndpoint(name=name, host=host, port=u16(port))
+                                    for name, host, port in v.endpoints),
                     k_raft_version_feature=KRaftVersionFeature(min_supported_version=i16(v.kraft_version_range[0]),
                                                                max_supported_version=i16(v.kraft_version_range[1])))
         for v in quorum.voters))

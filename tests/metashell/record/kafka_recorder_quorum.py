@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from archive_compare import assert_contiguous, assert_same_batches
+from archive_compare import assert_contiguous, compare_archive
 from kafka_peer.cluster import KafkaCluster
 from kafka_peer.distribution import KafkaDistribution
 from kafka_peer.nodes import KafkaNode, wait_until
@@ -193,12 +193,13 @@ def wait_voters_caught_up(cluster: KafkaCluster, last: int) -> None:
 
 
 def assert_like_the_controllers(cluster: KafkaCluster, archive: Path, last: int) -> None:
-    """The archive's batches are each live voter's own over the offsets both hold (the leader's at
-    least up to ``last``), and the archive is contiguous where its manifest says it is."""
+    """The archive holds each live voter's own batches, byte for byte, over the offsets both hold
+    (the leader's log at least some of them), and is contiguous where its manifest says it is.
+    Compared once every voter holds ``last``: a voter behind has an older tail, not another one."""
     assert_contiguous(archive)
     wait_voters_caught_up(cluster, last)
     leader = cluster.wait_leader()
     for node in live_voters(cluster):
-        compared = assert_same_batches(archive, node.metadata_dir, up_to=last)
+        compared = compare_archive(archive, node.metadata_dir)
         if node.node_id == leader:
             assert compared > 0, f"the leader {leader} holds none of the archive's batches"

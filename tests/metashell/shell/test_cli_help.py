@@ -35,7 +35,8 @@ def _dispatched() -> list[str]:
 
 
 def test_every_dispatched_command_is_in_the_tables_the_help_reads() -> None:
-    assert set(_dispatched()) == {*cli.DASHBOARD_COMMANDS, "export", *(f"bench {b}" for b in cli.BENCH_COMMANDS)}
+    assert set(_dispatched()) == {*cli.DASHBOARD_COMMANDS, "export", "record",
+                                  *(f"bench {b}" for b in cli.BENCH_COMMANDS)}
 
 
 @pytest.mark.slow
