@@ -82,12 +82,19 @@ def log_start_offset(metadata_dir: Path) -> int:
     return int(segments[0].name[:20]) if segments else 0
 
 
-def high_watermark(cluster: KafkaCluster) -> int:
-    """The leader's high watermark (the next offset to commit) from a DescribeQuorum answer."""
+def _quorum_info(cluster: KafkaCluster):
     from engine.admin.quorum_client import default_send, find_leader
 
-    _, info = find_leader([n.controller_address for n in cluster.voters if n.alive], default_send(5000))
-    return int(info.high_watermark)
+    return find_leader([n.controller_address for n in cluster.voters if n.alive], default_send(5000))[1]
+
+
+def high_watermark(cluster: KafkaCluster) -> int:
+    """The leader's high watermark (the next offset to commit) from a DescribeQuorum answer."""
+    return int(_quorum_info(cluster).high_watermark)
+
+
+def leader_epoch(cluster: KafkaCluster) -> int:
+    return wait_until(lambda: int(_quorum_info(cluster).leader_epoch), "a leader epoch", cluster.live_nodes())
 
 
 # ------------------------------------------------------------------ the recorder process
@@ -120,10 +127,12 @@ class Recorder:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout_s: float = 30) -> int:
-        """SIGTERM: the recorder's clean close; its exit code."""
+        """SIGTERM: the recorder's clean close; its exit code (and never a traceback in its output)."""
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=timeout_s)
+        code = self.process.wait(timeout=timeout_s)
+        assert "Traceback" not in self.log(), self.log()[-3000:]
+        return code
 
     def kill(self) -> None:
         if self.alive:
@@ -182,10 +191,8 @@ def live_voters(cluster: KafkaCluster) -> list[KafkaNode]:
 def wait_voters_caught_up(cluster: KafkaCluster, last: int) -> None:
     """Until every live voter's log holds ``last`` (DescribeQuorum's log end offsets): only then
     are a node's files comparable with an archive up to there."""
-    from engine.admin.quorum_client import default_send, find_leader
-
     def caught_up() -> bool:
-        _, info = find_leader([n.controller_address for n in cluster.voters if n.alive], default_send(5000))
+        info = _quorum_info(cluster)
         ends = {int(v.replica_id): int(v.log_end_offset) for v in info.voters}
         return all(ends.get(n.node_id, -1) > last for n in live_voters(cluster))
 

@@ -32,7 +32,8 @@ from kafka_peer.cluster import KafkaCluster
 from kafka_peer.fixtures import unavailable
 from kafka_peer.nodes import wait_until
 from tests.metashell.record.kafka_recorder_quorum import (
-    Recorder, assert_like_the_controllers, live_voters, metashell, snapshot_ids_on_disk, start_forgetful_quorum)
+    Recorder, assert_like_the_controllers, leader_epoch, live_voters, metashell, snapshot_ids_on_disk,
+    start_forgetful_quorum)
 from tests.metashell.record.kafka_recorder_steps import create_topic, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -71,8 +72,28 @@ def topics_in(archive: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
-def assert_followed_throughout(recorder: Recorder, began: int) -> None:
-    """No gap after the recorder's first catch-up, every segment ending with a whole batch."""
+def followed_before(recorder: Recorder) -> tuple[int, int]:
+    """The recorder started and caught up, with a batch of the current leader epoch in its archive
+    (a topic created): (the offset it holds, that epoch)."""
+    recorder.start()
+    recorder.wait_caught_up()
+    create_topic(recorder.cluster, unique("before"))
+    return recorder.wait_caught_up("a topic before"), leader_epoch(recorder.cluster)
+
+
+def epochs_in(archive: Path) -> set[int]:
+    """The leader epochs of the archive's batches (each batch's partitionLeaderEpoch, bytes 12-16)."""
+    return {int.from_bytes(raw[12:16], "big", signed=True)
+            for path in segment_files(archive) for _, _, raw in file_batches(path)}
+
+
+def assert_followed_throughout(recorder: Recorder, began: int, epoch_before: int | None = None) -> None:
+    """No gap after the recorder's first catch-up, every segment ending with a whole batch; with
+    ``epoch_before``, batches of that leader epoch and of the current one, a later one."""
+    if epoch_before is not None:
+        epoch = leader_epoch(recorder.cluster)
+        assert epoch > epoch_before and {epoch_before, epoch} <= epochs_in(recorder.archive), \
+            (epoch_before, epoch, sorted(epochs_in(recorder.archive)))
     made = manifest(recorder.archive)
     assert all(gap["resume"] <= began + 1 for gap in made["gaps"]), f"a gap while following: {made['gaps']}"
     for path in segment_files(recorder.archive):
@@ -81,8 +102,7 @@ def assert_followed_throughout(recorder: Recorder, began: int) -> None:
 
 
 def test_the_recorder_follows_the_successor_of_a_killed_active_controller(quorum, recorder) -> None:
-    recorder.start()
-    began = recorder.wait_caught_up()
+    began, epoch = followed_before(recorder)
     old = quorum.node(quorum.wait_leader())
     old.kill()
     wait_until(lambda: quorum.leader_id() not in (-1, old.node_id), "a new active controller", quorum.live_nodes())
@@ -95,13 +115,12 @@ def test_the_recorder_follows_the_successor_of_a_killed_active_controller(quorum
     last = recorder.wait_caught_up("the topic created with the old leader back")
     assert recorder.stop() == 0, recorder.log()
     assert {during, back} <= set(topics_in(recorder.archive))
-    assert_followed_throughout(recorder, began)
+    assert_followed_throughout(recorder, began, epoch)
     assert_like_the_controllers(quorum, recorder.archive, last)
 
 
 def test_the_recorder_goes_on_through_controller_restarts(quorum, recorder) -> None:
-    recorder.start()
-    began = recorder.wait_caught_up()
+    began, epoch = followed_before(recorder)
     names = []
     leader = quorum.wait_leader()
     follower = next(n for n in live_voters(quorum) if n.node_id != leader)
@@ -116,13 +135,12 @@ def test_the_recorder_goes_on_through_controller_restarts(quorum, recorder) -> N
     last = recorder.wait_caught_up("the topic with every controller back")
     assert recorder.stop() == 0, recorder.log()
     assert set(names) <= set(topics_in(recorder.archive))
-    assert_followed_throughout(recorder, began)
+    assert_followed_throughout(recorder, began, epoch)
     assert_like_the_controllers(quorum, recorder.archive, last)
 
 
 def test_the_recorder_reconnects_after_the_whole_quorum_stopped_and_started(quorum, recorder) -> None:
-    recorder.start()
-    began = recorder.wait_caught_up()
+    began, epoch = followed_before(recorder)
     voters = live_voters(quorum)
     for node in voters:
         node.signal(signal.SIGTERM)
@@ -136,7 +154,7 @@ def test_the_recorder_reconnects_after_the_whole_quorum_stopped_and_started(quor
     last = recorder.wait_caught_up("the topic after the quorum came back")
     assert recorder.stop() == 0, recorder.log()
     assert name in topics_in(recorder.archive)
-    assert_followed_throughout(recorder, began)
+    assert_followed_throughout(recorder, began, epoch)
     assert_like_the_controllers(quorum, recorder.archive, last)
 
 
