@@ -4,10 +4,10 @@ The quorum (``start_forgetful_quorum``): three controller-only nodes on a dynami
 broker (the admin requests go through it), configured so that Kafka itself throws old metadata
 away fast, as a production cluster does over hours:
 - no NoOp records (``metadata.max.idle.interval.ms=0``): the log grows only by what a test does, so
-  a snapshot comes only when a test writes enough (``SNAPSHOT_EVERY_BYTES``), never behind a
-  recorder's back while it follows;
-- segments roll after a second (``metadata.log.segment.ms``), so whole segments end below a
-  snapshot and can go;
+  a snapshot (``SNAPSHOT_EVERY_BYTES`` of records) comes when a test writes enough, never from idle
+  NoOps while a recorder is between two leaders (it would find a gap there, by chance);
+- segments roll after a second (``metadata.log.segment.ms``; ``metadata.log.segment.bytes`` cannot
+  go below 8 MiB, MetadataLogConfig of 4.4), so whole segments end below a snapshot and can go;
 - ``metadata.max.retention.bytes=1``: at each of Kafka's metadata log cleanings (every 60 s
   from the raft client's start, fixed in KafkaRaftClient) every snapshot but the newest is
   deleted, the log start moves up to it and the segments wholly below it are deleted;
