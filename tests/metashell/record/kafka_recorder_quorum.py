@@ -170,10 +170,18 @@ class Recorder:
                                      f"{self.log()[-3000:]}")
             time.sleep(0.2)
 
+    def held_through(self) -> int:
+        """The last offset whose state the archive holds: its last record's, or where its newest
+        snapshot ends when no record follows it (a new archive of a leader whose log starts at
+        its high watermark holds only the snapshot it fetched, and its manifest no record yet)."""
+        made = self.manifest() or {}
+        ends = [end - 1 for end, _ in made.get("snapshots", [])]
+        return max([self.last_offset(), *ends])
+
     def wait_caught_up(self, what: str = "the recorder caught up") -> int:
         """Until the archive holds every offset the quorum has committed now; that offset."""
         target = wait_until(lambda: high_watermark(self.cluster), "a high watermark", self.cluster.live_nodes()) - 1
-        self.wait_until(lambda: self.last_offset() >= target, f"{what} (offset {target})")
+        self.wait_until(lambda: self.held_through() >= target, f"{what} (offset {target})")
         return target
 
 

@@ -18,16 +18,16 @@ offsets both hold (tests/archive_compare.py).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from archive_compare import file_batches, manifest, metadata_dir, segment_files
+from archive_compare import manifest, metadata_dir, segment_files
 from engine.image.metadata_loader import load_log_dir
 from kafka_peer.cluster import KafkaCluster
 from kafka_peer.fixtures import unavailable
+from tests.metashell.record.kafka_dump_reading import DUMP_MODES, dump_sections, dumped_batches, read_by_kafka
 from tests.metashell.record.kafka_recorder_quorum import (
     Recorder, assert_like_the_controllers, metashell, start_forgetful_quorum, wait_voters_caught_up)
 from tests.metashell.record.kafka_recorder_steps import (
@@ -114,60 +114,6 @@ def test_the_recorder_follows_topics_configs_acls_scram_quotas_and_voters(quorum
     assert_like_the_controllers(quorum, archive, last)
     leader = quorum.node(quorum.wait_leader())
     assert load_log_dir(metadata_dir(archive), offset=last)[0] == load_log_dir(leader.metadata_dir, offset=last)[0]
-
-
-# ------------------------------------------------------------------ Kafka's kafka-dump-log on an archive
-HEADER = "Dumping "
-BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) .* position: \d+ (.*)$")
-
-
-def dump_sections(text: str) -> dict[str, list[str]]:
-    """kafka-dump-log's output, each file's lines by the path of its ``Dumping`` line."""
-    sections: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in text.splitlines():
-        if line.startswith(HEADER):
-            current = sections.setdefault(line[len(HEADER):], [])
-        else:
-            current.append(line)
-    return sections
-
-
-def dumped_batches(lines: list[str]) -> dict[int, list[str]]:
-    """A file's batches as printed: by base offset, the batch line without its position in the
-    file (segments of the archive and of a controller cut the log at different places) and its
-    record lines."""
-    batches: dict[int, list[str]] = {}
-    current: list[str] | None = None
-    for line in lines:
-        found = BATCH.match(line)
-        if found:
-            current = batches[int(found[1])] = [re.sub(r" position: \d+ ", " ", line)]
-        elif line.startswith("| ") and current is not None:
-            current.append(line)
-    return batches
-
-
-DUMP_MODES = ((), ("--cluster-metadata-decoder",))  # the batches only; and every record decoded
-
-
-def read_by_kafka(path: Path, lines: list[str], *, decoded: bool) -> dict[int, list[str]]:
-    """The segment's batches as kafka-dump-log printed them (a snapshot's are checked and left out),
-    after checking that it read the file whole: every batch valid, none left out, no error."""
-    assert lines, f"kafka-dump-log printed nothing for {path.name}"
-    assert not [line for line in lines if "isvalid: false" in line or "Error" in line or "Exception" in line], \
-        f"kafka-dump-log on the archive's {path.name}:\n" + "\n".join(lines[:20])
-    batches = dumped_batches(lines)
-    if path.suffix == ".checkpoint":
-        end, epoch = (int(x) for x in path.stem.split("-"))
-        assert lines[0] == f"Snapshot end offset: {end}, epoch: {epoch}", lines[0]
-        if decoded:
-            records = [line for line in lines if line.startswith("| ")]
-            assert "SnapshotHeader" in records[0] and "SnapshotFooter" in records[-1], path.name
-        return {}
-    assert list(batches) == [base for base, _, _ in file_batches(path)], \
-        f"kafka-dump-log left batches of {path.name} out"
-    return batches
 
 
 def test_kafka_dump_log_reads_the_archive_as_it_reads_the_controllers_log(quorum, recorders, tmp_path) -> None:

@@ -22,15 +22,18 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from archive_compare import assert_contiguous, file_batches, manifest, metadata_dir, segment_files, whole_batches
+from engine.image.metadata_loader import load_log_dir
 from kafka_peer.cluster import KafkaCluster
 from kafka_peer.fixtures import unavailable
 from kafka_peer.nodes import wait_until
+from tests.metashell.record.kafka_dump_reading import kafka_reads_archive
 from tests.metashell.record.kafka_recorder_quorum import (
     Recorder, assert_like_the_controllers, leader_epoch, live_voters, metashell, snapshot_ids_on_disk,
     start_forgetful_quorum)
@@ -208,9 +211,19 @@ def test_a_recorder_killed_while_it_writes_resumes_without_duplicates_or_holes(q
     assert_like_the_controllers(quorum, recorder.archive, last)
 
 
-def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_its_past(quorum, recorder) -> None:
-    recorder.start()
-    stopped_at = recorder.wait_caught_up()
+def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_its_past(quorum, tmp_path) -> None:
+    # snapshots of its own too: after the gap they start from the image of the snapshot it fetched
+    recorder = Recorder(quorum, tmp_path / "archive", "--segment-bytes", "16384", "--snapshot-every-records", "40")
+    fresh = Recorder(quorum, tmp_path / "fresh")
+    try:
+        gap_recorded_where_kafka_deleted_its_past(quorum, recorder, fresh)
+    finally:
+        recorder.kill()
+        fresh.kill()
+
+
+def gap_recorded_where_kafka_deleted_its_past(quorum: KafkaCluster, recorder: Recorder, fresh: Recorder) -> None:
+    stopped_at, _ = followed_before(recorder)  # a batch held: the gap begins after a record, not a snapshot
     assert recorder.stop() == 0, recorder.log()
     assert manifest(recorder.archive)["last_offset"] == stopped_at
     # More than a few snapshots' worth of records: every controller snapshots past the recorder
@@ -220,6 +233,7 @@ def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_it
     leader = quorum.node(quorum.wait_leader())
     # Kafka's cleanings delete every snapshot but the newest and move the log start up to it (one
     # cleaning may come in the middle of the snapshots: then the next one)
+
     def one_snapshot_past_the_recorder() -> bool:
         ids = snapshot_ids_on_disk(leader.metadata_dir)
         return len(ids) == 1 and ids[0][0] > stopped_at + 1
@@ -229,6 +243,17 @@ def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_it
                quorum.live_nodes(), timeout_s=CLEANING_DEADLINE_S)
     assert quorum.wait_leader() == leader.node_id
     [log_start] = snapshot_ids_on_disk(leader.metadata_dir)
+    name = f"{log_start[0]:020d}-{log_start[1]:010d}.checkpoint"
+    kafkas = (leader.metadata_dir / name).read_bytes()
+    # A new archive of this quorum starts at its log start, with the leader's snapshot: no gap,
+    # since nothing before it was ever recorded (and no record yet, when the snapshot ends at the
+    # high watermark: Recorder.held_through)
+    fresh.start()
+    fresh.wait_caught_up("a new recorder")
+    assert fresh.stop() == 0, fresh.log()
+    started = manifest(fresh.archive)
+    assert (started["first_offset"], started["gaps"], started["snapshots"]) == (log_start[0], [], [list(log_start)])
+    assert (metadata_dir(fresh.archive) / name).read_bytes() == kafkas, "the snapshot is not the leader's"
     recorder.start()
     after = unique("after-the-gap")
     create_topic(quorum, after)
@@ -240,9 +265,7 @@ def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_it
     assert [(g["first"], g["resume"]) for g in gaps] == [(stopped_at + 1, log_start[0])], made["gaps"]
     assert gaps[0]["reason"] and "\n" not in gaps[0]["reason"]
     assert list(log_start) in made["snapshots"]
-    name = f"{log_start[0]:020d}-{log_start[1]:010d}.checkpoint"
-    fetched = metadata_dir(recorder.archive) / name
-    assert fetched.read_bytes() == (leader.metadata_dir / name).read_bytes(), "the snapshot is not the leader's"
+    assert (metadata_dir(recorder.archive) / name).read_bytes() == kafkas, "the snapshot is not the leader's"
     ranges = assert_contiguous(recorder.archive)
     assert [r for r in ranges if r[0] >= log_start[0]][0][0] == log_start[0]
     assert any(r[1] == stopped_at for r in ranges), f"the archive lost its end before the gap: {ranges}"
@@ -252,4 +275,14 @@ def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_it
     status = metashell("record", "--status", str(recorder.archive))
     assert status.returncode == 0, status.stderr
     assert f"  offsets {stopped_at + 1} to {log_start[0] - 1} missing" in status.stdout, status.stdout
+    # the image after the gap is the leader's, with more of the past: the leader changes the
+    # controllers deleted are in the archive's segments before the gap
+    ours, kafkas = (load_log_dir(d, offset=last)[0] for d in (metadata_dir(recorder.archive), leader.metadata_dir))
+    changes, held = list(kafkas.quorum.leader_changes), list(ours.quorum.leader_changes)
+    assert len(held) >= len(changes) and held[len(held) - len(changes):] == changes
+    assert replace(ours, quorum=replace(ours.quorum, leader_changes=kafkas.quorum.leader_changes)) == kafkas
+    # Kafka's own tool reads the archive whole, on both sides of the gap
+    dumped = kafka_reads_archive(quorum.dist, recorder.archive)
+    ends = {int(lines[0].split()[3]) for lines in dumped.values()}  # "baseOffset: B lastOffset: L ..."
+    assert stopped_at in ends and log_start[0] in dumped, "Kafka's dump lacks a side of the gap"
     assert_like_the_controllers(quorum, recorder.archive, last)
