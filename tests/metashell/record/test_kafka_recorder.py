@@ -9,8 +9,10 @@ each test records into an archive of its own with a ``metashell record`` process
   added then removed (all through Kafka's clients and tools): after each step the archive,
   opened as a log directory by ``metashell --log-dir ARCHIVE --offset N``, shows it, and the
   image the archive loads to at the end is the leader's own at the same offset.
-- ``kafka-dump-log`` reads every segment and snapshot of an archive, every batch valid, and prints
-  each batch of the archive's segments as it prints the same batch of the leader's segments.
+- ``kafka-dump-log`` (batches only, and with ``--cluster-metadata-decoder``) reads every segment
+  and snapshot of an archive (small segments and a snapshot of the recorder's own every ten
+  records), every batch valid and none left out, and prints each batch of the archive's segments
+  as it prints the same batch of the leader's segments (but for its position in the file).
 Each test ends with the archive against the controllers' own logs, byte for byte, over the
 offsets both hold (tests/archive_compare.py).
 """
