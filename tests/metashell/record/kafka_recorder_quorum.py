@@ -52,6 +52,27 @@ FORGETFUL = {
 DEADLINE_S = 120.0  # a safety net for JVMs on a loaded two-core machine, never a speed claim
 
 
+TOOLS = ("kafka-storage", "kafka-configs", "kafka-metadata-quorum", "kafka-dump-log")
+
+
+def with_tools(newest: KafkaDistribution) -> KafkaDistribution:
+    """The newest server when Maven Central serves its tools too, else the newest release that has
+    them (the tests script changes with kafka-configs and kafka-metadata-quorum, and read the
+    archive with kafka-dump-log): never a test skipped for a server served days before its tools."""
+    if all(newest.has(tool) for tool in TOOLS):
+        return newest
+    from kafka_peer.distribution import KafkaUnavailable, fetch
+    from kafka_peer.fixtures import VERSIONS, unavailable
+
+    why = None
+    try:
+        return fetch(VERSIONS[-1], tools=True)
+    except KafkaUnavailable as exc:
+        why = str(exc)
+    unavailable(why)  # outside the except block: one sentence, not a chain
+    raise AssertionError("unreachable")
+
+
 def start_forgetful_quorum(dist: KafkaDistribution, root: Path) -> KafkaCluster:
     return KafkaCluster(dist, root, voters=3, brokers=1, quorum="dynamic", config=FORGETFUL).start()
 

@@ -1,5 +1,5 @@
-"""`metashell record` against real Apache Kafka controllers (the newest server), and Kafka's own
-``kafka-dump-log`` on the archive it writes.
+"""`metashell record` against real Apache Kafka controllers (the newest server, with its tools:
+kafka_recorder_quorum.with_tools), and Kafka's own ``kafka-dump-log`` on the archive it writes.
 
 One quorum for the module (kafka_recorder_quorum: three controllers on a dynamic quorum, a broker,
 no NoOps, snapshots every few kilobytes, old snapshots and segments deleted at Kafka's cleanings);
@@ -28,24 +28,19 @@ import pytest
 from archive_compare import manifest, metadata_dir, segment_files
 from engine.image.metadata_loader import load_log_dir
 from kafka_peer.cluster import KafkaCluster
-from kafka_peer.fixtures import unavailable
 from tests.metashell.record.kafka_dump_reading import DUMP_MODES, dump_sections, dumped_batches, read_by_kafka
 from tests.metashell.record.kafka_recorder_quorum import (
-    Recorder, assert_like_the_controllers, metashell, start_forgetful_quorum, wait_voters_caught_up)
+    Recorder, assert_like_the_controllers, metashell, start_forgetful_quorum, wait_voters_caught_up, with_tools)
 from tests.metashell.record.kafka_recorder_steps import (
     add_controller, add_scram_user, allow_read, create_topic, remove_controller, set_topic_config, set_user_quota,
     unique)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
-TOOLS = ("kafka-metadata-quorum", "kafka-configs", "kafka-dump-log")
 
 
 @pytest.fixture(scope="module")
 def _quorum(kafka_newest_server, tmp_path_factory) -> Iterator[KafkaCluster]:
-    missing = [tool for tool in TOOLS if not kafka_newest_server.has(tool)]
-    if missing:
-        unavailable(f"Kafka {kafka_newest_server.version} is served without {', '.join(missing)}")
-    cluster = start_forgetful_quorum(kafka_newest_server, tmp_path_factory.mktemp("recorder-quorum"))
+    cluster = start_forgetful_quorum(with_tools(kafka_newest_server), tmp_path_factory.mktemp("recorder-quorum"))
     yield cluster
     cluster.close()
 

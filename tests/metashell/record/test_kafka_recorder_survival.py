@@ -31,12 +31,11 @@ import pytest
 from archive_compare import assert_contiguous, file_batches, manifest, metadata_dir, segment_files, whole_batches
 from engine.image.metadata_loader import load_log_dir
 from kafka_peer.cluster import KafkaCluster
-from kafka_peer.fixtures import unavailable
 from kafka_peer.nodes import wait_until
 from tests.metashell.record.kafka_dump_reading import kafka_reads_archive
 from tests.metashell.record.kafka_recorder_quorum import (
     Recorder, assert_like_the_controllers, leader_epoch, live_voters, metashell, snapshot_ids_on_disk,
-    start_forgetful_quorum)
+    start_forgetful_quorum, with_tools)
 from tests.metashell.record.kafka_recorder_steps import create_topic, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -46,9 +45,7 @@ KILLS = 3  # Kafka cleans its metadata log every 60 s from its raft client's sta
 
 @pytest.fixture(scope="module")
 def _quorum(kafka_newest_server, tmp_path_factory) -> Iterator[KafkaCluster]:
-    if not kafka_newest_server.has("kafka-dump-log"):
-        unavailable(f"Kafka {kafka_newest_server.version} is served without its tools")
-    cluster = start_forgetful_quorum(kafka_newest_server, tmp_path_factory.mktemp("recorder-survival"))
+    cluster = start_forgetful_quorum(with_tools(kafka_newest_server), tmp_path_factory.mktemp("recorder-survival"))
     yield cluster
     cluster.close()
 
