@@ -7,8 +7,10 @@ Kafka's metadata log cleanings, every 60 s); each test records into an archive o
 - The active controller SIGKILLed, then started again: the recorder follows the successor.
 - A controller restarted (SIGTERM, start) and the active one too: it goes on.
 - The whole quorum stopped (SIGTERM) and started again: it reconnects.
-- The recorder itself SIGKILLed while it writes, again and again, and restarted: the archive has
-  no duplicate and no hole, and every segment ends with a whole batch.
+- The recorder itself SIGKILLed while it writes, three times, each kill aimed at the moment its
+  segments hold batches its manifest does not count yet, and restarted: the archive has no
+  duplicate and no hole, its manifest's ranges are its segments', every segment ends with a
+  whole batch.
 - The recorder stopped while the controllers snapshot and delete their segments: restarted, it
   records one gap, from the offset after its last batch to the snapshot it had to fetch, which
   is the leader's own log start (its snapshot, on disk, byte for byte), and nothing else is lost.
@@ -39,8 +41,8 @@ from tests.metashell.record.kafka_recorder_quorum import (
 from tests.metashell.record.kafka_recorder_steps import create_topic, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
-CLEANING_DEADLINE_S = 200.0
-KILLS = 3  # Kafka cleans its metadata log every 60 s from its raft client's start
+CLEANING_DEADLINE_S = 200.0  # Kafka cleans its metadata log every 60 s from its raft client's start
+KILLS = 3  # SIGKILLs of the recorder in the middle of a burst of writes
 
 
 @pytest.fixture(scope="module")
