@@ -7,13 +7,16 @@ Kafka's metadata log cleanings, every 60 s); each test records into an archive o
 - The active controller SIGKILLed, then started again: the recorder follows the successor.
 - A controller restarted (SIGTERM, start) and the active one too: it goes on.
 - The whole quorum stopped (SIGTERM) and started again: it reconnects.
+  In these three, the archive holds batches of the leader epoch before and of the one after.
 - The recorder itself SIGKILLed while it writes, three times, each kill aimed at the moment its
   segments hold batches its manifest does not count yet, and restarted: the archive has no
   duplicate and no hole, its manifest's ranges are its segments', every segment ends with a
   whole batch.
 - The recorder stopped while the controllers snapshot and delete their segments: restarted, it
   records one gap, from the offset after its last batch to the snapshot it had to fetch, which
-  is the leader's own log start (its snapshot, on disk, byte for byte), and nothing else is lost.
+  is the leader's own log start (its snapshot, on disk, byte for byte), and nothing else is lost:
+  its image is the leader's (with the leader changes Kafka deleted), ``record --status`` names the
+  gap, kafka-dump-log reads both sides. A new archive made then starts at that snapshot.
 Each test ends with the archive against the controllers' own logs, byte for byte, over the
 offsets both hold (tests/archive_compare.py). The waits are on events (a manifest's offset, a
 DescribeQuorum answer, files on disk); their deadlines are safety nets.
