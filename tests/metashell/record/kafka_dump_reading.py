@@ -75,7 +75,33 @@ def kafka_reads_archive(dist: KafkaDistribution, archive: Path) -> dict[int, lis
                     timeout_s=300)
     sections = dump_sections(done.stdout)
     assert sorted(sections) == sorted(map(str, files)), "kafka-dump-log did not dump every file given"
+    assert_consecutive(done.stderr, [f for f in files if f.suffix == ".log"])
     batches: dict[int, list[str]] = {}
     for path in files:
         batches.update(read_by_kafka(path, sections[str(path)], decoded=True))
     return batches
+
+
+def non_consecutive(stderr: str) -> dict[str, list[tuple[int, int]]]:
+    """kafka-dump-log's "Non-consecutive offsets in FILE" reports (stderr): FILE -> its (offset,
+    next offset) pairs. Kafka 4.4 reports every segment not at offset 0 as "-1 is followed by
+    BASE" (its own too): only other pairs are offsets out of order inside a segment."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    current: list[tuple[int, int]] | None = None
+    for line in stderr.splitlines():
+        if line.startswith("Non-consecutive offsets in "):
+            current = found.setdefault(line[len("Non-consecutive offsets in "):], [])
+        elif (pair := re.match(r"^\s+(-?\d+) is followed by (-?\d+)$", line)) and current is not None:
+            current.append((int(pair[1]), int(pair[2])))
+        else:
+            current = None
+    return found
+
+
+def assert_consecutive(stderr: str, segments: list[Path]) -> None:
+    """No segment of ``segments`` has offsets out of order for kafka-dump-log (its report of a
+    segment's base offset after -1 is not one: see ``non_consecutive``)."""
+    reported = non_consecutive(stderr)
+    for path in segments:
+        out_of_order = [pair for pair in reported.get(str(path), []) if pair != (-1, int(path.name[:20]))]
+        assert not out_of_order, f"kafka-dump-log: non-consecutive offsets in {path.name}: {out_of_order}"

@@ -28,7 +28,8 @@ import pytest
 from archive_compare import manifest, metadata_dir, segment_files
 from engine.image.metadata_loader import load_log_dir
 from kafka_peer.cluster import KafkaCluster
-from tests.metashell.record.kafka_dump_reading import DUMP_MODES, dump_sections, dumped_batches, read_by_kafka
+from tests.metashell.record.kafka_dump_reading import (
+    DUMP_MODES, assert_consecutive, dump_sections, dumped_batches, read_by_kafka)
 from tests.metashell.record.kafka_recorder_quorum import (
     Recorder, assert_like_the_controllers, metashell, start_forgetful_quorum, wait_voters_caught_up, with_tools)
 from tests.metashell.record.kafka_recorder_steps import (
@@ -138,6 +139,7 @@ def test_kafka_dump_log_reads_the_archive_as_it_reads_the_controllers_log(quorum
         done = quorum.dist.run("kafka-dump-log", *flags, "--files", ",".join(files), timeout_s=300)
         sections = dump_sections(done.stdout)
         assert sorted(sections) == sorted(files), f"kafka-dump-log {flags} did not dump every file given"
+        assert_consecutive(done.stderr, [p for p in ours if p.suffix == ".log"])
         archived: dict[int, list[str]] = {}
         for path in ours:
             archived.update(read_by_kafka(path, sections[str(path)], decoded=bool(flags)))
