@@ -216,7 +216,7 @@ def test_a_recorder_killed_while_it_writes_resumes_without_duplicates_or_holes(q
 def test_a_gap_while_the_recorder_was_stopped_is_recorded_where_kafka_deleted_its_past(quorum, tmp_path) -> None:
     # snapshots of its own too: after the gap they start from the image of the snapshot it fetched
     recorder = Recorder(quorum, tmp_path / "archive", "--segment-bytes", "16384", "--snapshot-every-records", "40")
-    fresh = Recorder(quorum, tmp_path / "fresh")
+    fresh = Recorder(quorum, tmp_path / "fresh", "--progress-interval-ms", "100")
     try:
         gap_recorded_where_kafka_deleted_its_past(quorum, recorder, fresh)
     finally:
@@ -252,6 +252,11 @@ def gap_recorded_where_kafka_deleted_its_past(quorum: KafkaCluster, recorder: Re
     # high watermark: Recorder.held_through)
     fresh.start()
     fresh.wait_caught_up("a new recorder")
+    # caught up, it says so: no lag (not the whole log's, when it holds the snapshot and no record)
+    seen = len(fresh.log().splitlines())
+    line = fresh.wait_until(lambda: next((l for l in fresh.log().splitlines()[seen:] if "progress:" in l), None),
+                            "a progress line")
+    assert ", lag 0 records behind" in line, line
     assert fresh.stop() == 0, fresh.log()
     started = manifest(fresh.archive)
     assert (started["first_offset"], started["gaps"], started["snapshots"]) == (log_start[0], [], [list(log_start)])
