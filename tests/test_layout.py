@@ -59,16 +59,18 @@ ALLOWED_METASHELL = {
     "metashell.tree": set(),
     "metashell.live": set(),
     "metashell.source": {"metashell.live"},
-    "metashell.export": {"metashell.tree", "metashell.source"},
-    "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export"},
-    "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live"},
+    # the history asked by path (change items, log and diff's sources, the index): over the tree's layout
+    "metashell.history": {"metashell.tree"},
+    "metashell.export": {"metashell.tree", "metashell.source", "metashell.history"},
+    "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export", "metashell.history"},
+    "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live", "metashell.history"},
     # the flight recorder: the live attachment's follower and settings, writing an archive
     "metashell.record": {"metashell.live"},
     # the demo histories, written by driving the engine
     "metashell.demo": set(),
     # benchmarks that span the others (the attach bench: a seeded quorum, a load, an attached tool)
     "metashell.bench": {"metashell.tree", "metashell.source", "metashell.live", "metashell.export",
-                        "metashell.dashboard"},
+                        "metashell.dashboard", "metashell.history", "metashell.shell"},
 }
 
 

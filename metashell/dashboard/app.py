@@ -25,7 +25,8 @@ import themes
 from metashell.dashboard.failure import one_line
 from metashell.dashboard.model import Frame, FrameSource
 from metashell.dashboard.screens import HelpScreen, MainScreen
-from metashell.dashboard.widgets import PartitionsTable, RowTable
+from metashell.dashboard.screens.changes_screen import ChangesScreen
+from metashell.dashboard.widgets import NodeBrowser, PartitionsTable, RowTable
 from themes.textual_themes import OPPOSITE, THEMES
 
 if TYPE_CHECKING:
@@ -112,7 +113,8 @@ class DashboardApp(App):
     def help_scopes(self) -> list[tuple[str, list[BindingType]]]:
         """Where each key works, straight from the classes' BINDINGS."""
         return [("dashboard", list(MainScreen.BINDINGS)), ("anywhere", list(self.BINDINGS)),
-                ("partitions", list(PartitionsTable.BINDINGS)), ("tables", list(RowTable.BINDINGS))]
+                ("partitions", list(PartitionsTable.BINDINGS)), ("node browser", list(NodeBrowser.BINDINGS)),
+                ("tables", list(RowTable.BINDINGS)), ("history, diff", list(ChangesScreen.BINDINGS))]
 
 
 TERMINAL_CHECK_S = 2.0

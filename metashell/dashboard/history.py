@@ -181,15 +181,17 @@ class History:
         return other
 
     def damage_words(self) -> str | None:
-        """When part of the log is damaged: which offsets this History shows and which others exist
-        (a header's words); None otherwise."""
+        """When part of the log is damaged, or an archive has gaps: which offsets this History shows
+        and which other runs exist (``g`` goes there; a header's words); None otherwise."""
         gaps = self.replay.gaps if self.live is None else ()
         if not gaps:
             return None
         shown = (self.start_offset, self.last_offset)
         others = [f"{low}..{high}" for low, high in self.replay.reachable() if not low <= self.last_offset <= high]
-        elsewhere = f" ({' and '.join(others)} by --offset)" if others else ""
-        return f"⚠ damaged log: {shown[0]}..{shown[1]} shown{elsewhere}"
+        elsewhere = f" ({' and '.join(others)} by g)" if others else ""
+        # an archive's holes are gaps too (their line says so: engine.image.log_runs), not damage
+        what = "archive with gaps" if all("archive gap" in gap.damage for gap in gaps) else "damaged log"
+        return f"⚠ {what}: {shown[0]}..{shown[1]} shown{elsewhere}"
 
     @classmethod
     def open_snapshot(cls, path: Path | str) -> History:

@@ -2,7 +2,8 @@
 
     to_dataframe(source, "/topics")          partitions (or brokers, voters, configs, ...)
     history_dataframe(log_dir, "records")    records, partition_changes, broker_fencing,
-                                             controller_registrations, leader_changes
+                                             controller_registrations, leader_changes; the change
+                                             tables: config_changes, acl_changes, ..., and gaps
     history_dataframe(log_dir, offsets=[..]) partitions at each offset (as_of_offset column)
     export(df, out_dir, "parquet")           parquet, json, csv or orc, written by Spark
 

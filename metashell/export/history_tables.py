@@ -23,7 +23,13 @@ printer) says, and every state column is the delta's after the record, so it is 
   no state: their rows show the state as it stayed;
 - records of a transaction still open where the log (or ``end``) stops have ``aborted`` null:
   Kafka has not applied them, and their rows show the state without them.
-Rows come in log order: those of a transaction are written when it ends.
+Rows come in log order: those of a transaction are written when it ends. (When a transaction's
+records took effect, and what each changed, is metashell/history/transactions.py's, shared with
+the change items of ``log`` and ``diff``.)
+
+The change tables (``config_changes``, ..., ``gaps``: metashell.export.change_tables) are asked of
+the same two functions: they are built from the change items, and over a log directory they
+replay run by run, never across an archive's gap.
 
 ``images_at(log_dir, offsets)``: the partitions table of the image at each offset, with an
 ``as_of_offset`` column, so "ISR over time" is a query. The log is read once for all offsets.
@@ -35,14 +41,16 @@ from pathlib import Path
 from typing import Iterable
 
 from engine.common.kafka_uuid import uuid_to_kafka
-from engine.image.change_set import EMPTY_CHANGE_SET, Change, ChangeSet
-from engine.image.metadata_delta import ABORTED, APPLIED, PENDING, MetadataDelta
+from engine.image.change_set import Change, ChangeSet
+from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import replay_start, segment_batches
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
-from metashell.export.schemas import HISTORY_TABLES, column_names
+from metashell.export.schemas import CHANGE_TABLES, HISTORY_TABLES, RECORD_TABLES, column_names
 from metashell.export.tables import Table, partitions_table
+from metashell.history.item_values import broker_event
+from metashell.history.transactions import TransactionReplay, replay_outcomes
 from metashell.source import Source
 from metashell.tree.tree_layout import redact_record_json
 
@@ -51,9 +59,16 @@ def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | No
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
     """The history tables of ``log_dir`` (a node's log directory or its __cluster_metadata-0)."""
     wanted = _wanted(tables)
-    begin = replay_start(Path(log_dir), earliest=True)
-    return history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start, end=end,
-                           tables=wanted)
+    out = {}
+    if wanted & set(CHANGE_TABLES):  # change tables replay run by run: never across an archive's gap
+        from metashell.export.change_tables import change_rows
+
+        out = change_rows(log_dir, start=start, end=end, tables=wanted & set(CHANGE_TABLES))
+    if wanted & set(RECORD_TABLES):
+        begin = replay_start(Path(log_dir), earliest=True)
+        out.update(history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start,
+                                   end=end, tables=wanted & set(RECORD_TABLES)))
+    return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 
 def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]], *, start: int | None = None,
@@ -61,16 +76,20 @@ def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]
     """The history tables of ``batches`` replayed from ``start_image`` (a live session's fetched
     history: the snapshot it attached from, then every batch committed since)."""
     wanted = _wanted(tables)
+    out = {}
+    if wanted & set(CHANGE_TABLES):
+        from metashell.export.change_tables import change_rows_of
+
+        if wanted & set(RECORD_TABLES):
+            batches = list(batches)  # read twice
+        out = change_rows_of(start_image, batches, start=start, end=end, tables=wanted & set(CHANGE_TABLES))
+        if not wanted & set(RECORD_TABLES):
+            return out
     rows = _Rows(MetadataDelta(start_image, per_record=True), wanted, start)
-    for batch in batches:
-        if end is not None and batch[0].offset > end:
-            break
-        for entry in batch:
-            if end is not None and entry.offset > end:
-                break
-            rows.replay(entry)
-    rows.finish()
-    return {kind: Table(kind, column_names(kind), rows.out[kind]) for kind in HISTORY_TABLES if kind in wanted}
+    for outcome in replay_outcomes(rows.replay, batches, end=end):
+        rows.emit(outcome.entry, outcome.changes, outcome.aborted)
+    out.update({kind: Table(kind, column_names(kind), rows.out[kind]) for kind in RECORD_TABLES if kind in wanted})
+    return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 
 def _wanted(tables: Iterable[str]) -> set[str]:
@@ -82,67 +101,21 @@ def _wanted(tables: Iterable[str]) -> set[str]:
 
 
 class _Rows:
-    """The rows of one pass. Rows wait while a transaction is open: whether its records were
-    aborted, and the state they leave, are known at its end.
-
-    A record held in an open transaction has changed nothing yet; what it would change is asked
-    of a scratch delta over the state without the transaction, fed the transaction's records in
-    order (as Kafka's replay would see them, were it committed at once). A transaction's markers
-    change nothing of their own: its records' rows carry what they did."""
+    """The rows of one pass, from each record's outcome (metashell/history/transactions.py: when a
+    transaction's records took effect, and what each changed, is worked out there)."""
 
     def __init__(self, delta: MetadataDelta, wanted: set[str], start: int | None):
+        self.replay = TransactionReplay(delta)
         self.delta = delta
         self.start = start
         self.want_records, self.want_changes = "records" in wanted, "partition_changes" in wanted
         self.want_fencing, self.want_leaders = "broker_fencing" in wanted, "leader_changes" in wanted
         self.want_controllers = "controller_registrations" in wanted
-        self.out: dict[str, list[tuple]] = {kind: [] for kind in HISTORY_TABLES}
-        self.names: dict = {}  # topic id -> name, from every topic change seen (an aborted creation's too)
-        self.scratch: MetadataDelta | None = None  # the open transaction's records, as if committed
-        self.waiting: list[tuple[LogEntry, ChangeSet, bool]] = []  # (entry, what it changed, in the transaction)
-
-    def replay(self, entry: LogEntry) -> None:
-        delta = self.delta
-        held = len(delta.open_transaction or ())
-        outcome = delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-        if outcome is PENDING:
-            changes = self._would_change(entry, held)
-        elif outcome is APPLIED:
-            changes = delta.record_changes()
-        else:  # a transaction's end: its records' rows already say what they did
-            changes, self.scratch = EMPTY_CHANGE_SET, None
-        for topic_id, change in changes.topics.items():
-            self.names[topic_id] = change.after or change.before
-        if outcome is APPLIED and not self.waiting:
-            self._emit(entry, changes, False)
-        elif outcome is APPLIED or outcome is PENDING:
-            self.waiting.append((entry, changes, outcome is PENDING))
-        else:
-            self.waiting.append((entry, changes, True))
-            self._flush(outcome is ABORTED)
-
-    def finish(self) -> None:
-        """A transaction still open: its rows, ``aborted`` null."""
-        self._flush(None)
-
-    def _flush(self, aborted: bool | None) -> None:
-        waiting, self.waiting = self.waiting, []
-        for entry, changes, in_transaction in waiting:
-            self._emit(entry, changes, aborted if in_transaction else False)
-
-    def _would_change(self, entry: LogEntry, held: int) -> ChangeSet:
-        """What a record the open transaction holds would change, its earlier records applied: none
-        for the marker that opened it (the transaction holds no more records after it)."""
-        if len(self.delta.open_transaction or ()) == held:
-            return EMPTY_CHANGE_SET
-        if self.scratch is None:
-            self.scratch = MetadataDelta(self.delta.apply(), per_record=True)
-        self.scratch.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
-        return self.scratch.record_changes()
+        self.out: dict[str, list[tuple]] = {kind: [] for kind in RECORD_TABLES}
 
     # -- one record's rows, with the state as the delta now stands ---------------------------
 
-    def _emit(self, entry: LogEntry, changes: ChangeSet, aborted: bool | None) -> None:
+    def emit(self, entry: LogEntry, changes: ChangeSet, aborted: bool | None) -> None:
         offset = entry.offset
         if self.start is not None and offset < self.start:
             return
@@ -167,7 +140,7 @@ class _Rows:
         if self.want_fencing:
             for broker_id, change in changes.brokers.items():
                 epoch = (change.after or change.before).epoch
-                out["broker_fencing"].append((offset, entry.timestamp_ms, broker_id, epoch, _broker_event(change),
+                out["broker_fencing"].append((offset, entry.timestamp_ms, broker_id, epoch, broker_event(change),
                                               *self._broker_after(broker_id, epoch), aborted))
         if self.want_controllers:
             for controller_id, change in changes.controllers.items():
@@ -177,7 +150,7 @@ class _Rows:
                     uuid_to_kafka(registration.incarnation_id) if registration.incarnation_id else None, aborted))
 
     def _topic(self, topic_id) -> tuple[str | None, str]:
-        return self.delta.topic_name(topic_id) or self.names.get(topic_id), uuid_to_kafka(topic_id)
+        return self.replay.topic_name(topic_id), uuid_to_kafka(topic_id)
 
     def _after(self, topic_id, partition_id) -> tuple:
         after = self.delta.partitions(topic_id).get(partition_id)
@@ -216,22 +189,6 @@ def _asked(fields: dict, change: Change) -> tuple:
             value = list(getattr(after, attribute))
         columns.append(value)
     return tuple(columns)
-
-
-def _broker_event(change: Change) -> str:
-    """How a broker registration changed, as an operator names it."""
-    before, after = change.before, change.after
-    if after is None:
-        return "unregister"
-    if before is None or before.epoch != after.epoch:
-        return "register"
-    if after.in_controlled_shutdown and not before.in_controlled_shutdown:
-        return "controlled_shutdown"
-    if after.fenced != before.fenced:
-        return "fence" if after.fenced else "unfence"
-    if set(after.cordoned_directories or ()) != set(before.cordoned_directories or ()):
-        return "cordon"
-    return "change"
 
 
 def _by_topic(partitions) -> list[tuple]:

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-# The tables of the log's history (metashell.export.history_tables), beside the image's tables.
-HISTORY_TABLES = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
+# The tables of the log's history (metashell.export.history_tables), beside the image's tables:
+# those read from each record, and the change tables (metashell.export.change_tables), one row
+# per changed item, with the gaps of an archive they cannot see across.
+RECORD_TABLES = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
+CHANGE_TABLES = ("config_changes", "acl_changes", "client_quota_changes", "scram_changes", "feature_changes",
+                 "topic_changes", "broker_changes", "voter_changes", "gaps")
+HISTORY_TABLES = RECORD_TABLES + CHANGE_TABLES
 
 INT_ARRAY = ("array", "int")
 STR_ARRAY = ("array", "string")
@@ -187,12 +192,112 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("granting_voters", INT_ARRAY, "voters that granted the vote"),
     ),
 }
+_ABORTED = ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted: it changed nothing; "
+                                  "null: in one still open where the log ends (not applied)")
+_EVENT = ("event", "string", "created, changed or deleted (old null: created; new null: deleted)")
+_FIELDS = ("fields", ("array", "string"), "the keys of the JSON value whose values differ, e.g. leader, isr")
+
+
+def _changes(entity: str, key: str, value_type: Any, value: str, *typed: tuple, event: tuple = _EVENT) -> tuple:
+    """A change table's columns (metashell.export.change_tables): where and when, who and what,
+    the typed columns of its domain, old and new value, how, the tree path, the record, aborted."""
+    return (
+        ("offset", "long", "where the change took effect: the record's offset; for a record of a metadata "
+                           "transaction, the offset of the marker that ended it (committed or aborted), or its own "
+                           "while the transaction is still open"),
+        ("record_offset", "long", "the record's own offset (differs from offset inside a transaction)"),
+        ("timestamp_ms", "long", "append time of the record at offset (epoch ms)"),
+        ("entity", "string", entity),
+        ("key", "string", key),
+        *typed,
+        ("old_value", value_type, f"before: {value}; null: absent"),
+        ("new_value", value_type, f"after: {value}; null: absent (deleted)"),
+        event,
+        ("path", "string", "the node of the shell's tree that changed (docs/shell.md): log PATH shows its history"),
+        ("record", "string", "Kafka's name of the record type that made the change, e.g. CONFIG_RECORD"),
+        _ABORTED,
+    )
+
+
+_JSON = "as JSON text (as cat --json prints the node)"
+COLUMNS.update({
+    "config_changes": _changes(
+        "the resource, e.g. 'topic orders', 'broker 1', 'broker <default>' (the cluster default)", "config name",
+        "string", "config value; '[redacted]' for secrets (passwords, keys, JAAS), always",
+        ("resource_type", "string", "topic, broker, cluster (the broker default), broker_logger, client_metrics or "
+                                    "group"),
+        ("resource_name", "string", "the topic's, broker's, group's ... name; null for cluster")),
+    "acl_changes": _changes(
+        "'ACL <id>'", "null (an ACL is created or deleted whole)", "string", f"the ACL binding, {_JSON}",
+        ("acl_id", "string", "ACL id (Kafka base64)"),
+        ("resource_type", "string", "TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER, ..."),
+        ("resource_name", "string", "resource name or pattern"),
+        ("pattern_type", "string", "LITERAL, PREFIXED, ..."),
+        ("principal", "string", "principal, e.g. User:alice"),
+        ("host", "string", "host, * for any"),
+        ("operation", "string", "READ, WRITE, ALL, ..."),
+        ("permission_type", "string", "ALLOW or DENY")),
+    "client_quota_changes": _changes(
+        "the entity as the tree names it, e.g. 'client-id=<default>,user=alice'", "quota name, e.g. "
+        "producer_byte_rate", "double", "quota value",
+        ("quota_entity", ("array", ENTITY), "the entity: (type, name) pairs; a null name is the default entity")),
+    "scram_changes": _changes(
+        "'user <name>'", "the mechanism, SCRAM-SHA-256 or SCRAM-SHA-512", "int",
+        "iterations (the salt and keys are never exported)",
+        ("user", "string", "user name"),
+        ("mechanism", "string", "SCRAM-SHA-256 or SCRAM-SHA-512")),
+    "feature_changes": _changes(
+        "'feature <name>'; 'quorum' for kraft.version", "feature name; null for kraft.version", "int",
+        "finalized level",
+        ("feature", "string", "feature name: metadata.version, group.version, ..., and kraft.version (the "
+                              "quorum's KRaftVersionRecord)")),
+    "topic_changes": _changes(
+        "'topic <name>'", "null for the topic itself (created, deleted); the partition id for a partition",
+        "string", "the topic's {id, name} (for the topic) or the partition's state, " + _JSON,
+        ("topic", "string", "topic name"),
+        ("topic_id", "string", "topic id (Kafka base64): a deleted topic and one re-created with its name differ "
+                               "here"),
+        ("partition", "int", "partition id; null for the topic itself"),
+        _FIELDS,
+        ("leader", "int", "a partition's leader after the change (before it, for a deletion); null for a topic"),
+        ("leader_epoch", "int", "a partition's leader epoch after the change (before it, for a deletion)"),
+        ("isr", ("array", "int"), "a partition's ISR after the change (before it, for a deletion)")),
+    "broker_changes": _changes(
+        "'broker <id>'", "null (the registration changes as a whole)", "string",
+        "the registration (the files of /brokers/<id>), " + _JSON,
+        ("broker_id", "int", "broker id"),
+        ("broker_epoch", "long", "the registration's broker epoch after the change (before it, for an "
+                                 "unregistration): a new epoch is a new registration"),
+        ("incarnation_id", "string", "the registration's incarnation id (Kafka base64) after the change (before it, "
+                                     "for an unregistration): a restarted broker has a new one"),
+        ("fenced", "boolean", "fenced after the change; null when unregistered"),
+        ("in_controlled_shutdown", "boolean", "in controlled shutdown after the change; null when unregistered"),
+        _FIELDS,
+        event=("event", "string", "register (new, or a new epoch), unregister, fence, unfence, controlled_shutdown, "
+                                  "cordon (its cordoned log directories) or change")),
+    "voter_changes": _changes(
+        "'voter <id>'", "the voter id", "string", "the voter ({id, directory-id, endpoints}), " + _JSON,
+        ("voter_id", "int", "voter (controller) node id"),
+        ("directory_id", "string", "the voter's directory id (Kafka base64) after the change (before it, when "
+                                   "removed): a controller on a new disk is a new voter"),
+        _FIELDS,
+        event=("event", "string", "created (added to the voters), deleted (removed) or changed (its endpoints or "
+                                  "directory)")),
+    "gaps": (
+        ("first_offset", "long", "the first offset missing: records from here on were never read"),
+        ("resume_offset", "long", "where the change tables go on: the end offset of the snapshot they start again "
+                                  "from; null when they do not (the history ends at the gap)"),
+        ("reason", "string", "why, in one line: the archive's manifest (the recorder fell behind the leader's log "
+                             "start and fetched a snapshot), or the damage found in the segments"),
+        ("recorded_ms", "long", "when the recorder wrote the gap down (epoch ms); null for damage"),
+    ),
+})
 COLUMNS["partitions_over_time"] = (("as_of_offset", "long", "the offset asked for: the image at or before it"),
                                    *COLUMNS["partitions"])
 
 IMAGE_KINDS = ("partitions", "brokers", "voters", "configs", "features", "acls", "client_quotas", "scram_users",
                "delegation_tokens", "producer_ids", "generic")
-HISTORY_KINDS = ("records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes")
+HISTORY_KINDS = HISTORY_TABLES
 
 def type_name(t: Any) -> str:
     """``array<int>``, ``struct<name:string,...>``: the SQL spelling of a type spec."""

@@ -340,8 +340,10 @@ def _export_arguments(p: ArgParser) -> None:
 
 @command("export", "write a subtree or the log's history as a Spark table", """
 export PATH --out DIR [--format parquet|json|csv|orc] [--table NAME]
-export --history [records|partition_changes|broker_fencing|controller_registrations|leader_changes] --out DIR
-       [--format F]
+export --history [TABLE] --out DIR [--format F]
+       TABLE: records, partition_changes, broker_fencing, controller_registrations,
+       leader_changes; or a change table: config_changes, acl_changes, client_quota_changes,
+       scram_changes, feature_changes, topic_changes, broker_changes, voter_changes, gaps
 
   Writes the nodes under PATH of the current image (as of the last seek) as one table
   under DIR/NAME (NAME: the table's kind, e.g. partitions, unless --table), through Spark:
@@ -353,6 +355,7 @@ export --history [records|partition_changes|broker_fencing|controller_registrati
 
   Examples:  export /topics --out /tmp/meta    export /brokers --format json --out /tmp/meta
              export --history partition_changes --out /tmp/meta
+             export --history config_changes --format csv --out /tmp/audit
 """, _export_arguments)
 def _export(session: Session, args: argparse.Namespace) -> int:
     import time

@@ -39,6 +39,7 @@ from metashell.dashboard.layout import PANELS
 from metashell.dashboard.model import Frame, FrameSource, HeaderInfo
 from metashell.dashboard.partition_view import PartitionView
 from metashell.dashboard.screens.goto_checks import checked_offset, checked_time
+from metashell.dashboard.screens.history_keys import HISTORY_BINDINGS, HistoryKeys
 from metashell.dashboard.screens.panel_navigation import PanelNavigation
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.ticker import IntervalTicker, Ticker, Ticking
@@ -46,6 +47,7 @@ from metashell.dashboard.widgets import (BrokersPanel, Charts, EventsFeed, Heade
                                          QuorumPanel)
 from metashell.dashboard.widgets.controller_panel import ControllerPanel
 from metashell.dashboard.widgets.panel_tabs import PanelTabs
+from metashell.dashboard.widgets.timeline import Timeline
 
 POLL_SECONDS = 0.25  # a growing source is drained at least this often (and whenever it wakes us)
 SPEEDS = (0.5, 1, 2, 4, 8, 16, 32, 64)
@@ -81,7 +83,7 @@ class Counted(Message):
         self.counts, self.error = counts, error
 
 
-class MainScreen(PanelNavigation, Screen):
+class MainScreen(HistoryKeys, PanelNavigation, Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         # first: the footer lists the focused widget's keys, then these in order, and cuts the
         # rest on a narrow terminal; the key to every other key and the legend must stay
@@ -109,6 +111,7 @@ class MainScreen(PanelNavigation, Screen):
         Binding("enter", "drill_down", "Drill down"),
         Binding("escape", "escape", "Clear filter"),
         Binding("w", "app.save_screen", "Save screen (SVG)", show=False),
+        *HISTORY_BINDINGS,
     ]
 
     playing = var(False, init=False)
@@ -141,6 +144,7 @@ class MainScreen(PanelNavigation, Screen):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar(id="header")
+        yield Timeline(id="timeline")
         yield PanelTabs(id="panel-tabs")
         with Horizontal(id="body"):
             # in the wide layout, top to bottom and left to right in the order of their keys
@@ -344,6 +348,7 @@ class MainScreen(PanelNavigation, Screen):
         self.query_one(ControllerPanel).show(image, counted=counted)
         if old is None or image is not old:
             self.query_one(NodeBrowser).show(image, info)
+        self.show_timeline(frame)
 
     def play_state(self) -> str:
         """``▶ playing 2x``, unless the live state already says so (away from a live source's
@@ -393,17 +398,13 @@ class MainScreen(PanelNavigation, Screen):
     def action_last(self) -> None:
         self._go(self.source.last(self.frame))
 
-    def goto_offset(self, offset: int) -> None:
-        self._go(self.source.frame_at(offset, self.frame))
-
-    def goto_time(self, time_ms: int) -> None:
-        self._go(self.source.at_time(time_ms, self.frame))
-
     def action_goto_offset(self) -> None:
         src = self.source
         low, high = reachable(src.start_offset, src.first_offset, src.last_offset)
+        runs = self.spans.runs
+        where = ", ".join(f"{a}..{b}" for a, b in runs) if len(runs) > 1 else f"{low}..{high}"
         # the range is read again at the answer: a live source may have grown (or its window moved)
-        self.app.push_screen(PromptScreen(f"Go to offset ({low}..{high})", "offset",
+        self.app.push_screen(PromptScreen(f"Go to offset ({where})", "offset",
                                           lambda text: checked_offset(src, text, lambda typed: parse_offset(
                                               typed, src.start_offset, src.first_offset, src.last_offset))),
                              lambda value: self.goto_offset(value) if isinstance(value, int) else None)

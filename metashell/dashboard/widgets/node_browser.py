@@ -10,11 +10,12 @@ detail pane shows what ``cat`` prints, Kafka's enums named.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static, Tree
@@ -30,6 +31,11 @@ Data = tuple[str, bool]  # absolute path, is a directory
 
 
 class NodeBrowser(Vertical):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # as the shell's ``log PATH``: every change under the selected node (screens/history_keys.py)
+        Binding("h", "node_history", "History (log)", show=False),
+    ]
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="panel")
         self.border_title = "Nodes"
@@ -173,6 +179,12 @@ class NodeBrowser(Vertical):
             return f"{path.rstrip('/')}/  ({len(names)} entries)\n" + "\n".join(names[:200])
         value: Any = node.human_value()
         return render(value)
+
+
+    def action_node_history(self) -> None:
+        show = getattr(self.screen, "show_node_history", None)
+        if show is not None:
+            show(self.selected)
 
 
 def _walk(node: TreeNode[Data]):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from metashell import cli
+from metashell.bench.commands import run_bench
 from metashell.shell.registry import COMMANDS
 from metashell.shell.session import Session
 from metashell.source import Source
@@ -31,6 +32,8 @@ def _dispatched() -> list[str]:
     source = inspect.getsource(cli.run)
     words = [*cli.DASHBOARD_COMMANDS, *re.findall(r'argv\[0\] == "([a-z-]+)"', source)]
     words += [f"{a} {b}" for a, b in re.findall(r'argv\[:2\] == \["([a-z-]+)", "([a-z-]+)"\]', source)]
+    if "run_bench(" in source:  # the benchmarks, dispatched by their name in metashell.bench.commands
+        words += [f"bench {b}" for b in re.findall(r'name == "([a-z-]+)"', inspect.getsource(run_bench))]
     return words
 
 
@@ -83,8 +86,8 @@ def test_docs_tree_table_has_every_root_node() -> None:
 @pytest.mark.parametrize("argv, line", [
     (["dahs", "--log-dir", "/nonexistent"], "metashell: unknown command: dahs (did you mean dash?)"),
     (["exprt", "--demo", "/topics"], "metashell: unknown command: exprt (did you mean export?)"),
-    (["bench"], "metashell: bench needs one of: dash, export, attach (metashell bench dash --help)"),
-    (["bench", "dsh"], "metashell: unknown bench: dsh (did you mean dash?); give one of: dash, export, attach"),
+    (["bench"], "metashell: bench needs one of: dash, export, attach, log (metashell bench dash --help)"),
+    (["bench", "dsh"], "metashell: unknown bench: dsh (did you mean dash?); give one of: dash, export, attach, log"),
 ])
 def test_a_mistyped_subcommand_is_named_before_the_source_is_asked_for(argv: list[str], line: str) -> None:
     done = _metashell(*argv)

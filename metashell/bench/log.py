@@ -1,0 +1,167 @@
+"""``metashell bench log``: how fast ``log`` answers over a big archive, through its history index.
+
+    metashell bench log --records 10000000 [--dir DIR] [--keep]
+
+Steps, each timed and printed:
+
+1. write an archive of N records (metashell/bench/log_history.py; reused when DIR holds one of at
+   least N records);
+2. build its history index from scratch (metashell/history/history_index.py): one replay of the
+   whole archive into change items, written to sqlite;
+   (``--keep-index``: the index already there is reused, checked and brought up to date);
+3. ``log`` cold: a fresh process (``python -m metashell.cli --log-dir DIR -c "log PATH"``), its
+   start, the opening of the archive (from its snapshot) and the index's check included;
+4. ``log`` warm: the same command again in one session;
+5. the index brought up to date after 1,000 records are appended.
+
+The paths asked: ``/configs/TOPIC/X/retention.ms`` (changed about once every 200 records: a
+hot key) and ``/topics/X/0`` (a partition changed about once every 25,000 records at the default
+10,000 partitions), each whole and with ``-n 10``; and ``/topics/X/0 --since`` the last 1%.
+Cold runs start a fresh process; the files may still be in the page cache (nothing here drops it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from engine.common.command_line import OneLineParser
+from engine.records import metadata_records as m
+from engine.records.kio_codec import i8
+from engine.storage.metadata_log import MetadataLog
+
+QUERIES = ("log /configs/TOPIC/X/retention.ms", "log /configs/TOPIC/X/retention.ms -n 10",
+           "log /topics/X/0", "log /topics/X/0 -n 10")
+
+
+def build_bench_log_parser() -> OneLineParser:
+    parser = OneLineParser(prog="metashell bench log",
+                           description="Time log over a big archive: writing it, building its history index, "
+                                       "log cold (a fresh process) and warm, an incremental index update.")
+    parser.add_argument("--records", type=int, default=1_000_000, help="records in the archive (default 1,000,000)")
+    parser.add_argument("--dir", help="where the archive goes (reused when it holds at least --records records)")
+    parser.add_argument("--keep", action="store_true", help="keep the archive written to a temporary directory")
+    parser.add_argument("--keep-index", action="store_true",
+                        help="reuse the archive's history index when there is one (skip step 2)")
+    return parser
+
+
+def run_bench_log(args) -> int:
+    if args.records < 20_000:
+        from engine.common.errors import ConfigError
+
+        raise ConfigError("--records must be at least 20000 (the cluster's own creation takes about 10,000)")
+    temp = None
+    if args.dir:
+        root = Path(args.dir)
+    else:
+        temp = Path(tempfile.mkdtemp(prefix="metashell-bench-log-"))
+        root = temp / "archive"
+    try:
+        bench_log(root, args.records, keep_index=args.keep_index)
+    finally:
+        if temp is not None and not args.keep:
+            shutil.rmtree(temp, ignore_errors=True)
+        elif temp is not None:
+            print(f"kept: {root}")
+    return 0
+
+
+def _line(what: str, seconds: float, more: str = "") -> None:
+    print(f"{what:<58} {seconds:8.2f} s{('  ' + more) if more else ''}", flush=True)
+
+
+def _records_in(root: Path) -> int:
+    manifest = root / "archive.json"
+    if not manifest.is_file():
+        return 0
+    return json.loads(manifest.read_text()).get("last_offset", -1) + 1
+
+
+def bench_log(root: Path, records: int, *, keep_index: bool = False) -> None:
+    from metashell.bench.log_history import write_big_history
+    from metashell.history.history_index import INDEX_DIR, IndexHistory
+
+    print(f"metashell bench log: {records:,} records in {root}")
+    if _records_in(root) >= records:
+        print(f"{'archive':<58} reused ({_records_in(root):,} records)")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+        started = time.perf_counter()
+        write_big_history(root, records, progress=lambda line: print(f"  {line}", flush=True))
+        _line("archive written (segments, a snapshot at the end)", time.perf_counter() - started,
+              _size(root / "__cluster_metadata-0"))
+    if keep_index and (root / INDEX_DIR).is_dir():
+        started = time.perf_counter()
+        IndexHistory(root).close()
+        _line("history index reused (checked, brought up to date)", time.perf_counter() - started,
+              _size(root / INDEX_DIR))
+    else:
+        shutil.rmtree(root / INDEX_DIR, ignore_errors=True)
+        started = time.perf_counter()
+        IndexHistory(root).close()
+        _line("history index built from scratch", time.perf_counter() - started, _size(root / INDEX_DIR))
+    last = _records_in(root) - 1
+    queries = [*QUERIES, f"log /topics/X/0 --since {last - last // 100}"]
+    for query in queries:
+        seconds, lines = _cold(root, query)
+        _line(f"cold  {query}", seconds, f"{lines} lines")
+    _warm(root, queries)
+    _append(root)
+    started = time.perf_counter()
+    IndexHistory(root).close()
+    _line("history index brought up to date (1,000 records appended)", time.perf_counter() - started)
+
+
+def _size(path: Path) -> str:
+    total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return f"{total / 1e6:,.0f} MB"
+
+
+def _cold(root: Path, query: str) -> tuple[float, int]:
+    """A fresh process: start, open the archive, check the index, answer."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "metashell.cli", "--log-dir", str(root), "-c", query],
+                          capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{query}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+    return seconds, len(done.stdout.splitlines())
+
+
+def _warm(root: Path, queries: list[str]) -> None:
+    """One session: each query once to warm it, then timed."""
+    from metashell.shell.session import Session
+    from metashell.source import Source
+
+    lines: list[str] = []
+    session = Session(Source(log_dir=root), out=lines.append, err=lines.append)
+    session.load()
+    for query in queries:
+        session.run_line(query)
+        lines.clear()
+        started = time.perf_counter()
+        session.run_line(query)
+        _line(f"warm  {query}", time.perf_counter() - started, f"{len(lines)} lines")
+
+
+def _append(root: Path) -> None:
+    """1,000 records more: NoOps and a config change of X every 100."""
+    with MetadataLog(root / "__cluster_metadata-0", fsync_policy="never") as log:
+        end_ms = int(time.time() * 1000)
+        for n in range(10):
+            batch = [m.NoOpRecordV0() for _ in range(99)]
+            batch.append(m.ConfigRecordV0(resource_type=i8(2), resource_name="X", name="retention.ms", value=str(n)))
+            log.append(batch, epoch=1, timestamp_ms=end_ms + n)
+        end = log.end_offset
+    manifest = root / "archive.json"
+    data = json.loads(manifest.read_text())
+    data.update(last_offset=end - 1, ranges=[[data["first_offset"], end - 1]])
+    manifest.write_text(json.dumps(data))
