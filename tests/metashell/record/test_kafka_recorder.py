@@ -7,8 +7,9 @@ each test records into an archive of its own with a ``metashell record`` process
 
 - The recorder follows a topic, a topic config, an ACL, a SCRAM user, a client quota and a voter
   added then removed (all through Kafka's clients and tools): after each step the archive,
-  opened as a log directory by ``metashell --log-dir ARCHIVE --offset N``, shows it, and the
-  image the archive loads to at the end is the leader's own at the same offset.
+  opened as a log directory by ``metashell --log-dir ARCHIVE --offset N``, shows it, ``log``
+  lists each change at its offset, and the image the archive loads to at the end is the
+  leader's own at the same offset.
 - ``kafka-dump-log`` (batches only, and with ``--cluster-metadata-decoder``) reads every segment
   and snapshot of an archive (small segments and a snapshot of the recorder's own every ten
   records), every batch valid and none left out, and prints each batch of the archive's segments
@@ -105,6 +106,28 @@ def test_the_recorder_follows_topics_configs_acls_scram_quotas_and_voters(quorum
     assert shown(archive, at_quota, f"cat /client-quotas/user={user}/producer_byte_rate") == ["1024.0"]
     assert shown(archive, at_added, "ls /quorum/voters") == ["1", "2", "3", "5"]
     assert shown(archive, last, "ls /quorum/voters") == ["1", "2", "3"]
+
+    # the same history through `log`: each change within its step's offsets (after the step
+    # before), as (domain, path, event) -> (old, new)
+    done = metashell("--log-dir", str(archive), "-c", "; ".join(
+        f"log {path} --json" for path in (f"/configs/TOPIC/{topic}", "/acls", "/scram", "/client-quotas",
+                                          "/quorum/voters")))
+    assert done.returncode == 0, done.stderr
+    steps = [began, at_topic, at_config, at_acl, at_scram, at_quota, at_added, last]
+    logged = {}
+    for item in map(json.loads, done.stdout.splitlines()):
+        if item["offset"] > began:
+            step = next(i for i, end in enumerate(steps) if item["offset"] <= end)
+            logged[(step, item["domain"], item["path"], item["event"])] = (item["old"], item["new"])
+    config = f"/configs/TOPIC/{topic}/retention.ms"
+    assert {k: v for k, v in logged.items() if k[1] == "configs"} == {
+        (1, "configs", config, "created"): (None, "1000000"), (2, "configs", config, "changed"): ("1000000", "2000000")}
+    [(acl, (_, new_acl))] = [(k, v) for k, v in logged.items() if k[1] == "acls"]
+    assert (acl[0], acl[3], new_acl["principal"], new_acl["resourceName"]) == (3, "created", f"User:{user}", topic)
+    assert [k for k in logged if k[1] == "scram"] == [(4, "scram", f"/scram/SCRAM-SHA-256/{user}", "created")]
+    assert logged[(5, "client_quotas", f"/client-quotas/user={user}/producer_byte_rate", "created")] == (None, 1024.0)
+    assert sorted(k for k in logged if k[1] == "voters") == [(6, "voters", "/quorum/voters/5", "created"),
+                                                             (7, "voters", "/quorum/voters/5", "deleted")]
 
     made = manifest(archive)
     assert (made["cluster_id"], made["last_offset"]) == (quorum.cluster_id, last)
