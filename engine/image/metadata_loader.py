@@ -190,7 +190,7 @@ def replay_start(path: Path, *, offset: int | None = None, time_ms: int | None =
         begin = segments_start or 0
     begin = (0 if not earliest else begin) if start is None else start[0].end_offset
     if start is not None and segments_start is not None and segments_start < begin:
-        image = replace(image, quorum=_quorum_before(listing, begin))
+        image = replace(image, quorum=_with_snapshot_voters(_quorum_before(listing, begin), image.quorum))
     info = replace(info, source=directory, snapshot=start[0] if start else None, first_offset=None,
                    end_offset=begin, log_end_offset=begin, quorum_state=_quorum_state(directory, notes),
                    meta=_meta(directory, notes), notes=tuple(notes))
@@ -331,6 +331,15 @@ def _snapshot_time_ms(path: Path) -> int:
     except CorruptRecordError as exc:
         raise unreadable_snapshot(exc, path) from None
     return -1
+
+
+def _with_snapshot_voters(before: QuorumImage, snapshot: QuorumImage) -> QuorumImage:
+    """The leader changes of the segments a snapshot replaced, with the snapshot's kraft.version and
+    voters when it carries them (its KRaftVersion and KRaftVoters stand at its end offset; the
+    segments kept before it may begin after the records that set them, which Kafka deleted)."""
+    if snapshot.kraft_version is None:
+        return before
+    return replace(before, kraft_version=snapshot.kraft_version, voters=snapshot.voters)
 
 
 def _quorum_before(listing, end_offset: int) -> QuorumImage:
