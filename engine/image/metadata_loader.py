@@ -190,7 +190,7 @@ def replay_start(path: Path, *, offset: int | None = None, time_ms: int | None =
         begin = segments_start or 0
     begin = (0 if not earliest else begin) if start is None else start[0].end_offset
     if start is not None and segments_start is not None and segments_start < begin:
-        image = replace(image, quorum=with_own_voters(quorum_before(listing, begin), image.quorum))
+        image = replace(image, quorum=with_snapshot_voters(quorum_before(listing, begin), image.quorum))
     info = replace(info, source=directory, snapshot=start[0] if start else None, first_offset=None,
                    end_offset=begin, log_end_offset=begin, quorum_state=_quorum_state(directory, notes),
                    meta=_meta(directory, notes), notes=tuple(notes))
@@ -333,12 +333,14 @@ def _snapshot_time_ms(path: Path) -> int:
     return -1
 
 
-def with_own_voters(before: QuorumImage, own: QuorumImage) -> QuorumImage:
-    """The leader changes of the segments a snapshot replaced, with the snapshot's own voters and
-    kraft.version when it carries them (Kafka writes them into a snapshot from kraft.version 1):
-    those of the segments may be the far side of an archive's gap (engine.image.run_replay)."""
-    return replace(before, kraft_version=own.kraft_version if own.kraft_version is not None else before.kraft_version,
-                   voters=own.voters if own.voters is not None else before.voters)
+def with_snapshot_voters(before: QuorumImage, snapshot: QuorumImage) -> QuorumImage:
+    """The leader changes of the segments a snapshot replaced, with the snapshot's kraft.version and
+    voters when it carries them (its KRaftVersion and KRaftVoters stand at its end offset; the
+    segments kept before it may begin after the records that set them, which Kafka deleted, or be
+    the far side of an archive's gap: engine.image.run_replay)."""
+    if snapshot.kraft_version is None:
+        return before
+    return replace(before, kraft_version=snapshot.kraft_version, voters=snapshot.voters)
 
 
 def quorum_before(listing, end_offset: int, *, begin: int = 0, start: MetadataImage | None = None) -> QuorumImage:

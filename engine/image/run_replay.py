@@ -32,7 +32,7 @@ from engine.image.log_holes import manifest_gaps, overlaps
 from engine.image.log_runs import LogScan, damage_of, runs_of, scan_log
 from engine.image.metadata_image import MetadataImage
 from engine.image.metadata_loader import (first_reachable, load_snapshot, quorum_before, replay_start,
-                                          segment_batches, with_own_voters)
+                                          segment_batches, with_snapshot_voters)
 from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir, resolve_metadata_dir
 
 
@@ -92,7 +92,7 @@ class Run:
             start = self.image if self.after_gap else None
             begin = self.begin if self.after_gap else 0
             quorum = quorum_before(self.listing, sid.end_offset, begin=begin, start=start)
-            return replace(image, quorum=with_own_voters(quorum, image.quorum)), sid.end_offset
+            return replace(image, quorum=with_snapshot_voters(quorum, image.quorum)), sid.end_offset
         return self.image, self.begin
 
     def first_time_ms(self) -> int | None:
