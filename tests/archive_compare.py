@@ -6,11 +6,17 @@ torn tail of a running node's active segment left out) and checks, over the offs
 every batch of the controller is in the archive with the same bytes and the same base offset,
 and the reverse; offsets of the archive's gaps are the only ones the archive may lack. It returns
 how many batches it compared, and raises AssertionError naming the first difference.
+
+Within one archive, ``assert_contiguous(archive)`` reads its segments with a reader of its own
+(Kafka's batch header: base offset, length, last offset delta; nothing of engine.storage, which
+the recorder writes with) and checks that no offset is held twice and none is missing except at
+the gaps the manifest lists, and that the manifest's ranges are the segments' runs.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 from engine.common.errors import MetadataError
@@ -69,3 +75,75 @@ def compare_archive(archive: Path, controller_dir: Path) -> int:
         if their_first <= base and _last_offset(data) <= their_last:
             assert base in theirs, f"the archive's batch at offset {base} is not a batch of {controller_dir}"
     return compared
+
+
+# ------------------------------------------------------------------ within one archive
+HEADER = struct.Struct(">qi")  # baseOffset, batchLength (what follows the length field)
+LAST_OFFSET_DELTA_AT = 23  # baseOffset 8, batchLength 4, partitionLeaderEpoch 4, magic 1, crc 4, attributes 2
+METADATA_DIR = "__cluster_metadata-0"
+
+
+def metadata_dir(path: Path) -> Path:
+    """An archive or a node's log directory, or its __cluster_metadata-0 itself."""
+    return path / METADATA_DIR if (path / METADATA_DIR).is_dir() else path
+
+
+def file_batches(path: Path) -> list[tuple[int, int, bytes]]:
+    """(base offset, last offset, bytes) of each whole batch of one segment file, in file order."""
+    data = path.read_bytes()
+    found, at = [], 0
+    while at + HEADER.size <= len(data):
+        base, length = HEADER.unpack_from(data, at)
+        end = at + HEADER.size + length
+        if length < LAST_OFFSET_DELTA_AT + 4 - HEADER.size or end > len(data):
+            break  # a torn tail (or the zeros a killed writer left): not a batch of the log
+        (delta,) = struct.unpack_from(">i", data, at + LAST_OFFSET_DELTA_AT)
+        found.append((base, base + delta, data[at:end]))
+        at = end
+    return found
+
+
+def segment_files(directory: Path) -> list[Path]:
+    """The live segments (``NNN.log``; not ``.log.deleted``), by base offset."""
+    return sorted(p for p in metadata_dir(directory).glob("*.log") if p.name[:20].isdigit())
+
+
+def segment_batches(directory: Path) -> dict[int, tuple[int, bytes]]:
+    """Every whole batch of a directory's live segments: {base offset: (last offset, bytes)}.
+    A base offset met twice is a failure here: segments must not overlap."""
+    batches: dict[int, tuple[int, bytes]] = {}
+    for path in segment_files(directory):
+        for base, last, raw in file_batches(path):
+            assert base not in batches, f"offset {base} is in two segments of {directory} (the second: {path.name})"
+            batches[base] = (last, raw)
+    return batches
+
+
+def manifest(archive: Path) -> dict:
+    return json.loads((archive / "archive.json").read_text())
+
+
+def assert_contiguous(archive: Path) -> list[tuple[int, int]]:
+    """The archive's segments, batch after batch, leave no offset out and repeat none, except at
+    the gaps its manifest lists (each a hole from ``first`` to ``resume - 1``, the segment after
+    it starting at ``resume``, where the downloaded snapshot ``resume-epoch.checkpoint`` is); the
+    runs of contiguous offsets, which must be the manifest's ``ranges``."""
+    made = manifest(archive)
+    gaps = {gap["first"]: gap["resume"] for gap in made.get("gaps", [])}
+    batches = segment_batches(archive)
+    runs: list[list[int]] = []
+    for base, (last, _) in sorted(batches.items()):
+        if runs and base == runs[-1][1] + 1:
+            runs[-1][1] = last
+            continue
+        if runs:
+            expected = runs[-1][1] + 1
+            assert base > expected, f"offsets {base}..{last} again in the archive (it had reached {runs[-1][1]})"
+            assert gaps.get(expected) == base, (f"a hole in the archive from {expected} to {base - 1} that the "
+                                                f"manifest does not list (its gaps: {made.get('gaps')})")
+            snapshots = {offset for offset, _ in made.get("snapshots", [])}
+            assert base in snapshots, f"the archive resumes at {base} after a gap without a snapshot there"
+        runs.append([base, last])
+    ranges = [tuple(r) for r in runs]
+    assert [tuple(r) for r in made["ranges"]] == ranges, f"manifest ranges {made['ranges']}, segments {ranges}"
+    return ranges

@@ -56,6 +56,7 @@ from engine.image.metadata_loader import (
     LoadInfo, collector_paused, first_reachable, first_reachable_time, load_file,
     open_transaction_notes, replay_start,
 )
+from engine.image.run_replay import RunGap, run_spans
 from engine.storage.log_reader import LogEntry
 from engine.storage.meta_properties import MetaProperties
 
@@ -381,6 +382,13 @@ class MetadataHistory:
         offset), or None: the log ended, or was read to its torn tail."""
         damage = self._reader.damage if self._reader is not None else []
         return damage[0].one_line() if damage else None
+
+    def run_spans(self) -> tuple[tuple[tuple[int, int], ...], tuple[RunGap, ...]]:
+        """The runs of a log directory and the gaps between them, as every history finds and names
+        them (engine.image.run_replay: records first..resume-1 missing, the next run from snapshot resume)."""
+        if self._reader is None or not self.gaps:
+            return self.reachable(), ()
+        return run_spans(self._reader.listing, self._log_scan(), strict=False)
 
     @property
     def gaps(self) -> tuple[Gap, ...]:

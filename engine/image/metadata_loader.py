@@ -190,7 +190,7 @@ def replay_start(path: Path, *, offset: int | None = None, time_ms: int | None =
         begin = segments_start or 0
     begin = (0 if not earliest else begin) if start is None else start[0].end_offset
     if start is not None and segments_start is not None and segments_start < begin:
-        image = replace(image, quorum=_quorum_before(listing, begin))
+        image = replace(image, quorum=with_snapshot_voters(quorum_before(listing, begin), image.quorum))
     info = replace(info, source=directory, snapshot=start[0] if start else None, first_offset=None,
                    end_offset=begin, log_end_offset=begin, quorum_state=_quorum_state(directory, notes),
                    meta=_meta(directory, notes), notes=tuple(notes))
@@ -333,13 +333,28 @@ def _snapshot_time_ms(path: Path) -> int:
     return -1
 
 
-def _quorum_before(listing, end_offset: int) -> QuorumImage:
+def with_snapshot_voters(before: QuorumImage, snapshot: QuorumImage) -> QuorumImage:
+    """The leader changes of the segments a snapshot replaced, with the snapshot's kraft.version and
+    voters when it carries them (its KRaftVersion and KRaftVoters stand at its end offset; the
+    segments kept before it may begin after the records that set them, which Kafka deleted, or be
+    the far side of an archive's gap: engine.image.run_replay)."""
+    if snapshot.kraft_version is None:
+        return before
+    return replace(before, kraft_version=snapshot.kraft_version, voters=snapshot.voters)
+
+
+def quorum_before(listing, end_offset: int, *, begin: int = 0, start: MetadataImage | None = None) -> QuorumImage:
     """The quorum's control records (leader changes, kraft.version, voters) from segments that a
-    snapshot replaced, which Kafka's snapshots do not carry. Only control batches are decoded."""
-    delta = MetadataDelta(MetadataImage())
-    for base, segment in listing.segments:
+    snapshot replaced, which Kafka's snapshots do not carry. Only control batches are decoded.
+    ``begin`` / ``start``: only the records from ``begin`` on, onto ``start``'s quorum (a run
+    after a gap: nothing of the segments before the gap counts, engine.image.run_replay)."""
+    delta = MetadataDelta(MetadataImage(quorum=start.quorum) if start is not None else MetadataImage())
+    segments = listing.segments
+    for index, (base, segment) in enumerate(segments):
         if base >= end_offset:
             break
+        if index + 1 < len(segments) and segments[index + 1][0] <= begin:
+            continue  # wholly before ``begin``
         buf = read_segment_bytes(segment)
         try:
             for pos, header, _ in iter_batches(buf, str(segment), decode_records=False,
@@ -349,7 +364,7 @@ def _quorum_before(listing, end_offset: int) -> QuorumImage:
                 if header.is_control:
                     batch, _ = decode_batch(buf, pos)
                     for entry in entries_of_batch(batch):
-                        if entry.offset < end_offset:
+                        if begin <= entry.offset < end_offset:
                             delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
         except MetadataError:
             break  # damage in history the snapshot replaced: the snapshot still stands

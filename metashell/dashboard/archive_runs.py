@@ -2,10 +2,11 @@
 gaps, and which run's History answers a point. No Textual here.
 
 A damaged log, or an archive whose recorder had to fetch a snapshot (a hole between segments),
-is a set of runs with gaps between them (engine.image.log_runs): one replay never runs across a
-gap. The dashboard shows one run at a time (one History, one pass), but the timeline spans them
-all and ``g`` / ``T`` to a point of another run opens that run (from the snapshot it starts at)
-and shows it. The runs opened are kept (``RunCache``), so going back is a lookup, not a replay.
+is a set of runs with gaps between them (engine.image.run_replay, as ``log``, ``diff`` and the
+export see them, in the same words: ``gap_words``): one replay never runs across a gap. The
+dashboard shows one run at a time (one History, one pass), but the timeline spans them all and
+``g`` / ``T`` to a point of another run opens that run (from the snapshot it starts at, its own
+voters included) and shows it. The runs opened are kept (``RunCache``), so going back is a lookup, not a replay.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from engine.image.log_runs import Gap
+from engine.image.run_replay import RunGap as Gap, gap_words
 
 Run = tuple[int, int]  # first, last offset (inclusive); -1: before the first record
 CellStyle = str  # "shown", "other", "gap", "position", "mark", "mark-here"
@@ -48,15 +49,9 @@ def spans_of(source: object) -> Spans:
     gaps, for anything else (a snapshot, a live window)."""
     replay = getattr(source, "replay", None)
     if replay is not None and getattr(source, "live", None) is None and getattr(replay, "gaps", ()):
-        return Spans(tuple(replay.reachable()), tuple(replay.gaps))
+        return Spans(*replay.run_spans())
     start = getattr(source, "start_offset", -1)
     return Spans(((start, max(start, getattr(source, "last_offset", start))),), ())
-
-
-def gap_words(gap: Gap) -> str:
-    """``gap 10..13: <why>`` (to the end: ``gap 10..: <why>``)."""
-    last = "" if gap.resume is None else str(gap.resume - 1)
-    return f"gap {gap.first}..{last}: {gap.damage}"
 
 
 def timeline_cells(width: int, spans: Spans, shown: Run, position: int, marks: Sequence[int]) -> list[tuple[str, CellStyle]]:

@@ -115,7 +115,7 @@ def change_history(directory: Path | None, live: Held | None, note=lambda line: 
 def gaps_words(history: Any, low: int | None = None, high: int | None = None) -> list[str]:
     from metashell.history.positions import gap_text, gaps_between
 
-    return [f"gap: {gap_text(g)}" for g in gaps_between(history.gaps, low, high)]
+    return [gap_text(g) for g in gaps_between(history.gaps, low, high)]
 
 
 # -- a node's history -----------------------------------------------------------------------------

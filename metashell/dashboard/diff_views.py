@@ -24,7 +24,7 @@ def marks_diff(history: Any, a: int, b: int) -> ChangesView:
 
     crossed = [g for g in history.gaps if g.first <= b and (g.resume is None or g.resume - 1 > a)]
     if crossed:
-        raise ValueError(f"diff {a} {b} crosses a gap ({gap_text(crossed[0])}): mark two points on one side of it")
+        raise ValueError(f"diff {a} {b} crosses {gap_text(crossed[0])}; mark two points on one side of it")
     items = list(history.items(path_query("/"), a + 1, b))
     differences = fold(items)
     stat = stat_lines(differences, False)

@@ -20,7 +20,7 @@ Delegation tokens and producer-id blocks have items but no table here.
 Secrets: config values named secret are ``[redacted]`` (always: the items never hold them); a
 SCRAM row keeps the iterations only, never the salt or keys.
 
-``gaps``: where a log directory's or an archive's history is cut (metashell.export.history_runs);
+``gaps``: where a log directory's or an archive's history is cut (engine.image.run_replay);
 the rows on either side of a gap come from separate replays, and none speaks across it.
 """
 
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from engine.image.metadata_image import MetadataImage
+from engine.image.run_replay import RunGap, log_runs
 from engine.records.record_json import dumps
 from engine.storage.log_reader import LogEntry
-from metashell.export.history_runs import HistoryGap, history_runs
 from metashell.export.schemas import CHANGE_TABLES, column_names
 from metashell.export.tables import Table
 from metashell.history.change_items import ChangeItem, change_items
@@ -49,8 +49,9 @@ TABLE_OF_DOMAIN = {"configs": "config_changes", "acls": "acl_changes", "client_q
 def change_rows(log_dir: Path | str, *, start: int | None = None, end: int | None = None,
                 tables: Iterable[str] = CHANGE_TABLES) -> dict[str, Table]:
     """The change tables of a log directory or an archive, replayed run by run (never across a gap)."""
-    runs, gaps = history_runs(log_dir)
-    return tables_of(((run.image, run.batches()) for run in runs), gaps, start=start, end=end, tables=tables)
+    found = log_runs(log_dir)
+    return tables_of(((run.image, run.batches()) for run in found.runs), found.gaps, start=start, end=end,
+                     tables=tables)
 
 
 def change_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]], *, start: int | None = None,
@@ -59,7 +60,7 @@ def change_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]]
     return tables_of([(start_image, batches)], [], start=start, end=end, tables=tables)
 
 
-def tables_of(runs: Iterable[tuple[MetadataImage, Iterable[list[LogEntry]]]], gaps: Iterable[HistoryGap], *,
+def tables_of(runs: Iterable[tuple[MetadataImage, Iterable[list[LogEntry]]]], gaps: Iterable[RunGap], *,
               start: int | None = None, end: int | None = None,
               tables: Iterable[str] = CHANGE_TABLES) -> dict[str, Table]:
     """The tables ``tables`` of the items of each run (in log order), and of ``gaps`` (those that

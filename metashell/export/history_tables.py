@@ -1,14 +1,16 @@
 """History tables, from a log directory: pure Python, no pyspark.
 
-``history_rows(log_dir)`` replays the log once through MetadataDelta, from the earliest point
-the directory can rebuild (offset 0, or the oldest snapshot the segments continue from: the
-partitions and brokers that snapshot holds are known from the first row on), and gives five
-tables: ``records`` (every record replayed, its JSON with secrets redacted),
+``history_rows(log_dir)`` replays the log through MetadataDelta run by run (engine.image.run_replay,
+as every history does): from the earliest point the directory can rebuild (offset 0, or the
+oldest snapshot the segments continue from: the partitions and brokers that snapshot holds are
+known from the first row on) up to the first gap (an archive's hole, or damage), then from the
+snapshot after each gap, from that snapshot's own image. The rows after a gap are there; none
+speaks across it (the gaps are the ``gaps`` table's). It gives five tables: ``records`` (every record replayed, its JSON with secrets redacted),
 ``partition_changes`` (partition creations and changes, and the partitions a ClearElrRecord
 cleared, with the partition's state after each), ``broker_fencing`` (registrations, fencing,
 controlled shutdown, cordoned log directories), ``controller_registrations`` (controllers
 registered and unregistered) and ``leader_changes`` (the quorum's LeaderChangeMessages). ``start``/
-``end`` keep rows with start <= offset <= end; the state is replayed from the start regardless.
+``end`` keep rows with start <= offset <= end; the state is replayed from each run's start regardless.
 
 Every row beside the records table comes from a record's change set (engine/image/change_set.py,
 ``MetadataDelta.record_changes()``): a ``partition_changes`` row for each partition it created
@@ -44,7 +46,7 @@ from engine.common.kafka_uuid import uuid_to_kafka
 from engine.image.change_set import Change, ChangeSet
 from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
-from engine.image.metadata_loader import replay_start, segment_batches
+from engine.image.run_replay import log_runs
 from engine.records.record_json import dumps, record_to_jsonable
 from engine.storage.log_reader import LogEntry
 from metashell.export.schemas import CHANGE_TABLES, HISTORY_TABLES, RECORD_TABLES, column_names
@@ -59,15 +61,21 @@ def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | No
                  tables: Iterable[str] = HISTORY_TABLES) -> dict[str, Table]:
     """The history tables of ``log_dir`` (a node's log directory or its __cluster_metadata-0)."""
     wanted = _wanted(tables)
+    found = log_runs(log_dir)  # every table replays run by run: never across a gap
+    runs = [run for run in found.runs if (start is None or run.last >= start) and (end is None or run.begin <= end)]
     out = {}
-    if wanted & set(CHANGE_TABLES):  # change tables replay run by run: never across an archive's gap
-        from metashell.export.change_tables import change_rows
+    if wanted & set(CHANGE_TABLES):
+        from metashell.export.change_tables import tables_of
 
-        out = change_rows(log_dir, start=start, end=end, tables=wanted & set(CHANGE_TABLES))
-    if wanted & set(RECORD_TABLES):
-        begin = replay_start(Path(log_dir), earliest=True)
-        out.update(history_rows_of(begin.image, segment_batches(begin.listing, begin.begin, []), start=start,
-                                   end=end, tables=wanted & set(RECORD_TABLES)))
+        out = tables_of(((run.image, run.batches()) for run in runs), found.gaps, start=start, end=end,
+                        tables=wanted & set(CHANGE_TABLES))
+    kinds = wanted & set(RECORD_TABLES)
+    if kinds:
+        rows: dict[str, list[tuple]] = {kind: [] for kind in RECORD_TABLES if kind in kinds}
+        for run in runs:
+            for kind, table in history_rows_of(run.image, run.batches(), start=start, end=end, tables=kinds).items():
+                rows[kind].extend(table.rows)
+        out.update({kind: Table(kind, column_names(kind), kind_rows) for kind, kind_rows in rows.items()})
     return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 

@@ -284,9 +284,11 @@ COLUMNS.update({
         event=("event", "string", "created (added to the voters), deleted (removed) or changed (its endpoints or "
                                   "directory)")),
     "gaps": (
-        ("first_offset", "long", "the first offset missing: records from here on were never read"),
-        ("resume_offset", "long", "where the change tables go on: the end offset of the snapshot they start again "
-                                  "from; null when they do not (the history ends at the gap)"),
+        ("first_offset", "long", "the first record missing: records first_offset .. resume_offset - 1 have no row "
+                                 "(absent from the archive, or damaged and not replayed)"),
+        ("resume_offset", "long", "the end offset of the snapshot the tables start again from: the state at "
+                                  "resume_offset - 1 is that snapshot's, and rows go on after it; null: the history "
+                                  "ends at the gap"),
         ("reason", "string", "why, in one line: the archive's manifest (the recorder fell behind the leader's log "
                              "start and fetched a snapshot), or the damage found in the segments"),
         ("recorded_ms", "long", "when the recorder wrote the gap down (epoch ms); null for damage"),

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from engine.image.run_replay import LogRuns, log_runs
 from engine.storage.log_reader import LogDirListing, list_log_dir, resolve_metadata_dir
-from metashell.history.change_items import ChangeItem
+from metashell.history.change_items import ChangeItem, change_items
 from metashell.history.query import PathQuery
-from metashell.history.sources import HistoryGap, first_time, log_runs, run_items
+from metashell.history.sources import HistoryGap
 
 INDEX_DIR = "history-index"
 INDEX_FILE = "items.sqlite"
@@ -222,32 +223,33 @@ class IndexHistory:
                 keep = row_id
                 break
         db.execute("DELETE FROM items WHERE id > ?", (keep if keep is not None else -1,))
-        runs, gaps = log_runs(listing)
-        same_start = bool(runs) and bool(old_runs) and runs[0][0] == old_runs[0][0]
-        known = json.loads(self._get(db, "first_time_ms")) if same_start else None  # no replay to find it again
-        self._fill(db, listing, signature, settled=settled, runs_gaps=(runs, gaps), first_time_ms=known)
-        if runs and not same_start:
+        found = log_runs(self.directory, listing)
+        runs = found.spans
+        self._fill(db, listing, signature, settled=settled, found=found)
+        if runs and not (old_runs and runs[0][0] == old_runs[0][0]):
             # the oldest files deleted: what is before the earliest point now goes too, as in a rebuild
             db.execute("DELETE FROM items WHERE offset <= ?", (runs[0][0],))
         db.commit()
 
     def _fill(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict, settled: int | None,
-              runs_gaps: tuple | None = None, first_time_ms: int | None = None) -> tuple:
+              found: LogRuns | None = None) -> tuple:
         """Add the items after ``settled`` (None: all), and the meta that goes with them; returns the runs."""
-        runs, gaps = runs_gaps if runs_gaps is not None else log_runs(listing)
+        found = found if found is not None else log_runs(self.directory, listing)
+        runs, gaps = found.spans, found.gaps
         paths = dict(db.execute("SELECT path, id FROM paths"))
         topics = dict(db.execute("SELECT topic_id, id FROM topics"))
         names = _Names(db)
         rows: list[tuple] = []
         open_from: int | None = None
         last = -1
-        for run in runs:
-            if settled is not None and run[1] <= settled:
+        for run in found.runs:
+            if settled is not None and run.last <= settled:
                 continue
             low = None if settled is None else settled + 1
-            first = run[0] if settled is None else max(run[0], settled)
+            # brought up to date: from the run's newest snapshot before what is settled, not its start
+            image, begin = (run.image, run.begin) if settled is None else run.start_near(max(run.first, settled))
             open_from = None  # a transaction a gap cut short never ends: only the last run's may change
-            for item in run_items(self.directory, listing, (first, run[1]), low):
+            for item in change_items(image, run.batches(begin), start=low):
                 if item.aborted is None and open_from is None:
                     open_from = item.record_offset
                 path_id = paths.get(item.path)
@@ -264,12 +266,11 @@ class IndexHistory:
                 rows.append((item.offset, item.timestamp_ms, path_id, topic, _row_data(item, names)))
                 if len(rows) >= BATCH_ROWS:
                     _insert(db, rows)
-            last = max(last, run[1])
+            last = max(last, run.last)
         _insert(db, rows)
         settled_now = open_from - 1 if open_from is not None else max(last, settled if settled is not None else -1)
         meta = {"signature": signature, "runs": runs, "gaps": [list(g) for g in gaps], "settled": settled_now,
-                "first_time_ms": first_time_ms if first_time_ms is not None else
-                first_time(self.directory, listing, runs) if runs else None}
+                "first_time_ms": found.first_time_ms()}
         db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                        [(key, json.dumps(value)) for key, value in meta.items()])
         return runs

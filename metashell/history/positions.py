@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import NamedTuple, Sequence
 
 from engine.image.log_runs import iso_time
+from engine.image.run_replay import gap_words
 
 
 class PositionError(ValueError):
@@ -78,7 +79,7 @@ def check_point(point: Point, runs: Sequence[tuple[int, int]], gaps: Sequence, f
             raise PositionError(f"offset {offset} is before the earliest point of {what}: {runs_text(runs)}")
         gap = next((g for g in gaps if g.first <= offset and (g.resume is None or offset < g.resume)), None)
         if gap is not None:
-            raise PositionError(f"offset {offset} is in a gap of {what} ({gap_text(gap)}): {runs_text(runs)}")
+            raise PositionError(f"offset {offset} of {what} is in {gap_text(gap)}; {runs_text(runs)}")
         raise PositionError(f"offset {offset} is past the end of {what}: {runs_text(runs)}")
     if point.time_ms is not None and (first_time_ms is None or point.time_ms < first_time_ms):
         earliest = "it holds no records" if first_time_ms is None else f"its earliest point is {iso_time(first_time_ms)}"
@@ -86,9 +87,9 @@ def check_point(point: Point, runs: Sequence[tuple[int, int]], gaps: Sequence, f
 
 
 def gap_text(gap) -> str:
-    """``offsets 120..199 are not there: <reason>``."""
-    span = f"offsets {gap.first}..{gap.resume - 1}" if gap.resume is not None else f"offsets from {gap.first} on"
-    return f"{span} are not there: {gap.reason}"
+    """The one wording of a gap (engine.image.run_replay.gap_words): ``gap 120..199 (records
+    120..199 missing; the state at 199 is from snapshot 200): <reason>``."""
+    return gap_words(gap)
 
 
 def gaps_between(gaps: Sequence, low: int | None, high: int | None) -> list:

@@ -7,10 +7,11 @@ of offsets they are known for, and the gaps between runs (with why each is a gap
   (no index is written into a node's directory), or what a live session fetched since attach;
 - ``IndexHistory`` (metashell/history/history_index.py): an archive's, from its index.
 
-A log directory's items come from one replay per run (engine/image/log_runs.py): from the
-earliest point the directory can rebuild up to the first gap (damage, or, in an archive, a hole
-between segments), then from the snapshot after each gap; a replay never runs across a gap, and
-the offsets in a gap have no items: ``log`` and ``diff`` say where those gaps are.
+A log directory's items come from one replay per run (engine/image/run_replay.py, as every
+history's): from the earliest point the directory can rebuild up to the first gap (damage, or,
+in an archive, a hole between segments), then from the snapshot after each gap, from that
+snapshot's own image; a replay never runs across a gap, and the offsets in a gap have no items:
+``log`` and ``diff`` say where those gaps are, in the one wording of run_replay.gap_words.
 """
 
 from __future__ import annotations
@@ -18,21 +19,14 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, NamedTuple, Protocol
+from typing import Iterator, Protocol
 
-from engine.image.log_runs import damage_of, runs_of, scan_log
-from engine.image.metadata_loader import first_reachable, replay_start, segment_batches
-from engine.storage.log_reader import LogDirListing, list_log_dir, resolve_metadata_dir
+from engine.image.run_replay import RunGap, log_runs
 from metashell.history.change_items import ChangeItem, ChangeItemStream, change_items
 from metashell.history.query import PathQuery
 
 
-class HistoryGap(NamedTuple):
-    """Offsets ``first`` to ``resume`` - 1 have no items (``resume`` None: to the end)."""
-
-    first: int
-    resume: int | None
-    reason: str
+HistoryGap = RunGap  # records first .. resume - 1 are missing (engine.image.run_replay: one meaning)
 
 
 class History(Protocol):
@@ -85,51 +79,13 @@ class MemoryHistory:
 
 # -- a log directory ---------------------------------------------------------------------------
 
-def log_runs(listing: LogDirListing) -> tuple[tuple[tuple[int, int], ...], tuple[HistoryGap, ...]]:
-    """The runs a replay reaches and the gaps between them (one pass over the batches' CRCs). A gap
-    is what lies between two runs (from the offset after the first to the next's starting
-    snapshot, whose records no replay reaches), or after the last run when damage cuts the log
-    short; its reason is the damage (or hole) that opens it."""
-    scan = scan_log(listing)
-    first = first_reachable(listing)
-    starts = [first] + [s.end_offset - 1 for s, _ in listing.snapshots if s.end_offset - 1 > first]
-    runs = runs_of(starts, scan)
-    gaps = [HistoryGap(a[1] + 1, b[0] + 1, damage_of(scan, a[1] + 1) or "no replay reaches these records")
-            for a, b in zip(runs, runs[1:])]
-    tail = [g for g in scan.gaps if g.first > runs[-1][1]]
-    if tail:
-        gaps.append(HistoryGap(runs[-1][1] + 1, None, tail[0].damage))
-    return runs, tuple(gaps)
-
-
-def run_items(directory: Path, listing: LogDirListing, run: tuple[int, int],
-              low: int | None = None) -> Iterator[ChangeItem]:
-    """The items of one run: replayed from its start (the log's start or a snapshot), up to its end.
-    ``low``: keep items from this offset on (the replay starts at the run's start regardless)."""
-    first, last = run
-    start = replay_start(directory, offset=first)
-    batches = segment_batches(listing, start.begin, [], end=last + 1)
-    return change_items(start.image, batches, start=low)
-
-
-def first_time(directory: Path, listing: LogDirListing, runs) -> int | None:
-    start = replay_start(directory, offset=runs[0][0])
-    if start.image.provenance.last_offset >= 0:
-        return start.image.provenance.last_timestamp_ms
-    for batch in segment_batches(listing, start.begin, []):
-        return batch[0].timestamp_ms
-    return None
-
-
 def log_dir_history(path: Path | str) -> MemoryHistory:
-    """Every item of a log directory, from one replay per run."""
-    directory = resolve_metadata_dir(Path(path))
-    listing = list_log_dir(directory)
-    runs, gaps = log_runs(listing)
+    """Every item of a log directory, from one replay per run (engine.image.run_replay)."""
+    found = log_runs(path)
     items: list[ChangeItem] = []
-    for run in runs:
-        items.extend(run_items(directory, listing, run))
-    return MemoryHistory(items, runs, gaps, first_time(directory, listing, runs), str(path))
+    for run in found.runs:
+        items.extend(change_items(run.image, run.batches()))
+    return MemoryHistory(items, found.spans, found.gaps, found.first_time_ms(), str(path))
 
 
 class LiveItems:

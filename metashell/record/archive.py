@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from engine.common.errors import MetadataError, StorageError
 from engine.common.file_io import fsync_directory, write_bytes_atomically

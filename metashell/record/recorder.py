@@ -307,9 +307,14 @@ class Recorder:
         if now >= self._next_progress_ms:
             self._next_progress_ms = now + self.s.progress_interval_ms
             held = self.archive.durable_offset
+            # a new archive of a log that starts at its snapshot may hold that snapshot and no record
+            # yet: it is as far as the snapshot's end, not a whole log behind
+            through = max(held, (self.archive.next_offset or 0) - 1)
             hw = core.high_watermark
-            lag = f", lag {max(0, hw - 1 - held):,} records behind the high watermark {hw:,}" if hw >= 0 else ""
-            what = f"offsets up to {held:,} held" if held >= 0 else "nothing held yet"
+            lag = f", lag {max(0, hw - 1 - through):,} records behind the high watermark {hw:,}" if hw >= 0 else ""
+            what = (f"offsets up to {held:,} held" if held >= 0 else
+                    f"the leader's snapshot up to offset {through:,} held, no record yet" if through >= 0 else
+                    "nothing held yet")
             self._log(f"progress: {what}{lag}; {len(self.archive.manifest.gaps)} gaps")
         if (self.s.retention_ms is not None and now >= self._next_retention_ms and self._write_failing is None
                 and not (self._index is not None and self._index.busy)):

@@ -61,7 +61,7 @@ def _in_order(a: Point, b: Point, words: str) -> None:
 
 def _note_gaps(session: Session, name: str, history: Any, low: int | None, high: int | None) -> None:
     for gap in gaps_between(history.gaps, low, high):
-        session.err(f"metashell: {name}: gap: {gap_text(gap)}")
+        session.err(f"metashell: {name}: {gap_text(gap)}")
 
 
 # -- log ---------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def _diff(session: Session, args: argparse.Namespace) -> int:
     low, high = _offset_of(history, a), _offset_of(history, b)
     crossed = [g for g in history.gaps if g.first <= high and (g.resume is None or g.resume - 1 > low)]
     if crossed:
-        raise ShellError(f"{a.text}..{b.text} crosses a gap ({gap_text(crossed[0])}): diff each side of it")
+        raise ShellError(f"{a.text}..{b.text} crosses {gap_text(crossed[0])}; diff each side of it")
     # the changes in the image at B and not in the image at A (latest: every change is in it)
     items = [query.narrow(item) for item in history.items(query, low + 1, high)
              if not a.before(item.offset, item.timestamp_ms) and b.before(item.offset, item.timestamp_ms)]

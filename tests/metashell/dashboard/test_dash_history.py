@@ -185,7 +185,8 @@ def test_a_nodes_history_reaches_every_run_and_names_the_gap(damaged: Path) -> N
         assert offsets == sorted(offsets, reverse=True)
         assert 20 in offsets and 5 in offsets  # unfenced again in the run shown; registered in the other
         # (the gap as log names it: metashell.history's words and bounds)
-        assert "gap: offsets 10.." in box.view.summary and "batch CRC mismatch" in box.view.summary
+        assert "gap 10..14 (records 10..14 missing; the state at 14 is from snapshot 15): " in box.view.summary
+        assert "batch CRC mismatch" in box.view.summary
         assert "offsets -1..9 and 14..23" in box.view.summary
     run(DashboardApp(History.open_log_dir(damaged)), body)
 
@@ -233,9 +234,9 @@ def test_marks_across_a_gap_are_refused_as_diff_refuses_them(damaged: Path) -> N
         await pilot.press("m")
         box = await opened(pilot, refused=True)
         assert box.title_text == "diff 5 23"
-        assert box.failure.startswith("diff 5 23 crosses a gap (offsets 10..")
-        assert box.failure.endswith("): mark two points on one side of it") and "\n" not in box.failure
-        assert shows(pilot.app, r"^│ diff 5 23 crosses a gap")
+        assert box.failure.startswith("diff 5 23 crosses gap 10..14 (records 10..14 missing; ")
+        assert box.failure.endswith("; mark two points on one side of it") and "\n" not in box.failure
+        assert shows(pilot.app, r"^│ diff 5 23 crosses gap 10..14")
         await pilot.press("escape", "M", "g", "2", "0", "enter")  # both after the gap: a diff
         await settle(pilot)
         await pilot.press("m", "end", "m")
@@ -255,7 +256,7 @@ def test_the_timeline_spans_every_run_with_the_gap_drawn_and_named(damaged: Path
         assert bar.startswith("-1 ─") and bar.endswith("● 23")  # the other run, then the one shown, at its end
         assert "░" in bar and bar.index("─") < bar.index("░") < bar.index("━")
         words = timeline.words_text()
-        assert words.startswith("offsets -1..23 · run 14..23 shown (of 2 runs) · gap 10..13: ")
+        assert words.startswith("offsets -1..23 · run 14..23 shown (of 2 runs) · gap 10..14 (records 10..14 missing; ")
         assert "batch CRC mismatch" in str(timeline.tooltip)
         assert shows(pilot.app, r"^ -1 ─+░+━+● 23 $")  # on screen at 80x24, under the header
     run(DashboardApp(History.open_log_dir(damaged)), body)
@@ -347,7 +348,8 @@ def test_an_archive_hole_is_a_gap_of_the_timeline(tmp_path: Path) -> None:
     async def body(pilot, screen: MainScreen) -> None:
         timeline = screen.query_one(Timeline)
         assert timeline.display and "░" in timeline.bar_text()
-        assert "gap 7..11: archive gap: " in str(timeline.tooltip) and "the recorder fell behind" in str(timeline.tooltip)
+        assert "gap 7..11 (records 7..11 missing; the state at 11 is from snapshot 12): archive gap: " \
+               in str(timeline.tooltip) and "the recorder fell behind" in str(timeline.tooltip)
         assert "⚠ archive with gaps: 11..12 shown (-1..6 by g)" in screen.query_one(HeaderBar).info.position
         await pilot.press("g", "9", "enter")
         await settle(pilot)
@@ -360,7 +362,7 @@ def test_an_archive_hole_is_a_gap_of_the_timeline(tmp_path: Path) -> None:
         rows = texts(box.query_one("#changes-table").rows)
         # 10 is in the hole; 12 follows the snapshot at 12, which holds 10's value as its old one
         assert [(r[0], r[3]) for r in rows] == [("12", "3000 -> 4000"), ("5", "1000 -> 2000"), ("4", "created 1000")]
-        assert "gap: offsets 7.." in box.view.summary and (directory / "history-index").is_dir()
+        assert "gap 7..11 (records 7..11 missing; " in box.view.summary and (directory / "history-index").is_dir()
     run(DashboardApp(history), body)
 
 
@@ -458,8 +460,8 @@ def test_an_archive_the_recorders_writer_made_is_shown_whole(tmp_path: Path) -> 
     async def body(pilot, screen: MainScreen) -> None:
         timeline = screen.query_one(Timeline)
         assert "run 14..17 shown (of 2 runs)" in timeline.words_text()
-        assert "gap 6..14: archive gap: offsets 6 to 14 are in no segment: the leader's log starts past the " \
-               "archive's end" in str(timeline.tooltip)
+        assert "gap 6..14 (records 6..14 missing; the state at 14 is from snapshot 15): archive gap: the leader's " \
+               "log starts past the archive's end" in str(timeline.tooltip)
         assert "⚠ archive with gaps: 14..17 shown (-1..5 by g)" in screen.query_one(HeaderBar).info.position
         await pilot.press("g", "1", "0", "enter")
         await settle(pilot)

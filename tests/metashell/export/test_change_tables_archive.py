@@ -133,10 +133,13 @@ def test_a_manifest_that_does_not_read_is_one_line(tmp_path: Path) -> None:
         assert str(refused.value) == f"{manifest}: not a readable archive manifest: {what}"
 
 
-def test_after_a_gap_the_voters_are_the_snapshots_not_those_before_the_gap(tmp_path: Path) -> None:
-    """Voter 2 joins inside the gap and leaves after it: the snapshot the archive resumes from
-    (with its VotersRecord, as Kafka writes one) knows voter 2, so its removal has a row; the
-    voters of the segments before the gap (voter 1 alone) would have hidden it."""
+VOTERS_REASON = "fell behind the leader's log start (4); fetched snapshot 4-1"
+
+
+def voters_archive(tmp_path: Path, *, manifest: bool = False) -> Path:
+    """Voter 1 alone (offsets 0-1), voter 2 added at 2 and a config at 3 (the gap), voter 2
+    removed at 4; the snapshot at end offset 4 carries the voters {1, 2} (with its VotersRecord,
+    as Kafka writes one at kraft.version 1); ``manifest``: with archive.json naming the gap."""
     from tests.metashell.export.test_change_tables import config, kraft_version, voters
 
     script = [[kraft_version(1), voters(1)], [voters(1, 2)], [config(2, "t", "k", "v")], [voters(1)]]  # 0-1, 2, 3, 4
@@ -154,5 +157,29 @@ def test_after_a_gap_the_voters_are_the_snapshots_not_those_before_the_gap(tmp_p
     archive = tmp_path / "archive"
     shutil.copytree(full, archive)
     (archive / "__cluster_metadata-0" / segment_file_name(2)).unlink()
-    rows = [(r[0], r[3], r[-4]) for r in change_rows(archive)["voter_changes"].rows]  # offset, entity, event
+    if manifest:
+        (archive / "archive.json").write_text(json.dumps({
+            "format": 1, "cluster_id": "c", "first_offset": 0, "last_offset": 4, "ranges": [[0, 1], [4, 4]],
+            "gaps": [{"first": 2, "resume": 4, "reason": VOTERS_REASON, "recorded_ms": RECORDED_MS}],
+            "snapshots": [[4, 1]]}))
+    return archive
+
+
+def test_after_a_gap_the_voters_are_the_snapshots_not_those_before_the_gap(tmp_path: Path) -> None:
+    """Voter 2 joins inside the gap and leaves after it: the snapshot the archive resumes from
+    knows voter 2, so its removal has a row; the voters of the segments before the gap (voter 1
+    alone) would have hidden it."""
+    rows = [(r[0], r[3], r[-4]) for r in change_rows(voters_archive(tmp_path))["voter_changes"].rows]
     assert rows == [(1, "voter 1", "created"), (4, "voter 2", "deleted")]
+
+
+def test_the_record_tables_go_on_after_the_gap_run_by_run(tmp_path: Path) -> None:
+    """The five older tables (records, partition_changes, ...) replay run by run too: the rows
+    after the gap are there (from the snapshot's image), those of the gap are not."""
+    full, archive = _archive(tmp_path)
+    kinds = ["records", "partition_changes", "broker_fencing", "controller_registrations", "leader_changes"]
+    whole, cut = history_rows(full, tables=kinds), history_rows(archive, tables=kinds)
+    assert {kind: t.rows for kind, t in cut.items()} == {
+        kind: [row for row in t.rows if not GAP_FIRST <= row[0] < RESUME] for kind, t in whole.items()}
+    assert max(row[0] for row in cut["records"].rows) == 34  # not cut short at the gap
+    assert [row[0] for row in cut["records"].rows if row[0] >= GAP_FIRST][:1] == [RESUME]

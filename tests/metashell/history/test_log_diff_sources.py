@@ -63,7 +63,7 @@ def test_log_names_the_gap_and_answers_both_sides(gapped) -> None:
     directory, damage = gapped
     status, out, err = run(directory, "log /configs/TOPIC/orders/retention.ms")
     assert status == 0 and len(err) == 1
-    assert err[0].startswith(f"metashell: log: gap: offsets 14..20 are not there: {damage.replace(str(directory), 'DIR')}")
+    assert err[0].startswith(f"metashell: log: gap 14..20 (records 14..20 missing; the state at 20 is from snapshot 21): {damage.replace(str(directory), 'DIR')}")
     assert out == [  # the deletion at 18 is in the gap: not shown, not made up
         "7  1970-01-01T00:00:08.000Z  CONFIG_RECORD  /configs/TOPIC/orders/retention.ms  86400000 -> 3600000",
         "5  1970-01-01T00:00:05.000Z  CONFIG_RECORD  /configs/TOPIC/orders/retention.ms  created 86400000",
@@ -78,9 +78,9 @@ def test_log_names_the_gap_and_answers_both_sides(gapped) -> None:
 
 
 @pytest.mark.parametrize("line, words", [
-    ("log / --since 14", "--since offset 14 is in a gap of DIR (offsets 14..20 are not there: "),
-    ("diff 3 17", "offset 17 is in a gap of DIR (offsets 14..20 are not there: "),
-    ("diff 5 25", "5..25 crosses a gap (offsets 14..20 are not there: "),
+    ("log / --since 14", "--since offset 14 of DIR is in gap 14..20 (records 14..20 missing; the state at 20 is from snapshot 21): "),
+    ("diff 3 17", "offset 17 of DIR is in gap 14..20 (records 14..20 missing; the state at 20 is from snapshot 21): "),
+    ("diff 5 25", "5..25 crosses gap 14..20 (records 14..20 missing; the state at 20 is from snapshot 21): "),
 ])
 def test_a_position_in_a_gap_or_a_diff_across_one_is_one_line(gapped, line: str, words: str) -> None:
     directory, _ = gapped
@@ -103,7 +103,7 @@ def test_a_diff_between_times_across_the_gap_is_refused(gapped) -> None:
     directory, _ = gapped
     status, out, err = run(directory, "diff 1970-01-01T00:00:09Z latest")
     assert (status, out) == (1, []) and err[0].startswith(
-        "metashell: diff: 1970-01-01T00:00:09Z..latest crosses a gap (offsets 14..20 are not there: ")
+        "metashell: diff: 1970-01-01T00:00:09Z..latest crosses gap 14..20 (records 14..20 missing; the state at 20 is from snapshot 21): ")
 
 
 # -- an archive, through its index --------------------------------------------------------------------
@@ -264,8 +264,7 @@ def holed(tmp_path: Path) -> Path:
 
 def test_log_over_an_archive_hole_says_where_it_is_and_why(holed: Path) -> None:
     status, out, err = run(holed, "log /configs")
-    assert err == [f"metashell: log: gap: offsets 6..14 are not there: archive gap: offsets 6 to 14 are in no "
-                   f"segment: {HOLE_REASON}"]
+    assert err == [f"metashell: log: gap 6..14 (records 6..14 missing; the state at 14 is from snapshot 15): archive gap: {HOLE_REASON}"]
     assert [line.split("  ")[3] for line in out] == [  # both sides, newest first; nothing of the hole
         "/configs/TOPIC/t15/k2", "/configs/TOPIC/t15/k1", "/configs/TOPIC/t15/k0", "/configs/TOPIC/t3/k2",
         "/configs/TOPIC/t3/k1", "/configs/TOPIC/t3/k0", "/configs/TOPIC/t0/k2", "/configs/TOPIC/t0/k1",
@@ -277,10 +276,9 @@ def test_log_over_an_archive_hole_says_where_it_is_and_why(holed: Path) -> None:
 
 
 @pytest.mark.parametrize("line, words", [
-    ("log / --since 10", "--since offset 10 is in a gap of DIR (offsets 6..14 are not there: archive gap: offsets 6 "
-                         f"to 14 are in no segment: {HOLE_REASON}): offsets -1..5 and 14..17 can be reached"),
-    ("diff 3 16", f"3..16 crosses a gap (offsets 6..14 are not there: archive gap: offsets 6 to 14 are in no segment: "
-                  f"{HOLE_REASON}): diff each side of it"),
+    ("log / --since 10", "--since offset 10 of DIR is in gap 6..14 (records 6..14 missing; the state at 14 is from snapshot 15): archive gap: "
+                         f"{HOLE_REASON}; offsets -1..5 and 14..17 can be reached"),
+    ("diff 3 16", f"3..16 crosses gap 6..14 (records 6..14 missing; the state at 14 is from snapshot 15): archive gap: {HOLE_REASON}; diff each side of it"),
 ])
 def test_positions_in_or_across_an_archive_hole_are_one_line(holed: Path, line: str, words: str) -> None:
     assert run(holed, line) == (1, [], [f"metashell: {line.split()[0]}: {words}"])
@@ -331,9 +329,10 @@ def test_damage_with_no_snapshot_after_it_ends_the_history(story: Path, tmp_path
     segment.write_bytes(bytes(data))
     status, out, err = run(directory, "log /configs")
     assert status == 0
-    assert err[0].startswith("metashell: log: gap: offsets from 14 on are not there: DIR/__cluster_metadata-0/")
+    assert err[0].startswith("metashell: log: gap 14.. (records from 14 on missing; no snapshot after them): "
+                             "DIR/__cluster_metadata-0/")
     assert [line.split("  ")[0] for line in out] == ["7", "5", "", "in aborted transactions (no effect):",
                                                      "13 (record 12)"]
     assert run(directory, "log / --since 20")[2] == [
-        "metashell: log: --since offset 20 is in a gap of DIR (offsets from 14 on are not there: "
-        + err[0].split("are not there: ")[1] + "): offsets -1..13 can be reached"]
+        "metashell: log: --since offset 20 of DIR is in " + err[0].split("metashell: log: ")[1]
+        + "; offsets -1..13 can be reached"]

@@ -11,7 +11,6 @@ snapshot stays put once the changes stop.
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 
 import pytest

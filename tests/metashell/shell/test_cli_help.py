@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from metashell import cli
+from metashell.bench.commands import run_bench
 from metashell.shell.registry import COMMANDS
 from metashell.shell.session import Session
 from metashell.source import Source
@@ -31,6 +32,8 @@ def _dispatched() -> list[str]:
     source = inspect.getsource(cli.run)
     words = [*cli.DASHBOARD_COMMANDS, *re.findall(r'argv\[0\] == "([a-z-]+)"', source)]
     words += [f"{a} {b}" for a, b in re.findall(r'argv\[:2\] == \["([a-z-]+)", "([a-z-]+)"\]', source)]
+    if "run_bench(" in source:  # the benchmarks, dispatched by their name in metashell.bench.commands
+        words += [f"bench {b}" for b in re.findall(r'name == "([a-z-]+)"', inspect.getsource(run_bench))]
     return words
 
 

@@ -151,6 +151,7 @@ def _readme_commands(tool: str) -> list[list[str]]:
     """The runnable ``.venv/bin/TOOL ...`` lines of the README's sh blocks, split as sh splits them."""
     blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     lines = [shlex.split(line, comments=True) for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    lines = [words[:-1] if words and words[-1] == "&" else words for words in lines]  # run in the background
     return [words[1:] for words in lines if words and words[0] == f".venv/bin/{tool}"]
 
 
@@ -159,6 +160,9 @@ def _parse_metashell(argv: list[str]) -> argparse.Namespace:
         return cli.build_dashboard_parser(argv[0]).parse_args(argv[1:])
     if argv[0] == "export":
         return cli.build_export_parser().parse_args(argv[1:])
+    if argv[0] == "record":
+        from metashell.record.command import build_record_parser
+        return build_record_parser().parse_args(argv[1:])
     return cli.build_parser().parse_args(argv)
 
 
@@ -170,7 +174,9 @@ def test_the_readme_live_quickstart_is_what_the_tools_accept() -> None:
     from engine.admin.quorum_client import parse_bootstrap
 
     ups = [kraftd_parser().parse_args(argv) for argv in _readme_commands("kraftd") if argv[:2] == ["cluster", "up"]]
-    assert len(ups) == 1 and ups[0].base_port, "the quickstart's kraftd cluster up names its ports"
+    # the Quickstart's, and the history section's on the same cluster
+    assert ups and ups[0].base_port and all(u.base_port == ups[0].base_port for u in ups), \
+        "every kraftd cluster up names the same ports"
     up = ups[0]
     controllers, brokers = up.controllers or 3, 5 if up.brokers is None else up.brokers  # cmd_up's defaults
     layout = plan_layout(ROOT / "never-written", controllers=controllers, brokers=brokers, racks=3,
@@ -178,6 +184,7 @@ def test_the_readme_live_quickstart_is_what_the_tools_accept() -> None:
     quorum = [("127.0.0.1", node.port) for node in layout.of_role("controller")]
     commands = [_parse_metashell(argv) for argv in _readme_commands("metashell")]
     live = [args for args in commands if getattr(args, "bootstrap_controller", None)]
+    assert any(getattr(args, "archive", None) for args in live), "the history section records the quickstart's quorum"
     dash = [args for args, argv in zip(commands, _readme_commands("metashell")) if argv[0] == "dash"]
     assert len(dash) == 1 and parse_bootstrap(dash[0].bootstrap_controller) == quorum
     assert len(live) >= 3 and all(set(parse_bootstrap(args.bootstrap_controller)) <= set(quorum) for args in live)
