@@ -59,6 +59,9 @@ CREATE INDEX items_by_topic ON items(topic, offset) WHERE topic IS NOT NULL;
 """
 # A cache, written by one process, rebuilt when lost: no journal while it is built (an interrupted
 # build leaves a temporary file, never the index), a big page cache, sorts in memory.
+# How long a connection waits for another process's write (the recorder's update, a second log)
+# before sqlite says "database is locked": an update takes seconds at 10M records, never a minute.
+BUSY_TIMEOUT_S = 60.0
 _BUILD_PRAGMAS = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536; PRAGMA temp_store=MEMORY;"
 
 
@@ -118,7 +121,7 @@ def index_state(root: Path) -> IndexState:
     if not path.exists():
         return IndexState("missing", None)
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
         try:
             if IndexHistory._get(db, "format") != str(FORMAT):
                 return IndexState("stale", None, "another format")
@@ -180,7 +183,7 @@ class IndexHistory:
         if not self.path.exists():
             return None, None
         try:
-            db = sqlite3.connect(self.path)
+            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
             if self._get(db, "format") != str(FORMAT):
                 db.close()
                 return None, "another format"
@@ -202,7 +205,7 @@ class IndexHistory:
         for stray in self.path.parent.glob(f"{INDEX_FILE}.*.tmp"):  # a build killed midway (or this one's)
             if stray == temp or not _pid_alive(stray.name.split(".")[-2]):
                 stray.unlink(missing_ok=True)
-        db = sqlite3.connect(temp)
+        db = sqlite3.connect(temp, timeout=BUSY_TIMEOUT_S)
         db.executescript(_BUILD_PRAGMAS + _SCHEMA)
         db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FORMAT),))
         self._fill(db, listing, signature, settled=None)
@@ -210,7 +213,7 @@ class IndexHistory:
         db.commit()
         db.close()
         os.replace(temp, self.path)
-        return sqlite3.connect(self.path)
+        return sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
 
     def _update(self, db: sqlite3.Connection, listing: LogDirListing, signature: dict) -> None:
         settled = json.loads(self._get(db, "settled"))

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -317,6 +320,28 @@ def test_an_archive_whose_index_cannot_be_written_is_read_instead(story: Path, t
     assert status == 0 and out == run(story, "log /features")[1]
     assert len(err) == 1 and err[0].startswith("metashell: history index: cannot be written (")
     assert err[0].endswith("): reading the archive instead")
+
+
+@pytest.mark.slow
+def test_log_waits_for_another_process_updating_the_index(story: Path, tmp_path: Path) -> None:
+    """A recorder updating the index while a user asks `log` (the README's own flow): the question
+    waits for that write, longer than sqlite's default 5 s, then answers from the index brought up
+    to date; it never falls back to replaying the archive because the file was busy."""
+    archive = _archive(story, tmp_path / "a")
+    assert run(archive, "log /brokers -n 1")[2] == []
+    with MetadataLog(archive / "__cluster_metadata-0", fsync_policy="never") as log:
+        log.append([m.EndTransactionRecordV0()], epoch=2, timestamp_ms=35_000)  # log must write: appended
+    writer = sqlite3.connect(archive / INDEX_DIR / INDEX_FILE, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # what an update in another process holds until it commits
+    answer: list = []
+    asking = threading.Thread(target=lambda: answer.append(run(archive, "log /configs/TOPIC/orders/retention.ms -n 1")))
+    asking.start()
+    time.sleep(6.0)  # the other writer's long update; the outcome asserted is the answer, not a time
+    writer.execute("COMMIT")
+    writer.close()
+    asking.join(timeout=120)
+    assert answer == [(0, ["34 (record 33)  1970-01-01T00:00:35.000Z  CONFIG_RECORD  "
+                           "/configs/TOPIC/orders/retention.ms  created 1"], [])]
 
 
 def test_damage_with_no_snapshot_after_it_ends_the_history(story: Path, tmp_path: Path) -> None:
