@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,6 +52,10 @@ def build_bench_log_parser() -> OneLineParser:
     parser.add_argument("--tail-records", type=int, default=100_000,
                         help="records appended as a recorder appends them, the index kept up to date "
                              "(default 100,000; rounded up to 5,000)")
+    parser.add_argument("--kafka-libs", action="append", default=[], metavar="DIR",
+                        help="a Kafka version's libs directory (repeatable): time the same question asked with "
+                             "its tools, kafka-dump-log --cluster-metadata-decoder | grep, beside a cold log, in turn")
+    parser.add_argument("--rounds", type=int, default=3, help="with --kafka-libs: the turns timed (default 3)")
     parser.add_argument("--keep-index", action="store_true",
                         help="reuse the archive's history index when there is one (skip step 2)")
     return parser
@@ -69,6 +74,8 @@ def run_bench_log(args) -> int:
         root = temp / "archive"
     try:
         bench_log(root, args.records, keep_index=args.keep_index, tail=max(args.tail_records, 5_000))
+        if args.kafka_libs:
+            beside_kafka(root, [Path(libs) for libs in args.kafka_libs], max(args.rounds, 1))
     finally:
         if temp is not None and not args.keep:
             shutil.rmtree(temp, ignore_errors=True)
@@ -130,6 +137,32 @@ def bench_log(root: Path, records: int, *, keep_index: bool = False, tail: int =
     query = "log /configs/TOPIC/X/retention.ms -n 10"
     seconds, lines = _cold(root, query)
     _line(f"cold  {query} (after the recorder)", seconds, f"{lines} lines")
+
+
+def beside_kafka(root: Path, kafka_libs: list[Path], rounds: int) -> None:
+    """The config history of topic X asked of each side in turn (ours cold, then each Kafka's dump and
+    grep), ``rounds`` times: median and range of each, the lines each answered."""
+    from metashell.bench.log_kafka import kafka_config_history
+
+    query = QUERIES[0]
+    sides: dict[str, list[float]] = {}
+    answers: dict[str, int] = {}
+    for _ in range(rounds):
+        seconds, lines = _cold(root, query)
+        sides.setdefault("metashell", []).append(seconds)
+        answers["metashell"] = lines
+        for libs in kafka_libs:
+            kafka = kafka_config_history(libs, root, "X", "retention.ms")
+            name = f"Kafka {kafka.version}"
+            sides.setdefault(name, []).append(kafka.seconds)
+            answers[name] = kafka.lines
+    print(f"the config history of topic X, {rounds} turns each, in turn "
+          f"(metashell: {query}; Kafka: kafka-dump-log --cluster-metadata-decoder | grep):")
+    ours = statistics.median(sides["metashell"])
+    for name, times in sides.items():
+        median = statistics.median(times)
+        ratio = "" if name == "metashell" else f", metashell/Kafka {ours / median:.3f}x"
+        _line(f"  {name}", median, f"median ({min(times):.2f} to {max(times):.2f}), {answers[name]:,} lines{ratio}")
 
 
 def _size(path: Path) -> str:

@@ -47,3 +47,17 @@ def test_the_bench_prints_every_step(tmp_path: Path) -> None:
                      "recorder's index upkeep (5,000 records, 1 updates)",
                      "cold  log /configs/TOPIC/X/retention.ms -n 10 (after the recorder)"]
     assert "rebuilt" not in done.stdout  # the recorder's upkeep left the index current for log
+
+
+@pytest.mark.kafka
+def test_kafkas_yardstick_finds_the_same_config_records(kafka_dist, tmp_path: Path) -> None:
+    """The bench's Kafka side (kafka-dump-log | grep over the archive's segments) counts exactly the
+    ConfigRecords of X's retention.ms the archive holds: the question asked of both sides is the same."""
+    from metashell.bench.log_kafka import kafka_config_history
+
+    archive = write_big_history(tmp_path / "archive", 3_000, topics=20, partitions=2, seed=7)
+    written = [e.offset for e in read_log_dir(archive, use_snapshot=False)
+               if e.record.type_name == "CONFIG_RECORD" and e.record.resource_name == "X"
+               and e.record.name == "retention.ms"]
+    answer = kafka_config_history(kafka_dist.libs, archive, "X", "retention.ms")
+    assert answer.version == kafka_dist.version and answer.lines == len(written) > 1
