@@ -442,19 +442,12 @@ def test_an_archive_the_recorders_writer_made_is_shown_whole(tmp_path: Path) -> 
     """The recorder's own writer (metashell.record.archive) over a leader that deleted offsets 6..14
     before they were fetched: the archive holds 0..5, the leader's snapshot at 15 and 15..17."""
     from metashell.record.archive import Archive
-    from tests.metashell.record.archive_fixtures import FakeLeaderLog
+    from tests.metashell.record.archive_fixtures import FakeLeaderLog, record_batches, record_gap
 
     leader = FakeLeaderLog()
     archive = Archive(tmp_path / "a").open()
-    for _ in range(2):
-        archive.append(leader.append())
-    archive.commit()
-    for _ in range(3):
-        leader.append()
-    snapshot_id, data = leader.snapshot()
-    archive.reset(data, snapshot_id, "the leader's log starts past the archive's end", 1234)
-    archive.append(leader.append())
-    archive.commit()
+    record_batches(archive, leader, 2)
+    record_gap(archive, leader, deleted=3, reason="the leader's log starts past the archive's end", recorded_ms=1234)
     archive.close()
 
     async def body(pilot, screen: MainScreen) -> None:

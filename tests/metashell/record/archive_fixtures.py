@@ -61,3 +61,25 @@ class FakeLeaderLog:
         sid = SnapshotId(self.next_offset, self.epoch)
         return sid, snapshot_bytes(image_records(image), epoch=self.epoch,
                                    last_contained_log_timestamp_ms=self.time_ms, now_ms=self.time_ms)
+
+
+def record_batches(archive, leader: FakeLeaderLog, count: int) -> None:
+    """``count`` batches of the leader's, appended to ``archive`` (an open Archive) and committed."""
+    for _ in range(count):
+        archive.append(leader.append())
+    archive.commit()
+
+
+def record_gap(archive, leader: FakeLeaderLog, *, deleted: int, reason: str,
+               recorded_ms: int) -> tuple[SnapshotId, bytes, bytes]:
+    """A gap as the recorder meets it: the leader writes ``deleted`` batches the archive never
+    fetches, the archive resets onto the leader's snapshot and records one batch after it.
+    Returns (the snapshot's id, its bytes, the batch recorded after it)."""
+    for _ in range(deleted):
+        leader.append()  # deleted by the controllers before the recorder fetched them
+    snapshot_id, data = leader.snapshot()
+    archive.reset(data, snapshot_id, reason, recorded_ms)
+    after = leader.append()
+    archive.append(after)
+    archive.commit()
+    return snapshot_id, data, after

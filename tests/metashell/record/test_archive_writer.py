@@ -20,7 +20,7 @@ from engine.storage.log_reader import METADATA_PARTITION_DIR
 from metashell.record.archive import Archive, ArchiveWriteError
 from metashell.record.archive_lock import ArchiveLocked
 from metashell.record.manifest import read_manifest
-from tests.metashell.record.archive_fixtures import FakeLeaderLog
+from tests.metashell.record.archive_fixtures import FakeLeaderLog, record_batches, record_gap
 
 
 def _segments(root: Path) -> list[Path]:
@@ -69,9 +69,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
 def test_a_torn_tail_is_cut_back_to_the_last_whole_batch_and_said(tmp_path: Path) -> None:
     leader = FakeLeaderLog()
     archive = Archive(tmp_path / "a").open()
-    for _ in range(3):
-        archive.append(leader.append())
-    archive.commit()
+    record_batches(archive, leader, 3)
     archive.close()
     segment = _segments(tmp_path / "a")[-1]
     whole = segment.read_bytes()
@@ -113,16 +111,9 @@ def test_another_clusters_id_is_refused(tmp_path: Path) -> None:
 def test_a_gap_writes_the_leaders_snapshot_at_its_end_and_a_new_segment_there(tmp_path: Path) -> None:
     leader = FakeLeaderLog()
     archive = Archive(tmp_path / "a").open()
-    for _ in range(2):
-        archive.append(leader.append())
-    archive.commit()
-    for _ in range(3):
-        leader.append()  # deleted by the controllers before the recorder fetched them
-    snapshot_id, data = leader.snapshot()
-    archive.reset(data, snapshot_id, "the leader's log starts past the archive's end", 1234)
-    after = leader.append()
-    archive.append(after)
-    archive.commit()
+    record_batches(archive, leader, 2)
+    snapshot_id, data, after = record_gap(archive, leader, deleted=3,
+                                          reason="the leader's log starts past the archive's end", recorded_ms=1234)
     archive.close()
     part = tmp_path / "a" / METADATA_PARTITION_DIR
     assert (part / snapshot_id.file_name).read_bytes() == data

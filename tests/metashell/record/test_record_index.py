@@ -18,7 +18,7 @@ from metashell.history.history_index import INDEX_DIR, INDEX_FILE, IndexHistory,
 from metashell.history.query import path_query
 from metashell.record.archive import Archive
 from metashell.record.record_index import IndexKeeper
-from tests.metashell.record.archive_fixtures import FakeLeaderLog
+from tests.metashell.record.archive_fixtures import FakeLeaderLog, record_gap
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,12 +60,8 @@ def test_the_recorders_index_equals_one_built_from_scratch(tmp_path: Path) -> No
     _record(root, leader, keeper, 12)
     writer = Archive(root, segment_bytes=1024).open()  # a gap: the leader moved past the archive
     held = leader.next_offset
-    for _ in range(3):
-        leader.append()
-    snapshot_id, data = leader.snapshot()
-    writer.reset(data, snapshot_id, "the controllers deleted these records (test)", 1_700_000_000_000)
-    writer.append(leader.append())
-    writer.commit()
+    snapshot_id, _, _ = record_gap(writer, leader, deleted=3, reason="the controllers deleted these records (test)",
+                                   recorded_ms=1_700_000_000_000)
     writer.close()
     keeper.update_now()
     _record(root, leader, keeper, 8)

@@ -9,7 +9,7 @@ import pytest
 
 from metashell.cli import run
 from metashell.record.archive import Archive
-from tests.metashell.record.archive_fixtures import FakeLeaderLog
+from tests.metashell.record.archive_fixtures import FakeLeaderLog, record_batches, record_gap
 
 
 def _run(argv: list[str], capsys) -> tuple[int, list[str], list[str]]:
@@ -23,15 +23,9 @@ def archive(tmp_path: Path) -> Path:
     leader = FakeLeaderLog()
     writer = Archive(tmp_path / "archive", segment_bytes=512).open()
     writer.set_cluster_id("cluster-7")
-    for _ in range(8):
-        writer.append(leader.append())
-    writer.commit()
-    for _ in range(2):
-        leader.append()
-    snapshot_id, data = leader.snapshot()
-    writer.reset(data, snapshot_id, "the controllers deleted these records (test)", 1_700_000_000_000)
-    writer.append(leader.append())
-    writer.commit()
+    record_batches(writer, leader, 8)
+    record_gap(writer, leader, deleted=2, reason="the controllers deleted these records (test)",
+               recorded_ms=1_700_000_000_000)
     writer.close()
     return tmp_path / "archive"
 
