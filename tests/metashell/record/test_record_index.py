@@ -15,27 +15,18 @@ from pathlib import Path
 import pytest
 
 from metashell.history.history_index import INDEX_DIR, INDEX_FILE, IndexHistory, index_state
-from metashell.history.query import path_query
 from metashell.record.archive import Archive
 from metashell.record.record_index import IndexKeeper
 from tests.metashell.record.archive_fixtures import FakeLeaderLog, record_gap
+from tests.metashell.record.index_reading import index_everything
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _everything(root: Path) -> tuple:
-    """What ``log /`` reads from the index, with the runs, gaps and settled offset it reports."""
-    history = IndexHistory(root)
-    try:
-        return list(history.items(path_query("/"))), history.runs, history.gaps, history.settled
-    finally:
-        history.close()
 
 
 def _scratch(root: Path, where: Path) -> tuple:
     """The same archive's index built from scratch (the archive copied without its index)."""
     shutil.copytree(root, where, ignore=shutil.ignore_patterns(INDEX_DIR))
-    return _everything(where)
+    return index_everything(where)
 
 
 def _record(root: Path, leader: FakeLeaderLog, keeper: IndexKeeper | None, commits: int, *, per_commit: int = 3,
@@ -67,7 +58,7 @@ def test_the_recorders_index_equals_one_built_from_scratch(tmp_path: Path) -> No
     _record(root, leader, keeper, 8)
     assert index_state(root).state == "current" and keeper.settled == leader.next_offset - 1
     assert lines == [] and keeper.updates == 21  # each an update, never a rebuild (a rebuild says a line)
-    ours, scratch = _everything(root), _scratch(root, tmp_path / "copy")
+    ours, scratch = index_everything(root), _scratch(root, tmp_path / "copy")
     assert ours == scratch
     items, runs, gaps, settled = ours
     assert len(runs) == 2 and [(g.first, g.resume) for g in gaps] == [(held, snapshot_id.end_offset)]
@@ -88,7 +79,7 @@ def test_an_archive_recorded_without_an_index_says_so_and_is_brought_up_to_date(
     keeper.say_state()
     assert lines[1].startswith("history index: items through offset ") and keeper.settled is not None
     keeper.update_now()
-    assert index_state(root).state == "current" and _everything(root) == _scratch(root, tmp_path / "copy")
+    assert index_state(root).state == "current" and index_everything(root) == _scratch(root, tmp_path / "copy")
 
 
 def test_a_failing_index_update_is_one_line_and_the_next_mends_it(tmp_path: Path) -> None:
@@ -142,7 +133,7 @@ def test_an_update_killed_midway_is_rolled_back_and_redone_by_log(tmp_path: Path
     history = IndexHistory(root, note=notes.append)  # what log opens
     history.close()
     assert notes == [] and index_state(root).state == "current"
-    assert _everything(root) == _scratch(root, tmp_path / "copy")
+    assert index_everything(root) == _scratch(root, tmp_path / "copy")
 
 
 @pytest.mark.slow  # a process
@@ -154,7 +145,7 @@ def test_a_build_killed_midway_leaves_no_index_and_log_builds_it(tmp_path: Path)
     assert [p.name for p in (root / INDEX_DIR).iterdir()][0].endswith(".tmp")  # the killed build's file
     IndexHistory(root).close()
     assert sorted(p.name for p in (root / INDEX_DIR).iterdir()) == [INDEX_FILE]  # the stray one removed
-    assert _everything(root) == _scratch(root, tmp_path / "copy")
+    assert index_everything(root) == _scratch(root, tmp_path / "copy")
 
 
 def test_an_update_that_costs_more_spaces_the_next_out(tmp_path: Path) -> None:

@@ -15,10 +15,10 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
-from metashell.history.history_index import INDEX_DIR, IndexHistory, index_state
-from metashell.history.query import path_query
+from metashell.history.history_index import INDEX_DIR, index_state
 from metashell.record.manifest import read_manifest
 from tests.live_cluster import CLIENT_TIMEOUT_S, bootstrap, running_cluster
+from tests.metashell.record.index_reading import index_everything
 from tests.metashell.record.recorder_process import (SAFETY_NET_S, RecorderProcess, log_end_offset, no_traceback,
                                                      run_metashell)
 
@@ -60,14 +60,6 @@ def _wait_index_reaches(archive: Path, offset: int) -> None:
         time.sleep(0.1)
 
 
-def _everything(root: Path) -> tuple:
-    history = IndexHistory(root)
-    try:
-        return list(history.items(path_query("/"))), history.runs, history.gaps, history.settled
-    finally:
-        history.close()
-
-
 def test_log_answers_from_the_index_the_recorder_keeps(cluster, tmp_path: Path) -> None:
     archive = tmp_path / "archive"
     recorder = _record_changes(cluster, archive, "3600000", "7200000")
@@ -85,7 +77,7 @@ def test_log_answers_from_the_index_the_recorder_keeps(cluster, tmp_path: Path) 
     assert index_state(archive) == state  # log read it as it was: neither rebuilt nor updated
     scratch = tmp_path / "scratch"
     shutil.copytree(archive, scratch, ignore=shutil.ignore_patterns(INDEX_DIR))
-    assert _everything(archive) == _everything(scratch)
+    assert index_everything(archive) == index_everything(scratch)
 
 
 def test_a_recorder_restarted_without_an_index_builds_it(cluster, tmp_path: Path) -> None:
