@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from archive_compare import assert_contiguous, compare_archive
 from kafka_peer.cluster import KafkaCluster
@@ -75,6 +75,21 @@ def with_tools(newest: KafkaDistribution) -> KafkaDistribution:
 
 def start_forgetful_quorum(dist: KafkaDistribution, root: Path) -> KafkaCluster:
     return KafkaCluster(dist, root, voters=3, brokers=1, quorum="dynamic", config=FORGETFUL).start()
+
+
+def forgetful_quorum(newest: KafkaDistribution, root: Path) -> Iterator[KafkaCluster]:
+    """The body of a module fixture: a forgetful quorum of the newest server with tools, closed after."""
+    cluster = start_forgetful_quorum(with_tools(newest), root)
+    yield cluster
+    cluster.close()
+
+
+def revived(cluster: KafkaCluster) -> KafkaCluster:
+    """``cluster`` with every node a test before this one killed (or left half-way) restarted."""
+    for node in cluster.nodes:
+        if not node.alive:
+            cluster.restart(node)
+    return cluster
 
 
 # ------------------------------------------------------------------ what the controllers hold on disk

@@ -32,7 +32,7 @@ from kafka_peer.cluster import KafkaCluster
 from tests.metashell.record.kafka_dump_reading import (
     DUMP_MODES, assert_consecutive, dump_sections, dumped_batches, read_by_kafka)
 from tests.metashell.record.kafka_recorder_quorum import (
-    Recorder, assert_like_the_controllers, metashell, start_forgetful_quorum, wait_voters_caught_up, with_tools)
+    Recorder, assert_like_the_controllers, forgetful_quorum, metashell, revived, wait_voters_caught_up)
 from tests.metashell.record.kafka_recorder_steps import (
     add_controller, add_scram_user, allow_read, create_topic, remove_controller, set_topic_config, set_user_quota,
     unique)
@@ -42,17 +42,12 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def _quorum(kafka_newest_server, tmp_path_factory) -> Iterator[KafkaCluster]:
-    cluster = start_forgetful_quorum(with_tools(kafka_newest_server), tmp_path_factory.mktemp("recorder-quorum"))
-    yield cluster
-    cluster.close()
+    yield from forgetful_quorum(kafka_newest_server, tmp_path_factory.mktemp("recorder-quorum"))
 
 
 @pytest.fixture
 def quorum(_quorum: KafkaCluster) -> KafkaCluster:
-    for node in _quorum.nodes:
-        if not node.alive:
-            _quorum.restart(node)  # a test before this one failed half-way
-    return _quorum
+    return revived(_quorum)
 
 
 @pytest.fixture

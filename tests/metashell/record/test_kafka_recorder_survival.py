@@ -39,8 +39,8 @@ from kafka_peer.cluster import KafkaCluster
 from kafka_peer.nodes import wait_until
 from tests.metashell.record.kafka_dump_reading import kafka_reads_archive
 from tests.metashell.record.kafka_recorder_quorum import (
-    Recorder, assert_like_the_controllers, leader_epoch, live_voters, metashell, snapshot_ids_on_disk,
-    start_forgetful_quorum, with_tools)
+    Recorder, assert_like_the_controllers, forgetful_quorum, leader_epoch, live_voters, metashell, revived,
+    snapshot_ids_on_disk)
 from tests.metashell.record.kafka_recorder_steps import create_topic, unique
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -50,17 +50,12 @@ KILLS = 3  # SIGKILLs of the recorder in the middle of a burst of writes
 
 @pytest.fixture(scope="module")
 def _quorum(kafka_newest_server, tmp_path_factory) -> Iterator[KafkaCluster]:
-    cluster = start_forgetful_quorum(with_tools(kafka_newest_server), tmp_path_factory.mktemp("recorder-survival"))
-    yield cluster
-    cluster.close()
+    yield from forgetful_quorum(kafka_newest_server, tmp_path_factory.mktemp("recorder-survival"))
 
 
 @pytest.fixture
 def quorum(_quorum: KafkaCluster) -> KafkaCluster:
-    for node in _quorum.nodes:
-        if not node.alive:
-            _quorum.restart(node)  # a test before this one failed half-way
-    return _quorum
+    return revived(_quorum)
 
 
 @pytest.fixture
