@@ -26,6 +26,17 @@ STR_ARRAY = ("array", "string")
 ENDPOINT = ("struct", (("name", "string"), ("host", "string"), ("port", "int"), ("security_protocol", "int")))
 ENTITY = ("struct", (("type", "string"), ("name", "string")))
 
+# An ACL binding's columns, the same in the image's acls table and in acl_changes.
+_ACL_BINDING = (
+    ("resource_type", "string", "TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER, ..."),
+    ("resource_name", "string", "resource name or pattern"),
+    ("pattern_type", "string", "LITERAL, PREFIXED, ..."),
+    ("principal", "string", "principal, e.g. User:alice"),
+    ("host", "string", "host, * for any"),
+    ("operation", "string", "READ, WRITE, ALL, ..."),
+    ("permission_type", "string", "ALLOW or DENY"),
+)
+
 # kind -> ((column, type, description), ...), in column order
 COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
     "partitions": (
@@ -86,13 +97,7 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
     ),
     "acls": (
         ("id", "string", "ACL id (Kafka base64)"),
-        ("resource_type", "string", "TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER, ..."),
-        ("resource_name", "string", "resource name or pattern"),
-        ("pattern_type", "string", "LITERAL, PREFIXED, ..."),
-        ("principal", "string", "principal, e.g. User:alice"),
-        ("host", "string", "host, * for any"),
-        ("operation", "string", "READ, WRITE, ALL, ..."),
-        ("permission_type", "string", "ALLOW or DENY"),
+        *_ACL_BINDING,
     ),
     "client_quotas": (
         ("entity", ("array", ENTITY), "the entity: (type, name) pairs; a null name is the default entity"),
@@ -230,13 +235,7 @@ COLUMNS.update({
     "acl_changes": _changes(
         "'ACL <id>'", "null (an ACL is created or deleted whole)", "string", f"the ACL binding, {_JSON}",
         ("acl_id", "string", "ACL id (Kafka base64)"),
-        ("resource_type", "string", "TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER, ..."),
-        ("resource_name", "string", "resource name or pattern"),
-        ("pattern_type", "string", "LITERAL, PREFIXED, ..."),
-        ("principal", "string", "principal, e.g. User:alice"),
-        ("host", "string", "host, * for any"),
-        ("operation", "string", "READ, WRITE, ALL, ..."),
-        ("permission_type", "string", "ALLOW or DENY")),
+        *_ACL_BINDING),
     "client_quota_changes": _changes(
         "the entity as the tree names it, e.g. 'client-id=<default>,user=alice'", "quota name, e.g. "
         "producer_byte_rate", "double", "quota value",

@@ -23,7 +23,6 @@ from engine.image.image_writer import image_records
 from engine.image.metadata_loader import load_log_dir
 from engine.records import metadata_records as m
 from engine.records.kio_codec import i8, i16, i32
-from engine.storage.log_reader import read_batches
 from engine.storage.metadata_log import MetadataLog
 from engine.storage.snapshot_writer import SnapshotId
 from metashell.dashboard.app import DashboardApp
@@ -33,7 +32,7 @@ from metashell.dashboard.screens.changes_screen import ChangesScreen
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.widgets import HeaderBar, NodeBrowser
 from metashell.dashboard.widgets.timeline import Timeline
-from metashell.demo.shell_demo import write_demo_log_dir
+from tests.metashell.dashboard.damaged_demo import write_damaged_demo
 from tests.dashboard_screen import screen_lines, shows
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z, one batch a second
@@ -82,16 +81,7 @@ def scripted(tmp_path: Path) -> Path:
 @pytest.fixture
 def damaged(tmp_path: Path) -> Path:
     """The demo log, a snapshot at end offset 15, a byte of the batch 10..13 flipped."""
-    directory = write_demo_log_dir(tmp_path / "demo")
-    with MetadataLog(directory / "__cluster_metadata-0", fsync_policy="never") as log:
-        log.write_snapshot(SnapshotId(15, 1), image_records(load_log_dir(directory, offset=14)[0]),
-                           last_contained_log_timestamp_ms=1_767_225_605_000, now_ms=9)
-    segment = directory / "__cluster_metadata-0" / "00000000000000000000.log"
-    pos, batch = list(read_batches(segment))[4]
-    data = bytearray(segment.read_bytes())
-    data[pos + batch.size_bytes // 2] ^= 0xFF
-    segment.write_bytes(bytes(data))
-    return directory
+    return write_damaged_demo(tmp_path / "demo")
 
 
 def run(app: DashboardApp, body, size: tuple[int, int] = (80, 24)) -> None:

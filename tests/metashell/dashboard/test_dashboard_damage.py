@@ -14,33 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.image.image_writer import image_records
-from engine.image.metadata_loader import load_log_dir
-from engine.storage.log_reader import read_batches
-from engine.storage.metadata_log import MetadataLog
-from engine.storage.snapshot_writer import SnapshotId
 from metashell.dashboard.app import DashboardApp
 from metashell.dashboard.history import History
 from metashell.dashboard.screens import MainScreen
 from metashell.dashboard.screens.prompt_screen import PromptScreen
 from metashell.dashboard.widgets import HeaderBar
-from metashell.demo.shell_demo import write_demo_log_dir
+from tests.metashell.dashboard.damaged_demo import write_damaged_demo
 
 RUNS = "offsets -1 (before the first record) to 9 and 14 to 23 can be reached"
 
 
 @pytest.fixture
 def damaged(tmp_path: Path) -> Path:
-    directory = write_demo_log_dir(tmp_path / "demo")
-    with MetadataLog(directory / "__cluster_metadata-0", fsync_policy="never") as log:
-        log.write_snapshot(SnapshotId(15, 1), image_records(load_log_dir(directory, offset=14)[0]),
-                           last_contained_log_timestamp_ms=1_767_225_605_000, now_ms=9)
-    segment = directory / "__cluster_metadata-0" / "00000000000000000000.log"
-    pos, batch = list(read_batches(segment))[4]
-    data = bytearray(segment.read_bytes())
-    data[pos + batch.size_bytes // 2] ^= 0xFF
-    segment.write_bytes(bytes(data))
-    return directory
+    return write_damaged_demo(tmp_path / "demo")
 
 
 def run(app: DashboardApp, body) -> None:
