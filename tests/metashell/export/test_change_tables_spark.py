@@ -16,23 +16,12 @@ from metashell.export.change_tables import change_rows
 from metashell.export.schemas import CHANGE_TABLES, spark_schema
 from metashell.export.spark_session import ExportError
 from tests.metashell.export.test_change_tables import write_log
+from tests.metashell.export.spark_rows import collected, plain
 from tests.metashell.export.test_change_tables_archive import _archive
 
 
-def _plain(value):
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "asDict"):
-        return tuple(_plain(v) for v in value)
-    return value
-
-
-def _collect(df) -> list[tuple]:
-    return [tuple(_plain(v) for v in row) for row in df.collect()]
-
-
 def _rows(table) -> list[tuple]:
-    return [tuple(_plain([tuple(x) if isinstance(x, tuple) else x for x in v]) if isinstance(v, list) else v
+    return [tuple(plain([tuple(x) if isinstance(x, tuple) else x for x in v]) if isinstance(v, list) else v
                   for v in row) for row in table.rows]
 
 
@@ -46,8 +35,8 @@ def test_every_change_table_is_a_typed_dataframe_of_its_rows(spark, archive: Pat
     for kind in CHANGE_TABLES:
         frame = history_dataframe(archive, kind, spark)
         assert frame.schema == spark_schema(kind), kind
-        assert _collect(frame) == _rows(expected[kind]), kind
-    assert _collect(history_dataframe(archive, "gaps", spark))[0][:2] == (12, 18)
+        assert collected(frame) == _rows(expected[kind]), kind
+    assert collected(history_dataframe(archive, "gaps", spark))[0][:2] == (12, 18)
 
 
 def _export(capsys, *argv: str) -> list[str]:
@@ -64,7 +53,7 @@ def test_the_command_line_writes_a_change_table(spark, tmp_path: Path, capsys) -
     assert lines == [f"exported 8 rows of config_changes to {out / 'config_changes'} (parquet)"]
     written = spark.read.parquet(str(out / "config_changes")).orderBy("offset", "record_offset")
     assert written.schema == spark_schema("config_changes")
-    assert _collect(written) == _rows(change_rows(log_dir)["config_changes"])
+    assert collected(written) == _rows(change_rows(log_dir)["config_changes"])
     secret = written.where("key = 'ssl.keystore.password'").collect()[0]
     assert (secret.resource_type, secret.resource_name, secret.new_value) == ("cluster", None, "[redacted]")
 

@@ -33,6 +33,7 @@ from metashell.source import Source
 from metashell.tree.tree_layout import REDACTED
 from metashell.tree.root import build_tree
 from tests.conftest import CORPUS, corpus_file, corpus_params
+from tests.metashell.export.spark_rows import collected, plain
 
 NODES = ["AdiletBatyrbayev0520__air_analyzer", "Danielowo2000__BigDataTechnologies-Version-2__tarball-3.5.0",
          "Yashasvi960__kafka-service", "djsoler__Big_Data_Proye_Docker", "hiage__kafka-raft/kafka1",
@@ -49,21 +50,8 @@ def _ask(session: Session, line: str) -> list[str]:
     return lines
 
 
-def _collect(df) -> list[tuple]:
-    return [tuple(_plain(v) for v in row) for row in df.collect()]
-
-
-def _plain(value):
-    """Spark Rows (structs) and lists as plain tuples and lists, for comparing with table rows."""
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "asDict"):
-        return tuple(_plain(v) for v in value)
-    return value
-
-
 def _rows(table) -> list[tuple]:
-    return [tuple(_plain(list(v) if isinstance(v, tuple) else v) for v in row) for row in table.rows]
+    return [tuple(plain(list(v) if isinstance(v, tuple) else v) for v in row) for row in table.rows]
 
 
 # -- the corpus -------------------------------------------------------------------------------
@@ -235,22 +223,22 @@ def test_generated_image_tables(spark, generated: MetadataImage) -> None:
     shown = to_dataframe(generated, "/configs", spark, show_secrets=True).where("key = 'ssl.keystore.password'")
     assert shown.first().value == "hunter2"
 
-    assert _collect(to_dataframe(generated, "/scram", spark)) == [("alice", "SCRAM-SHA-256", 4096)]
+    assert collected(to_dataframe(generated, "/scram", spark)) == [("alice", "SCRAM-SHA-256", 4096)]
     assert "salt" not in str(spark_schema("scram_users")) and "hmac" not in str(spark_schema("delegation_tokens"))
-    assert _collect(to_dataframe(generated, "/acls", spark)) == [
+    assert collected(to_dataframe(generated, "/acls", spark)) == [
         (uuid_to_kafka(uuid.UUID(int=0xAC1)), "TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")]
-    assert _collect(to_dataframe(generated, "/client-quotas", spark)) == [
+    assert collected(to_dataframe(generated, "/client-quotas", spark)) == [
         ([("user", "alice")], "producer_byte_rate", 1024.0)]
-    assert _collect(to_dataframe(generated, "/delegation-tokens", spark)) == [
+    assert collected(to_dataframe(generated, "/delegation-tokens", spark)) == [
         ("tok-1", "User:alice", "User:alice", ["User:bob"], 1, 2, 3)]
-    assert _collect(to_dataframe(generated, "/producer-ids", spark)) == [(5000,)]
-    assert _collect(to_dataframe(generated, "/features", spark)) == [("metadata.version", 27)]
+    assert collected(to_dataframe(generated, "/producer-ids", spark)) == [(5000,)]
+    assert collected(to_dataframe(generated, "/features", spark)) == [("metadata.version", 27)]
 
 
 def test_generic_table_walks_the_tree(spark, generated: MetadataImage) -> None:
     df = to_dataframe(generated, "/topics/orders/configs", spark)
     assert df.schema == spark_schema("generic")
-    assert _collect(df) == [("/topics/orders/configs", "configs", "dir", None),
+    assert collected(df) == [("/topics/orders/configs", "configs", "dir", None),
                             ("/topics/orders/configs/min.insync.replicas", "min.insync.replicas", "file", '"2"')]
     root = build_tree(generated)
     rows = table_for(generated, "/brokers/1").rows
@@ -267,7 +255,7 @@ def test_parquet_round_trip_and_formats(spark, generated: MetadataImage, tmp_pat
         target = export(df, tmp_path, "parquet", table=path.strip("/"))
         back = spark.read.parquet(str(target))
         assert back.schema == df.schema
-        assert sorted(_collect(back)) == sorted(_collect(df)) == sorted(_rows(table_for(generated, path)))
+        assert sorted(collected(back)) == sorted(collected(df)) == sorted(_rows(table_for(generated, path)))
     df = to_dataframe(generated, "/topics", spark)
     csv = spark.read.option("header", "true").csv(str(export(df, tmp_path / "csv", "csv")))
     assert sorted(json.loads(r.isr) for r in csv.collect()) == sorted(list(r.isr) for r in df.collect())
