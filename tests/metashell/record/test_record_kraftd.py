@@ -122,6 +122,14 @@ def _compare_with_leader(cluster, archive: Path) -> int:
     return compared
 
 
+def _holds_whole(cluster, archive: Path, topics: set[str]) -> None:
+    """The archive's image has ``topics``, its batches are the leader's bytes, and it has no hole."""
+    image, _ = load_log_dir(archive)
+    assert topics <= set(image.topics.by_name)
+    _compare_with_leader(cluster, archive)
+    _contiguous(archive)
+
+
 def test_a_recorder_keeps_every_kind_of_change_byte_for_byte(cluster, tmp_path: Path) -> None:
     archive = tmp_path / "archive"
     recorder = RecorderProcess(bootstrap(cluster), archive, "--snapshot-every-records", "5")
@@ -179,10 +187,7 @@ def test_a_recorder_goes_on_through_failover_restarts_and_a_quorum_down(cluster,
     finally:
         recorder.kill()
     no_traceback(recorder.lines)
-    image, _ = load_log_dir(archive)
-    assert {"after-failover", "after-restart", "after-quorum-restart"} <= set(image.topics.by_name)
-    _compare_with_leader(cluster, archive)
-    _contiguous(archive)
+    _holds_whole(cluster, archive, {"after-failover", "after-restart", "after-quorum-restart"})
 
 
 def test_a_sigkilled_recorder_resumes_without_duplicates_or_holes(cluster, tmp_path: Path) -> None:
@@ -216,10 +221,7 @@ def test_a_sigkilled_recorder_resumes_without_duplicates_or_holes(cluster, tmp_p
     finally:
         second.kill()
     no_traceback(second.lines)
-    image, _ = load_log_dir(archive)
-    assert {"before-kill", "while-stopped", "after-kill"} <= set(image.topics.by_name)
-    _compare_with_leader(cluster, archive)
-    _contiguous(archive)
+    _holds_whole(cluster, archive, {"before-kill", "while-stopped", "after-kill"})
     manifest = json.loads((archive / "archive.json").read_text())
     cluster_id = manifest["cluster_id"]
     (archive / "archive.json").write_text(json.dumps({**manifest, "cluster_id": "another-cluster"}))
@@ -260,7 +262,4 @@ def test_a_full_disk_is_one_line_then_the_recorder_waits_and_goes_on(cluster, tm
         recorder.kill()
     no_traceback(recorder.lines)
     assert sum("cannot write the archive" in line for line in recorder.lines) == 1  # one line, not one a retry
-    image, _ = load_log_dir(archive)
-    assert {f"full-disk-{i}" for i in range(6)} <= set(image.topics.by_name)
-    _compare_with_leader(cluster, archive)
-    _contiguous(archive)
+    _holds_whole(cluster, archive, {f"full-disk-{i}" for i in range(6)})
