@@ -14,6 +14,7 @@ from engine.records.kio_codec import i8, i16, i32
 from engine.records.metadata_record_serde import ControlRecord, UnknownRecord, control_record
 from engine.storage.log_reader import LogEntry
 from metashell.export.history_tables import history_rows_of
+from tests.metashell.history.log_entries import entry_batches
 
 PAY, NEW = uuid.UUID(int=0x9A), uuid.UUID(int=0x9B)
 BEGIN, END, ABORT = m.BeginTransactionRecordV0(name="t"), m.EndTransactionRecordV0(), m.AbortTransactionRecordV0()
@@ -44,12 +45,7 @@ def _leader(leader_id: int) -> ControlRecord:
 
 
 def _batches(*batches) -> list[list[LogEntry]]:
-    out, offset = [], 0
-    for records in batches:
-        out.append([LogEntry(offset + n, 4, 1_000 + offset + n, r, isinstance(r, ControlRecord))
-                    for n, r in enumerate(records)])
-        offset += len(records)
-    return out
+    return entry_batches(*batches, epoch=4)
 
 
 def _cleared(tables) -> list[tuple]:

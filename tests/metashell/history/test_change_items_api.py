@@ -8,9 +8,9 @@ import uuid
 from engine.image.metadata_image import MetadataImage
 from engine.records import metadata_records as m
 from engine.records.kio_codec import i8, i16, i32
-from engine.records.metadata_record_serde import ControlRecord
 from engine.storage.log_reader import LogEntry
 from metashell.history.change_items import ChangeItem, change_items
+from tests.metashell.history.log_entries import entry_batches
 
 OLD, NEW = uuid.UUID(int=0xA1), uuid.UUID(int=0xA2)
 BEGIN, END, ABORT = m.BeginTransactionRecordV0(name="t"), m.EndTransactionRecordV0(), m.AbortTransactionRecordV0()
@@ -29,12 +29,7 @@ def _config(name: str, key: str, value: str | None) -> m.ConfigRecordV0:
 
 
 def _batches(*batches) -> list[list[LogEntry]]:
-    out, offset = [], 0
-    for records in batches:
-        out.append([LogEntry(offset + n, 1, 1_000 + offset + n, r, isinstance(r, ControlRecord))
-                    for n, r in enumerate(records)])
-        offset += len(records)
-    return out
+    return entry_batches(*batches, epoch=1)
 
 
 def _rows(items) -> list[tuple]:
