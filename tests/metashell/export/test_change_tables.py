@@ -27,6 +27,7 @@ from engine.storage.metadata_log import MetadataLog
 from metashell.export.change_tables import change_rows, change_rows_of
 from metashell.export.history_tables import history_rows, history_rows_of
 from metashell.export.schemas import CHANGE_TABLES, column_names
+from tests.metashell.history.history_script import register
 
 ORDERS_1, ORDERS_2 = uuid.UUID(int=0x0A1), uuid.UUID(int=0x0A2)
 ACL_ID = uuid.UUID(int=0xAC1)
@@ -45,14 +46,6 @@ def partition(topic_id: uuid.UUID, leader: int) -> m.PartitionRecordV2:
         partition_id=i32(0), topic_id=topic_id, replicas=(i32(1),), isr=(i32(1),), removing_replicas=(),
         adding_replicas=(), leader=i32(leader), leader_recovery_state=i8(0), leader_epoch=i32(0),
         partition_epoch=i32(0), directories=(None,), eligible_leader_replicas=None, last_known_elr=None)
-
-
-def register(epoch: int, incarnation: uuid.UUID) -> m.RegisterBrokerRecordV3:
-    endpoint = m.RegisterBrokerRecordV3BrokerEndpoint(name="PLAINTEXT", host="b1", port=u16(9092),
-                                                      security_protocol=i16(0))
-    return m.RegisterBrokerRecordV3(broker_id=i32(1), is_migrating_zk_broker=False, incarnation_id=incarnation,
-                                    broker_epoch=i64(epoch), end_points=(endpoint,), features=(), rack=None,
-                                    fenced=True, in_controlled_shutdown=False, log_dirs=())
 
 
 def scram(iterations: int) -> m.UserScramCredentialRecordV0:

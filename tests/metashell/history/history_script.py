@@ -56,7 +56,7 @@ def _voters() -> object:
         endpoints=(kio.VotersEndpoint(name="CONTROLLER", host=f"c{v}", port=u16(9093)),)) for v in (1, 2))))
 
 
-def _register(epoch: int, incarnation: uuid.UUID) -> m.RegisterBrokerRecordV3:
+def register(epoch: int, incarnation: uuid.UUID) -> m.RegisterBrokerRecordV3:
     endpoint = m.RegisterBrokerRecordV3BrokerEndpoint(name="PLAINTEXT", host="b1", port=u16(9092),
                                                       security_protocol=i16(0))
     return m.RegisterBrokerRecordV3(broker_id=i32(1), is_migrating_zk_broker=False, incarnation_id=incarnation,
@@ -97,7 +97,7 @@ ACL = m.AccessControlEntryRecordV0(id=ACL_ID, resource_type=i8(2), resource_name
 STORY: list[tuple[list, bool]] = [
     ([_leader(1)], True),
     ([m.FeatureLevelRecordV0(name="metadata.version", feature_level=i16(27))], False),
-    ([_register(11, INCARNATION_A)], False),
+    ([register(11, INCARNATION_A)], False),
     ([_registration_change(11, fenced=i8(-1))], False),
     ([m.TopicRecordV0(name="orders", topic_id=OLD), _config("retention.ms", "86400000"), _partition(OLD)], False),
     ([_config("retention.ms", "3600000")], False),
@@ -109,7 +109,7 @@ STORY: list[tuple[list, bool]] = [
     ([m.PartitionChangeRecordV2(partition_id=i32(0), topic_id=OLD, isr=(i32(1), i32(2))), END], False),
     ([m.RemoveTopicRecordV0(topic_id=OLD)], False),
     ([m.TopicRecordV0(name="orders", topic_id=NEW), _partition(NEW)], False),
-    ([_register(30, INCARNATION_B)], False),
+    ([register(30, INCARNATION_B)], False),
     ([_registration_change(30, fenced=i8(-1))], False),
     ([_registration_change(30, in_controlled_shutdown=i8(1))], False),
     ([control_record(kio.KRaftVersionRecord(version=i16(0), k_raft_version=i16(1))), _voters()], True),
