@@ -88,8 +88,7 @@ def test_a_torn_tail_is_cut_back_to_the_last_whole_batch_and_said(tmp_path: Path
 def test_batches_fsynced_before_the_manifest_was_written_are_kept_at_the_next_open(tmp_path: Path) -> None:
     leader = FakeLeaderLog()
     archive = Archive(tmp_path / "a").open()
-    archive.append(leader.append())
-    archive.commit()
+    record_batches(archive, leader, 1)
     archive.close()
     with open(_segments(tmp_path / "a")[-1], "ab") as segment:  # killed after the fsync, before the manifest
         segment.write(leader.append())
@@ -213,8 +212,7 @@ def test_the_manifest_is_json_in_the_shared_shape(tmp_path: Path) -> None:
 def test_a_stop_between_a_gaps_snapshot_and_its_segment_is_finished_at_the_next_open(tmp_path: Path) -> None:
     leader = FakeLeaderLog()
     archive = Archive(tmp_path / "a").open()
-    archive.append(leader.append())
-    archive.commit()
+    record_batches(archive, leader, 1)
     archive.close()
     for _ in range(3):
         leader.append()
