@@ -64,13 +64,14 @@ ALLOWED_METASHELL = {
     "metashell.export": {"metashell.tree", "metashell.source", "metashell.history"},
     "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export", "metashell.history"},
     "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live", "metashell.history"},
-    # the flight recorder: the live attachment's follower and settings, writing an archive
-    "metashell.record": {"metashell.live"},
+    # the flight recorder: the live attachment's follower and settings, writing an archive (and
+    # keeping its history index, metashell.history's)
+    "metashell.record": {"metashell.live", "metashell.history"},
     # the demo histories, written by driving the engine
     "metashell.demo": set(),
     # benchmarks that span the others (the attach bench: a seeded quorum, a load, an attached tool)
     "metashell.bench": {"metashell.tree", "metashell.source", "metashell.live", "metashell.export",
-                        "metashell.dashboard", "metashell.history", "metashell.shell"},
+                        "metashell.dashboard", "metashell.history", "metashell.shell", "metashell.record"},
 }
 
 

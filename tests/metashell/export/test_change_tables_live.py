@@ -20,7 +20,8 @@ from metashell.export.schemas import column_names
 from metashell.shell.session import Session
 from tests.engine.cluster.test_cluster_tool import Cluster
 from tests.live_cluster import bootstrap, create_topic, running_cluster
-from tests.metashell.export.test_change_tables_spark import _collect, _rows
+from tests.metashell.export.spark_rows import collected
+from tests.metashell.export.test_change_tables_spark import _rows
 
 # processes, sockets and timers of their own: out of the fast tier
 pytestmark = pytest.mark.slow
@@ -45,7 +46,7 @@ def test_live_change_tables_are_the_log_directorys_up_to_what_was_fetched(cluste
         for kind in ("config_changes", "topic_changes", "broker_changes"):
             assert session.run_line(f"export --history {kind} --out {tmp_path}") == 0, lines
             fetched = session.source.history.last_offset  # what the export read (the session may grow after)
-            live = sorted(_collect(spark.read.parquet(str(tmp_path / kind))), key=repr)
+            live = sorted(collected(spark.read.parquet(str(tmp_path / kind))), key=repr)
             assert live == sorted(_rows(change_rows(log_dir, end=fetched)[kind]), key=repr), kind
             assert lines[-1] == f"exported {len(live)} row{'' if len(live) == 1 else 's'} of {kind} to " \
                                 f"{tmp_path / kind} (parquet)"
