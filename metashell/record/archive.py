@@ -332,8 +332,14 @@ class Archive:
         """Write a snapshot of the archive's own image (the queue must be committed); ArchiveWriteError on failure."""
         if self._queue or snapshot_id.end_offset != self._state.next_offset:
             raise ValueError("a snapshot is written at the committed end of the archive")
-        path = self.partition / snapshot_id.file_name
         state = self._state
+        standing = next((held for held in state.snapshots if held.end_offset == snapshot_id.end_offset), None)
+        if standing is not None:
+            # one already stands at this offset (the leader's, kept as fetched at a gap): never
+            # replaced by our re-encoding, nor lost to a failed write of it
+            self.records_since_snapshot = 0
+            return self.partition / standing.file_name
+        path = self.partition / snapshot_id.file_name
         try:
             write_bytes_atomically(path, data, temp_suffix=PARTIAL_SUFFIX)
             snapshots = sorted(set(state.snapshots) | {snapshot_id})

@@ -17,6 +17,7 @@ import pytest
 
 from engine.common.errors import StorageError
 from engine.storage.log_reader import METADATA_PARTITION_DIR
+from engine.storage.snapshot_writer import SnapshotId
 from metashell.record.archive import Archive, ArchiveWriteError
 from metashell.record.archive_lock import ArchiveLocked
 from metashell.record.manifest import read_manifest
@@ -123,6 +124,24 @@ def test_a_gap_writes_the_leaders_snapshot_at_its_end_and_a_new_segment_there(tm
     assert [(g.first, g.resume, g.reason, g.recorded_ms) for g in manifest.gaps] == [
         (6, 15, "the leader's log starts past the archive's end", 1234)]
     assert manifest.snapshots == ((15, 1),)
+
+
+def test_its_own_snapshot_never_replaces_the_leaders_at_a_gap(tmp_path: Path) -> None:
+    """The recorder's snapshot falls due right at a gap (a reset committed with the batches that
+    crossed N): the leader's snapshot already stands at that offset and stays, byte for byte."""
+    leader = FakeLeaderLog()
+    archive = Archive(tmp_path / "a").open()
+    record_batches(archive, leader, 2)
+    for _ in range(3):
+        leader.append()  # deleted by the controllers before the recorder fetched them
+    snapshot_id, data = leader.snapshot()
+    archive.reset(data, snapshot_id, "the leader's log starts past the archive's end", 1)
+    archive.commit()
+    kept = archive.add_snapshot(SnapshotId(snapshot_id.end_offset, snapshot_id.epoch), b"our re-encoding")
+    assert archive.records_since_snapshot == 0
+    archive.close()
+    assert kept.read_bytes() == data == (tmp_path / "a" / METADATA_PARTITION_DIR / snapshot_id.file_name).read_bytes()
+    assert read_manifest(tmp_path / "a").snapshots == ((snapshot_id.end_offset, snapshot_id.epoch),)
 
 
 def test_a_new_archive_starting_at_the_leaders_snapshot_records_no_gap(tmp_path: Path) -> None:
