@@ -100,6 +100,14 @@ def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]
     return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
 
 
+def records_row(entry: LogEntry, aborted: bool | None, printed: dict | None = None) -> tuple:
+    """The ``records`` table's row of one record (its Kafka JSON, secrets redacted): the export's
+    and the kraft data source's one printer. ``printed``: the record's JSON if already made."""
+    data = redact_record_json(printed if printed is not None else record_to_jsonable(entry.record))
+    return (entry.offset, entry.leader_epoch, entry.timestamp_ms, entry.control, data.get("type"),
+            data.get("version") if not entry.control else None, dumps(data.get("data", data)), aborted)
+
+
 def _wanted(tables: Iterable[str]) -> set[str]:
     wanted = set(tables)
     unknown = wanted - set(HISTORY_TABLES)
@@ -130,10 +138,7 @@ class _Rows:
         out, printed = self.out, None
         if self.want_records:
             printed = record_to_jsonable(entry.record)
-            data = redact_record_json(printed)
-            out["records"].append((offset, entry.leader_epoch, entry.timestamp_ms, entry.control, data.get("type"),
-                                   data.get("version") if not entry.control else None,
-                                   dumps(data.get("data", data)), aborted))
+            out["records"].append(records_row(entry, aborted, printed))
         if self.want_leaders:
             for leader in changes.leader_changes:
                 out["leader_changes"].append((leader.offset, leader.timestamp_ms, leader.epoch, leader.leader_id,
