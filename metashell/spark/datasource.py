@@ -7,11 +7,18 @@ tasks by file names alone (metashell.spark.paths, metashell.spark.plan); the exe
 (metashell.spark.read_records for ``records``, one task per segment file; ds-state's
 metashell.spark.read_state for the tables that need the state, one task per snapshot interval).
 
-Filter pushdown (PySpark 4.1+): the reader takes filters on offset, timestamp, type and
-cluster_id (metashell.spark.filters) and applies them exactly in the tasks. PySpark refuses a
-reader that implements ``pushFilters`` when ``spark.sql.python.filterPushdown.enabled`` is off,
-so the reader without it is handed out then (see ``_pushdown_enabled``): a session that never
-turned pushdown on still reads, Spark filtering the rows itself.
+Filter pushdown (PySpark 4.1+): ``KraftPushdownSource``'s reader takes filters on offset,
+timestamp, type and cluster_id (metashell.spark.filters) and applies them exactly in the tasks.
+It is registered only where it is safe: Spark 4.1 to 4.3 keep the read plan a pushdown made on
+the data source relation, not on the scan (PythonDataSourceV2.setReadInfo), so a DataFrame
+filtered once and then read again unfiltered would read the filtered rows only (newer Spark keeps
+it per scan). ``metashell.spark.register`` asks the session's JVM (``pushdown_safe``); the
+source PySpark finds by itself (pyspark_kraft) takes no filters, Spark filtering the rows. The
+startOffset/endOffset options skip files everywhere: they belong to the DataFrame.
+
+PySpark also refuses a reader that implements ``pushFilters`` when
+``spark.sql.python.filterPushdown.enabled`` is off, so the reader without it is handed out then
+(see ``_pushdown_enabled``).
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from metashell.spark.table_schema import source_spark_schema
 class KraftDataSource(DataSource):
     """format("kraft"): see the module's docstring and metashell.spark.options for the options."""
 
+    pushdown = False  # see the module's docstring: KraftPushdownSource takes Spark's filters
+
     @classmethod
     def name(cls) -> str:
         return "kraft"
@@ -39,7 +48,7 @@ class KraftDataSource(DataSource):
         return source_spark_schema(options.table, options.permissive)
 
     def reader(self, schema: Any) -> DataSourceReader:
-        reader = KraftReader if not _pushdown_enabled() else _pushdown_reader_class()
+        reader = _pushdown_reader_class() if self.pushdown and _pushdown_enabled() else KraftReader
         return reader(self.options)
 
     # Streaming is ds-stream's (metashell.spark.stream_*): these two stay one line each.
@@ -52,6 +61,28 @@ class KraftDataSource(DataSource):
         from metashell.spark.stream_source import simple_stream_reader
 
         return simple_stream_reader(self.options, schema)
+
+
+class KraftPushdownSource(KraftDataSource):
+    """format("kraft") taking Spark's filters: for a Spark that keeps a pushdown's read plan per
+    scan (``pushdown_safe``)."""
+
+    pushdown = True
+
+
+def pushdown_safe(spark: Any) -> bool:
+    """Whether ``spark``'s JVM keeps the read plan a filter pushdown made per scan: its
+    PythonScanBuilder holds a ``readInfo`` of its own (Spark 4.1 to 4.3 hold it on the shared
+    PythonDataSourceV2). False without a JVM to ask (Spark Connect) or without pushdown."""
+    if not hasattr(DataSourceReader, "pushFilters"):
+        return False
+    try:
+        jvm = spark.sparkContext._jvm
+        builder = jvm.java.lang.Class.forName(
+            "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder")
+        return any(field.getName() == "readInfo" for field in builder.getDeclaredFields())
+    except Exception:  # noqa: BLE001 - Connect, or classes moved: no pushdown, rows filtered by Spark
+        return False
 
 
 class KraftReader(DataSourceReader):
