@@ -93,14 +93,11 @@ def summary(path: str) -> tuple[str | None, int | None, int | None]:
 
 def open_before(segments: Sequence[tuple[int, str]], index: int) -> bool:
     """Whether a metadata transaction is open at segment ``index``'s first offset."""
-    expected = segments[index][0]  # the offset the segment before must end just before
-    for base, path in reversed(segments[:index]):
+    for _, path in reversed(segments[:index]):
         if not may_hold_markers(path):
-            expected = base
             continue
         last_marker, _, last = summary(path)
         if last_marker is None:
-            expected = base
             continue
         # open only if nothing between that segment and ours breaks the log (a hole: the
         # segments after it start a replay of their own, with no transaction open)
