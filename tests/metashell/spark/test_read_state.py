@@ -148,6 +148,19 @@ def test_a_damaged_log_gives_the_export_rows(tmp_path, records_per_task) -> None
     assert_export_rows(log_dir, records_per_task=records_per_task)
 
 
+def test_a_damaged_record_just_before_a_snapshot_is_a_gap_of_one(tmp_path) -> None:
+    # the one-record batch at 5 damaged, the snapshot at 6 holds the state after it: the history
+    # goes on from the snapshot (engine.image.log_runs.runs_of once merged the run from 6 into the
+    # run before the damage, whose replay stopped at 5: every row after 5 was lost, with no gap)
+    log_dir = write_script_log(tmp_path / "log", [6, 20])
+    segment = log_dir / "__cluster_metadata-0" / "00000000000000000000.log"
+    _flip(segment, _batch_position(segment, 5) + 70)
+    expected = history_rows(log_dir, tables=["gaps", "config_changes"])
+    assert [(g[0], g[1]) for g in expected["gaps"].rows] == [(5, 6)]
+    assert [r[0] for r in expected["config_changes"].rows][:2] == [6, 7]
+    assert_export_rows(log_dir)
+
+
 def test_an_archive_with_a_hole_gives_the_export_rows(tmp_path) -> None:
     from tests.metashell.export.test_change_tables_archive import _archive
 
@@ -188,11 +201,13 @@ def test_pushed_filters_keep_exactly_the_rows_spark_would(tmp_path) -> None:
 
 
 def test_a_snapshot_inside_a_transaction_starts_its_task_earlier(tmp_path) -> None:
-    log_dir = write_script_log(tmp_path / "log", [30, 32])  # 32: inside the committed transaction 30-32
+    # 31: inside the committed transaction 30-32 (BEGIN 30, a config 31, END 32), which Kafka never
+    # writes: the task from 31 meets the END first, and replays from the snapshot at 30 instead
+    log_dir = write_script_log(tmp_path / "log", [30, 31])
     tasks = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=1)
-    assert [(t.begin, t.end) for t in tasks] == [(0, 30), (30, 32), (32, None)]
-    rows = interval_rows(tasks[1], "config_changes")  # read on to the END at 32
-    assert [(r[0], r[1], r[4], r[-1]) for r in rows] == [(32, 31, "segment.ms", False)]
+    assert [(t.begin, t.end) for t in tasks] == [(0, 30), (30, 31), (31, None)]
+    rows = interval_rows(tasks[2], "config_changes")
+    assert [(r[0], r[1], r[4], r[-1]) for r in rows] == [(32, 31, "segment.ms", False)]  # took effect at 32
     assert_export_rows(log_dir)
 
 
