@@ -55,17 +55,21 @@ class IntervalTask(InputPartition):
     windows: tuple[tuple[int, int | None], ...] | None = None  # single files given: the offsets they hold
     first: bool = False  # the cluster's first task (the gaps table's)
     pushed: Pushed = Pushed()
+    end_offset: int | None = None  # the endOffset option: the log read as if it ended there (the export's end)
 
 
 def plan_intervals(files: ClusterFiles, pushed: Pushed = Pushed(), *, records_per_task: int = RECORDS_PER_TASK,
-                   table: str | None = None) -> list[IntervalTask]:
-    """The tasks of one cluster, in log order (``table`` "gaps": one task for the cluster)."""
+                   table: str | None = None, end_offset: int | None = None) -> list[IntervalTask]:
+    """The tasks of one cluster, in log order (``table`` "gaps": one task for the cluster).
+    ``end_offset`` (the endOffset option, as the export's ``end``): the log is read as if it ended
+    there, a transaction still open at it not applied (``aborted`` null); ``pushed``'s offset
+    bounds are filters on the rows' ``offset`` column."""
     if pushed.cluster_ids is not None and files.cluster_id not in pushed.cluster_ids:
         return []
     windows = _windows(files)
     if table == "gaps":
         return [IntervalTask(files.cluster_id, files.log_dir, 0, None, None, windows=windows, first=True,
-                             pushed=pushed)]
+                             pushed=pushed, end_offset=end_offset)]
     earliest = earliest_by_name(files)
     later = [s for s in files.snapshots if s.end_offset > earliest]
     starts: list[tuple[int, str | None]] = [(earliest, None)] + [(s.end_offset, s.path) for s in later]
@@ -83,12 +87,13 @@ def plan_intervals(files: ClusterFiles, pushed: Pushed = Pushed(), *, records_pe
             merged.append(interval)
     tasks = []
     for begin, end, path, restarts in merged:
-        if not pushed.keeps_offsets(begin, None if end is None else end - 1):
+        if not pushed.keeps_offsets(begin, None if end is None else end - 1) or \
+                (end_offset is not None and begin > end_offset):
             continue
         if windows is not None and not any(_meets(begin, end, lo, hi) for lo, hi in windows):
             continue
         tasks.append(IntervalTask(files.cluster_id, files.log_dir, begin, end, path, tuple(restarts), windows,
-                                  pushed=pushed))
+                                  pushed=pushed, end_offset=end_offset))
     if tasks:
         tasks[0] = _first(tasks[0])
     return tasks

@@ -95,11 +95,11 @@ def _interval_rows(task: IntervalTask, table: str, permissive: bool) -> list[tup
         if start is None:  # PERMISSIVE, and nothing before it reads: on at the next snapshot
             index = index + 1 if index + 1 < len(points) else None
             continue
-        rows, damage, reached, inside = _replay(listing, table, *start, task.end)
+        rows, damage, reached, inside = _replay(listing, table, *start, task.end, task.end_offset)
         if inside:  # the snapshot stands inside a transaction (never Kafka's): from an older point
             start = _older_start(task, table, listing, begin)
             if start is not None:
-                rows, damage, reached, _ = _replay(listing, table, *start, task.end)
+                rows, damage, reached, _ = _replay(listing, table, *start, task.end, task.end_offset)
         for row in rows:
             offset = row[at_record]
             if offset >= begin and (task.end is None or offset < task.end) and _in_windows(task, offset):
@@ -113,17 +113,18 @@ def _interval_rows(task: IntervalTask, table: str, permissive: bool) -> list[tup
     return out
 
 
-def _replay(listing: LogDirListing, table: str, image: MetadataImage, replay_from: int,
-            end: int | None) -> tuple[list[tuple], list[MetadataError], int, bool]:
+def _replay(listing: LogDirListing, table: str, image: MetadataImage, replay_from: int, end: int | None,
+            end_offset: int | None) -> tuple[list[tuple], list[MetadataError], int, bool]:
     """(rows of ``table`` replayed from ``image`` at ``replay_from`` up to ``end``, read on while a
-    transaction is open there; the damage that stopped it; the last offset replayed; whether a
-    transaction's end marker came before any begin: the start stood inside a transaction)."""
+    transaction is open there, the log taken to end at ``end_offset`` (the export's ``end``); the
+    damage that stopped it; the last offset replayed; whether a transaction's end marker came
+    before any begin: the start stood inside a transaction)."""
     from metashell.export.history_tables import history_rows_of
 
     damage: list[MetadataError] = []
     seen = {"reached": replay_from - 1, "inside": False}
     batches = _until_closed(segment_batches(listing, replay_from, [], damage=damage), end, seen)
-    rows = history_rows_of(image, batches, tables=[table])[table].rows
+    rows = history_rows_of(image, batches, end=end_offset, tables=[table])[table].rows
     return rows, damage, seen["reached"], seen["inside"]
 
 

@@ -119,6 +119,36 @@ def test_merged_intervals_give_the_same_rows(tmp_path, records_per_task) -> None
     assert_export_rows(log_dir, records_per_task=records_per_task)
 
 
+def test_a_long_log_with_a_snapshot_every_few_hundred_records(tmp_path) -> None:
+    # the bench's history (partition, fencing and config changes of 20 topics), an archive with a
+    # snapshot at its end; snapshots every 250 records added, from the image replayed there
+    from engine.image.metadata_delta import MetadataDelta
+    from engine.image.metadata_image import MetadataImage
+    from engine.image.metadata_loader import segment_batches
+    from engine.storage.log_reader import list_log_dir
+    from metashell.bench.log_history import write_big_history
+
+    archive = write_big_history(tmp_path / "big", 6_000, topics=20)
+    log_dir = archive / "__cluster_metadata-0"
+    delta, images, next_at = MetadataDelta(MetadataImage()), {}, 250
+    for batch in segment_batches(list_log_dir(log_dir), 0, []):
+        for entry in batch:
+            delta.replay(entry.record, entry.offset, entry.leader_epoch, entry.timestamp_ms)
+        if batch[-1].offset + 1 >= next_at:
+            images[batch[-1].offset + 1] = (delta.apply(), batch[-1].timestamp_ms)
+            delta, next_at = MetadataDelta(images[batch[-1].offset + 1][0]), next_at + 250
+    with MetadataLog(log_dir, fsync_policy="never") as log:
+        for end, (image, time_ms) in images.items():
+            if end < 6_000:
+                log.write_snapshot(SnapshotId(end, 1), image_records(image), last_contained_log_timestamp_ms=time_ms,
+                                   now_ms=0)
+    files = cluster_files_of(archive, "c")
+    assert len(files.snapshots) >= 20
+    assert len(plan_intervals(files, records_per_task=1_000)) <= 8  # merged: not a task a snapshot
+    assert_export_rows(archive, records_per_task=1_000)
+    assert_export_rows(archive, records_per_task=1, min_tasks=20)
+
+
 def _flip(segment: Path, at: int) -> None:
     data = bytearray(segment.read_bytes())
     data[at] ^= 0xFF
@@ -198,6 +228,22 @@ def test_pushed_filters_keep_exactly_the_rows_spark_would(tmp_path) -> None:
     assert rows and all(r[2] == "PARTITION_RECORD" for r in rows)
     gone = Pushed(cluster_ids=frozenset({"other"}))
     assert plan_intervals(cluster_files_of(log_dir, "c"), gone) == []
+
+
+@pytest.mark.parametrize("start, end", [(None, 31), (31, 31), (29, 33), (12, 28), (31, None), (None, 5)])
+def test_start_and_end_offsets_as_the_export_takes_them(tmp_path, start, end) -> None:
+    # startOffset keeps the rows at offsets from it (the offset column, as a filter would);
+    # endOffset reads the log as if it ended there: the transaction open at 31 (30-32) is not applied
+    log_dir = write_script_log(tmp_path / "log", [10, 20, 30])
+    expected = history_rows(log_dir, start=start, end=end, tables=STATE_TABLES)
+    files = cluster_files_of(log_dir, "c")
+    pushed = Pushed(offset_min=start, offset_max=end)
+    for table in STATE_TABLES:
+        tasks = plan_intervals(files, pushed, records_per_task=1, table=table, end_offset=end)
+        got = [tuple(row.values())[1:] for task in tasks for batch in read_interval(task, table)
+               for row in batch.to_pylist()]
+        want = [tuple(row.values()) for row in arrow_table(expected[table]).to_pylist()]
+        assert got == want, table
 
 
 def test_a_snapshot_inside_a_transaction_starts_its_task_earlier(tmp_path) -> None:
