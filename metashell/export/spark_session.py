@@ -11,6 +11,8 @@ front end loads its image meanwhile (metashell.export.spark_start).
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -186,6 +188,9 @@ def launch_session(sql: Any, master: str, warn: Callable[[str], None], java_opti
     from metashell.export.spark_quiet import JvmDidNotStart, launch_quiet_gateway
 
     conf = SparkConf().setAppName("metashell-export").setMaster(master).setAll(list(LOCAL_CONFIG.items()))
+    # Python workers (the kraft data source's planner, stream and task workers) run metashell's
+    # code: this interpreter's environment, not whatever "python3" the PATH finds first
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     pump = None
     if SparkContext._gateway is None:  # a JVM of ours; else this process's JVM is reused
         try:

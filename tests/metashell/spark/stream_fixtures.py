@@ -1,0 +1,78 @@
+"""What the kraft stream's tests share (no tests here): a data source that serves only the
+stream (until ds-batch's KraftDataSource is merged), a leader's log with metadata transactions,
+running a query to Parquet, and the rows the export's engine reads from a log directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSource
+
+from engine.records import metadata_records as m
+from engine.records.metadata_record_serde import encode_record
+from engine.records.record_batch import build_batch, encode_batch
+from metashell.spark.stream_source import stream_reader
+from metashell.spark.table_schema import source_column_names, source_spark_schema
+from tests.metashell.record.archive_fixtures import FakeLeaderLog
+
+FORMAT = "kraftstreamtest"
+
+
+class StreamOnlySource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> Any:
+        return source_spark_schema("records")
+
+    def streamReader(self, schema: Any) -> Any:
+        return stream_reader(self.options, schema)
+
+
+def register(spark: Any) -> str:
+    spark.dataSource.register(StreamOnlySource)
+    return FORMAT
+
+
+class TransactionLog(FakeLeaderLog):
+    """FakeLeaderLog with metadata transactions, each marker a batch of its own (as Kafka writes a
+    transaction too big for one batch), so a transaction spans batches and segments."""
+
+    def _batch(self, records: list) -> bytes:
+        batch = build_batch(self.next_offset, [encode_record(r) for r in records], timestamp_ms=self.time_ms,
+                            leader_epoch=self.epoch)
+        for i, record in enumerate(records):
+            self.delta.replay(record, self.next_offset + i, self.epoch, self.time_ms)
+        self.next_offset += len(records)
+        self.time_ms += 1000
+        data = encode_batch(batch)
+        self.batches.append(data)
+        return data
+
+    def begin(self) -> bytes:
+        return self._batch([m.BeginTransactionRecordV0(name="tx")])
+
+    def end(self, aborted: bool = False) -> bytes:
+        return self._batch([m.AbortTransactionRecordV0(reason="test") if aborted else m.EndTransactionRecordV0()])
+
+
+def expected_rows(log_dir: Path | str, cluster_id: str) -> list[tuple]:
+    """The records table of a log directory as the export's engine replays it, cluster_id first."""
+    from metashell.export.history_tables import history_rows
+
+    return [(cluster_id, *row) for row in history_rows(log_dir, tables=["records"])["records"].rows]
+
+
+def parquet_rows(spark: Any, path: Path) -> list[tuple]:
+    if not path.exists() or not any(path.glob("*.parquet")):
+        return []
+    names = source_column_names("records")
+    return [tuple(r[n] for n in names) for r in spark.read.parquet(str(path)).collect()]
+
+
+def start_query(spark: Any, reader: Any, out: Path, checkpoint: Path, name: str) -> Any:
+    return (reader.writeStream.format("parquet").option("path", str(out))
+            .option("checkpointLocation", str(checkpoint)).queryName(name)
+            .trigger(processingTime="200 milliseconds").start())
