@@ -85,7 +85,8 @@ class QuorumTail:
     def close(self) -> None:
         self._stop.set()
         self._poke()
-        self._thread.join(10)
+        if self._thread.is_alive():
+            self._thread.join(10)
 
     def wait(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         """Until ``predicate()`` (called under the lock), an error, or ``timeout_s`` passes."""

@@ -4,6 +4,7 @@ running a query to Parquet, and the rows the export's engine reads from a log di
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +77,33 @@ def start_query(spark: Any, reader: Any, out: Path, checkpoint: Path, name: str)
     return (reader.writeStream.format("parquet").option("path", str(out))
             .option("checkpointLocation", str(checkpoint)).queryName(name)
             .trigger(processingTime="200 milliseconds").start())
+
+
+def stream_end(query: Any) -> int:
+    """The next offset the query's last committed micro-batch reached (-1: none yet)."""
+    progress = query.lastProgress
+    if not progress or not progress.get("sources"):
+        return -1
+    end = progress["sources"][0].get("endOffset")
+    end = json.loads(end) if isinstance(end, str) else end
+    if not end:
+        return -1
+    return max(p["next"] for p in end["clusters"].values())
+
+
+def wait_stream(query: Any, offset: int, tries: int = 600) -> int:
+    """Until the query committed every offset below ``offset`` (its failure raises at once); a
+    safety net of ``tries`` waits of 0.2 s on the query's own termination."""
+    for _ in range(tries):
+        end = stream_end(query)
+        if end >= offset:
+            return end
+        query.awaitTermination(0.2)
+    raise AssertionError(f"the stream reached {stream_end(query)}, not {offset}: {query.status}")
+
+
+def contiguous(rows: list[tuple]) -> None:
+    """No record twice, none missing: the offsets run on without a hole."""
+    offsets = sorted(r[1] for r in rows)
+    assert len(offsets) == len(set(offsets)), "a record written twice"
+    assert offsets == list(range(offsets[0], offsets[-1] + 1)), "a record missing"
