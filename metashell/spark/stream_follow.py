@@ -105,7 +105,9 @@ class QuorumTail:
     def holds(self, position: Position) -> bool:
         """Whether the bytes from ``position`` on are all here (or still to come) without a new fetch."""
         with self.changed:
-            start = self.batches[0].first if self.batches else self.scan.scanned.next
+            if position == self.start:
+                return self.error is None  # what it started from (after a snapshot's skip, too)
+            start = self.batches[0].first if self.batches else self.scan.start.next
             return start <= position.next <= self.scan.scanned.next and self.lost is None
 
     def caught_up(self) -> bool:

@@ -90,6 +90,7 @@ class QuorumStreamReader(DataSourceStreamReader):
         self.max_buffer_bytes = int_option(options, "maxBufferBytes", DEFAULT_MAX_BUFFER_BYTES, 1)
         self.timeout_s = int_option(options, "fetchTimeoutMs", 120_000, 1) / 1000
         self.tail: QuorumTail | None = None
+        self._warned: set[str] = set()
         self._new_tail(START, probe=True).close()  # bad settings fail the query's start, in one line
         self.tail = None
 
@@ -121,7 +122,9 @@ class QuorumStreamReader(DataSourceStreamReader):
             line = data_loss_line(tail.cluster_id or "?", lost[0], lost[1], f"the leader's log at {self.bootstrap}")
             if self.fail_on_data_loss:
                 raise RuntimeError(line)
-            LOG.warning("skipping: %s", line)
+            if line not in self._warned:
+                self._warned.add(line)
+                LOG.warning("skipping: %s", line)
 
     def _waited(self, tail: QuorumTail, ok: Any, what: str) -> None:
         if not tail.wait(ok, self.timeout_s):
