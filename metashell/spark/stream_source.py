@@ -39,6 +39,12 @@ def stream_reader(options: Mapping[str, str], schema: Any = None) -> Any:
     if mode != "FAILFAST":
         raise StreamOptionError(f"option mode={options.get('mode')!r}: a stream fails on damage (FAILFAST); "
                                 "read a damaged log in batch with PERMISSIVE")
+    for name, why in (("startOffset", "a stream starts at option startingOffsets, a restarted one at its checkpoint"),
+                      ("endOffset", "a stream has no end: stop the query, or read in batch"),
+                      ("maxRecordsPerTrigger", "a micro-batch takes every committed record the driver holds "
+                                               "(option maxBufferBytes bounds that)")):
+        if options.get(name) is not None:
+            raise StreamOptionError(f"option {name} is not the kraft stream's: {why}")
     fail = bool_option(options, "failOnDataLoss", True)
     paths = load_paths(options)
     bootstrap = options.get("bootstrap.controllers")
@@ -57,3 +63,11 @@ def stream_reader(options: Mapping[str, str], schema: Any = None) -> Any:
     from metashell.spark.stream_archive import ArchiveStreamReader
 
     return ArchiveStreamReader(paths, options, fail_on_data_loss=fail)
+
+
+def simple_stream_reader(options: Mapping[str, str], schema: Any = None) -> Any:
+    """Never asked: PySpark asks ``simpleStreamReader`` only when ``streamReader`` is not
+    implemented, and the kraft stream's is (its tasks print the rows on the executors; the simple
+    reader would print every row on the driver). Said in one line should a caller ask."""
+    raise StreamOptionError("the kraft stream is a DataSourceStreamReader (KraftDataSource.streamReader); it "
+                            "offers no simple (driver-only) reader")

@@ -1,5 +1,4 @@
-"""What the kraft stream's tests share (no tests here): a data source that serves only the
-stream (until ds-batch's KraftDataSource is merged), a leader's log with metadata transactions,
+"""What the kraft stream's tests share (no tests here): the source registered, a leader's log with metadata transactions,
 running a query to Parquet, and the rows the export's engine reads from a log directory."""
 
 from __future__ import annotations
@@ -8,33 +7,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql.datasource import DataSource
-
 from engine.records import metadata_records as m
 from engine.records.metadata_record_serde import encode_record
 from engine.records.record_batch import build_batch, encode_batch
-from metashell.spark.stream_source import stream_reader
-from metashell.spark.table_schema import source_column_names, source_spark_schema
+from metashell.spark.table_schema import source_column_names
 from tests.metashell.record.archive_fixtures import FakeLeaderLog
 
-FORMAT = "kraftstreamtest"
-
-
-class StreamOnlySource(DataSource):
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> Any:
-        return source_spark_schema("records")
-
-    def streamReader(self, schema: Any) -> Any:
-        return stream_reader(self.options, schema)
-
-
 def register(spark: Any) -> str:
-    spark.dataSource.register(StreamOnlySource)
-    return FORMAT
+    """The kraft source registered in ``spark``: its format name."""
+    import metashell.spark
+
+    metashell.spark.register(spark)
+    return "kraft"
 
 
 class TransactionLog(FakeLeaderLog):

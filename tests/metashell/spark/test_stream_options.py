@@ -69,3 +69,9 @@ def test_a_bad_option_fails_the_query_with_its_line(spark, tmp_path):
             query.awaitTermination(60)
     finally:
         query.stop()
+
+
+@pytest.mark.parametrize("name", ["startOffset", "endOffset", "maxRecordsPerTrigger"])
+def test_the_batch_reads_offsets_are_refused_by_the_stream(name):
+    with pytest.raises(StreamOptionError, match=rf"^option {name} is not the kraft stream's: "):
+        stream_reader({"bootstrap.controllers": "h:9093", name: "5"})
