@@ -29,8 +29,9 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from engine.common.errors import MetadataError
 from engine.storage.log_reader import METADATA_PARTITION_DIR, entries_by_batch, list_log_dir
 from metashell.record.manifest import MANIFEST_FILE, Manifest, read_manifest
-from metashell.spark.stream_offsets import (Position, StreamOptionError, data_loss_line, offset_json,
-                                            positions_of)
+from metashell.spark.corrupt import KraftReadError
+from metashell.spark.stream_offsets import (Position, StreamError, StreamOptionError, data_loss_line,
+                                            offset_json, positions_of)
 from metashell.spark.stream_rows import record_batches
 from metashell.spark.stream_transactions import Span, TransactionScan
 
@@ -59,9 +60,9 @@ def read_archive_task(task: ArchiveTask) -> Iterator[Any]:
                    for e in batch)
         yield from record_batches(task.cluster_id, entries, task.first, task.last, task.spans)
     except MetadataError as err:
-        raise RuntimeError(err.one_line()) from None
+        raise KraftReadError(err.one_line()) from None
     except FileNotFoundError:
-        raise RuntimeError(f"{task.path}: the segment is gone (the archive's retention dropped it while the "
+        raise KraftReadError(f"{task.path}: the segment is gone (the archive's retention dropped it while the "
                            f"query read offsets {task.first} to {task.last})") from None
 
 
@@ -94,12 +95,12 @@ class ArchiveStreamReader(DataSourceStreamReader):
             try:
                 manifest = read_manifest(root)
             except MetadataError as err:
-                raise RuntimeError(err.one_line()) from None
+                raise KraftReadError(err.one_line()) from None
             cluster_id = manifest.cluster_id or self.cluster_override
             if cluster_id is None:
                 continue  # a new archive that knows no cluster yet: it joins once it does
             if cluster_id in out:
-                raise RuntimeError(f"{root} and {out[cluster_id][0]} are archives of the same cluster "
+                raise StreamError(f"{root} and {out[cluster_id][0]} are archives of the same cluster "
                                    f"{cluster_id}: a stream reads one archive per cluster")
             out[cluster_id] = (root, manifest)
             self._roots[cluster_id] = root
@@ -139,7 +140,7 @@ class ArchiveStreamReader(DataSourceStreamReader):
             if stop.next <= begin.next:
                 continue
             if cid not in manifests:
-                raise RuntimeError(f"cluster {cid}: its archive is no longer among {', '.join(self.paths)}")
+                raise StreamError(f"cluster {cid}: its archive is no longer among {', '.join(self.paths)}")
             root, manifest = manifests[cid]
             begin = self._check_loss(cid, begin, manifest)
             tasks.extend(self._tasks(cid, root, begin.next, stop.next - 1))
@@ -165,7 +166,7 @@ class ArchiveStreamReader(DataSourceStreamReader):
             return position  # before the archive began (a new cluster's default start)
         line = data_loss_line(cid, position.next, manifest.first_offset, f"the archive {self._roots.get(cid)}")
         if self.fail_on_data_loss:
-            raise RuntimeError(line)
+            raise StreamError(line)
         LOG.warning("skipping: %s", line)
         return self._first_position(manifest)
 

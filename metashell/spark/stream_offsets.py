@@ -24,6 +24,11 @@ class StreamOptionError(ValueError):
     """A bad option or offset of the kraft stream: one line naming it."""
 
 
+class StreamError(Exception):
+    """What stops a kraft stream on the driver (data lost past the checkpoint, a quorum that
+    refuses us, another cluster's checkpoint): one line."""
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Position:
     """The next offset of one cluster's log and the epoch of the record before it."""

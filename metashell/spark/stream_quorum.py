@@ -33,8 +33,9 @@ from engine.common.errors import MetadataError
 from engine.storage.log_reader import batches_of_bytes
 from metashell.live.attach import load_command_config
 from metashell.spark.stream_follow import DEFAULT_MAX_BUFFER_BYTES, QuorumTail
-from metashell.spark.stream_offsets import (START, Position, StreamOptionError, data_loss_line, int_option,
-                                            offset_json, positions_of)
+from metashell.spark.corrupt import KraftReadError
+from metashell.spark.stream_offsets import (START, Position, StreamError, StreamOptionError, data_loss_line,
+                                            int_option, offset_json, positions_of)
 from metashell.spark.stream_rows import record_batches
 from metashell.spark.stream_transactions import Span
 
@@ -59,7 +60,7 @@ def read_quorum_task(task: QuorumTask) -> Iterator[Any]:
         entries = (e for _, batch in batches_of_bytes(task.data, where, None, False) for e in batch)
         yield from record_batches(task.cluster_id, entries, task.first, task.last, task.spans)
     except MetadataError as err:
-        raise RuntimeError(err.one_line()) from None
+        raise KraftReadError(err.one_line()) from None
 
 
 def client_config(options: Mapping[str, str]) -> dict[str, str]:
@@ -117,18 +118,18 @@ class QuorumStreamReader(DataSourceStreamReader):
         with tail.changed:
             error, lost = tail.error, tail.lost
         if error is not None:
-            raise RuntimeError(error)
+            raise StreamError(error)
         if lost is not None:
             line = data_loss_line(tail.cluster_id or "?", lost[0], lost[1], f"the leader's log at {self.bootstrap}")
             if self.fail_on_data_loss:
-                raise RuntimeError(line)
+                raise StreamError(line)
             if line not in self._warned:
                 self._warned.add(line)
                 LOG.warning("skipping: %s", line)
 
     def _waited(self, tail: QuorumTail, ok: Any, what: str) -> None:
         if not tail.wait(ok, self.timeout_s):
-            raise RuntimeError(f"{what}: no answer from the quorum at {self.bootstrap} in {self.timeout_s:g} s"
+            raise StreamError(f"{what}: no answer from the quorum at {self.bootstrap} in {self.timeout_s:g} s"
                                + (f" (last: {tail.last_failure})" if tail.last_failure else ""))
         self._check(tail)
 
@@ -153,10 +154,10 @@ class QuorumStreamReader(DataSourceStreamReader):
     def _position(self, offset: dict) -> tuple[str, Position]:
         positions = positions_of(offset)
         if len(positions) != 1:
-            raise RuntimeError(f"the checkpoint's offset names {len(positions)} clusters; a live stream follows one")
+            raise StreamError(f"the checkpoint's offset names {len(positions)} clusters; a live stream follows one")
         cluster_id, position = next(iter(positions.items()))
         if self.cluster_id is not None and cluster_id != self.cluster_id:
-            raise RuntimeError(f"the checkpoint is of cluster {cluster_id}, the query's options name cluster "
+            raise StreamError(f"the checkpoint is of cluster {cluster_id}, the query's options name cluster "
                                f"{self.cluster_id}")
         self.cluster_id = cluster_id
         return cluster_id, position

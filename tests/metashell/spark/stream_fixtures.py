@@ -1,5 +1,6 @@
-"""What the kraft stream's tests share (no tests here): the source registered, a leader's log with metadata transactions,
-running a query to Parquet, and the rows the export's engine reads from a log directory."""
+"""What the kraft stream's tests share (no tests here): the source registered, a leader's log
+with metadata transactions, running a query to Parquet, and the rows the export's engine reads
+from a log directory."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from engine.records.metadata_record_serde import encode_record
 from engine.records.record_batch import build_batch, encode_batch
 from metashell.spark.table_schema import source_column_names
 from tests.metashell.record.archive_fixtures import FakeLeaderLog
+
 
 def register(spark: Any) -> str:
     """The kraft source registered in ``spark``: its format name."""

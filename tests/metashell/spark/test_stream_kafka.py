@@ -23,7 +23,7 @@ from kafka_peer.nodes import wait_until
 from tests.metashell.record.kafka_recorder_quorum import forgetful_quorum, high_watermark, snapshot_ids_on_disk
 from tests.metashell.record.kafka_recorder_steps import create_topic, set_topic_config, unique
 from tests.metashell.spark.stream_fixtures import (contiguous, expected_rows, parquet_rows, register, start_query,
-                                                   stream_end, wait_stream)
+                                                   wait_stream)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 CLEANING_DEADLINE_S = 200.0  # Kafka cleans its metadata log every 60 s from its raft client's start
