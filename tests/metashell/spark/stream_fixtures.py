@@ -93,3 +93,15 @@ def contiguous(rows: list[tuple]) -> None:
     offsets = sorted(r[1] for r in rows)
     assert len(offsets) == len(set(offsets)), "a record written twice"
     assert offsets == list(range(offsets[0], offsets[-1] + 1)), "a record missing"
+
+
+def forget_last_commit(checkpoint: Path, out: Path) -> int:
+    """As if the query died after planning its last micro-batch and before committing it: the
+    checkpoint's commit of it and the Parquet sink's record of it go (its offsets stay), so the
+    restart reads that micro-batch again from a new reader (``partitions(start, end)`` with no
+    ``latestOffset`` before it). Returns the batch id."""
+    batch = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    for log in (checkpoint / "commits", out / "_spark_metadata"):
+        (log / str(batch)).unlink()
+        (log / f".{batch}.crc").unlink(missing_ok=True)  # Hadoop's checksum beside it
+    return batch
