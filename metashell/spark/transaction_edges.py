@@ -26,27 +26,12 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from engine.common.errors import MetadataError
-from engine.records.metadata_record_serde import ControlRecord, UnknownRecord
 from engine.storage.log_reader import LogEntry, entries_by_batch
 from engine.storage.log_segment import read_segment_bytes
+from metashell.history.transactions import ABORT, BEGIN, END, in_transactions, marker_of  # noqa: F401 (re-exported)
 
-BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"
 # a record value's first bytes: frame version 1, then the api key (one byte below 64)
 _MARKER_FRAMES = (b"\x01\x17", b"\x01\x18", b"\x01\x19")
-
-
-def marker_of(entry: LogEntry) -> str | None:
-    """BEGIN, END or ABORT for a transaction marker, None for any other record."""
-    record = entry.record
-    if entry.control or isinstance(record, (ControlRecord, UnknownRecord)):
-        return None
-    name = getattr(record, "record_name", None)
-    return name if name in (BEGIN, END, ABORT) else None
-
-
-def in_transactions(entry: LogEntry) -> bool:
-    """Whether an open transaction holds this record (control and unknown records never)."""
-    return not (entry.control or isinstance(entry.record, (ControlRecord, UnknownRecord)))
 
 
 def may_hold_markers(path: str) -> bool:
