@@ -124,3 +124,18 @@ def test_a_bad_option_is_one_line_in_the_error(spark, tmp_path: Path) -> None:
     with pytest.raises(Exception) as failed:
         _read(spark, str(tmp_path / "nowhere")).count()
     assert f"{tmp_path / 'nowhere'}: no such file or directory" in str(failed.value)
+
+
+def test_the_pushdown_source_reads_where_the_session_turned_pushdown_off(spark, tmp_path: Path) -> None:
+    """PySpark fails a reader with pushFilters when spark.sql.python.filterPushdown.enabled is
+    off: the source hands out its plain reader there."""
+    node = write_split_story(tmp_path / "node")
+    key = "spark.sql.python.filterPushdown.enabled"
+    before = spark.conf.get(key)
+    kraft.register(spark, pushdown=True)
+    spark.conf.set(key, "false")
+    try:
+        assert _read(spark, str(node)).where("offset >= 11 and offset <= 15").count() == 5
+    finally:
+        spark.conf.set(key, before)
+        kraft.register(spark)
