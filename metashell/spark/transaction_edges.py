@@ -21,13 +21,13 @@ never part of a transaction.
 
 from __future__ import annotations
 
+import mmap
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from engine.common.errors import MetadataError
 from engine.storage.log_reader import LogEntry, entries_by_batch
-from engine.storage.log_segment import read_segment_bytes
 from metashell.history.transactions import ABORT, BEGIN, END, in_transactions, marker_of  # noqa: F401 (re-exported)
 
 # a record value's first bytes: frame version 1, then the api key (one byte below 64)
@@ -36,12 +36,24 @@ _MARKER_FRAMES = (b"\x01\x17", b"\x01\x18", b"\x01\x19")
 
 def may_hold_markers(path: str) -> bool:
     """False only when no record of the file can be a transaction marker: no marker frame in its
-    bytes (a quick scan in C; a match is then decoded to be sure)."""
+    bytes (a scan in C over the mapped file; a match is then decoded to be sure). Cached per
+    worker process by the file's size and time: each task of a log asks of the files before it."""
     try:
-        buf = read_segment_bytes(Path(path))
-    except MetadataError:
+        stat = Path(path).stat()
+    except OSError:
         return False
-    return any(frame in buf for frame in _MARKER_FRAMES)
+    return _may_hold_markers(path, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _may_hold_markers(path: str, size: int, mtime_ns: int) -> bool:
+    if size == 0:
+        return False
+    try:
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return any(mapped.find(frame) != -1 for frame in _MARKER_FRAMES)
+    except (OSError, ValueError):
+        return False
 
 
 def _entries(path: str, end: int | None) -> Iterator[LogEntry]:
