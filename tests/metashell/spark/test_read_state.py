@@ -292,6 +292,10 @@ def test_gaps_come_from_the_first_task_only(tmp_path) -> None:
     assert len(tasks) == 1
     rows = [row for task in tasks for batch in read_interval(task, "gaps") for row in batch.to_pylist()]
     assert [(r["cluster_id"], r["first_offset"], r["resume_offset"]) for r in rows] == [("c", 12, 18)]
+    permissive = [row for batch in read_interval(tasks[0], "gaps", True) for row in batch.to_pylist()]
+    assert [(r["first_offset"], r["_corrupt"]) for r in permissive] == [(12, None)]
+    others = plan_intervals(cluster_files_of(archive, "c"), records_per_task=1)[1:]  # the other tasks: none
+    assert others and not [row for task in others for batch in read_interval(task, "gaps") for row in batch.to_pylist()]
 
 
 def test_single_segment_files_give_the_rows_of_their_records(tmp_path) -> None:
