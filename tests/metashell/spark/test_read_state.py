@@ -158,6 +158,17 @@ def test_a_long_log_with_a_snapshot_every_few_hundred_records(tmp_path) -> None:
     assert_export_rows(archive, records_per_task=1, min_tasks=20)
 
 
+def test_a_log_whose_segments_start_at_a_snapshot(tmp_path) -> None:
+    # Kafka deleted the segments before its snapshot at 12 (and keeps an older one at 10): the
+    # history starts at the snapshot the segments continue from, as the export's first run
+    log_dir = write_script_log(tmp_path / "log", [10, 12, 20, 30])
+    (log_dir / "__cluster_metadata-0" / "00000000000000000000.log").unlink()
+    tasks = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=1)
+    assert [(t.begin, t.end) for t in tasks] == [(12, 20), (20, 30), (30, None)]
+    assert tasks[0].snapshot is None  # replay_start's earliest point: the snapshot at 12
+    assert_export_rows(log_dir)
+
+
 def _flip(segment: Path, at: int) -> None:
     data = bytearray(segment.read_bytes())
     data[at] ^= 0xFF
@@ -185,6 +196,12 @@ def test_a_damaged_log_gives_the_export_rows(tmp_path, records_per_task) -> None
     assert [(g[0], g[1]) for g in expected["gaps"].rows] == [(6, 10)]
     assert 6 not in [r[0] for r in expected["config_changes"].rows]
     assert_export_rows(log_dir, records_per_task=records_per_task)
+    # PERMISSIVE: the damage is also a row, at the offset where the replay stopped
+    tasks = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=records_per_task)
+    rows = [row for task in tasks for row in interval_rows(task, "config_changes", permissive=True)]
+    corrupt = [(row[0], row[-1]) for row in rows if row[-1] is not None]
+    assert len(corrupt) == 1 and corrupt[0][0] == 6 and f"{segment}, byte offset " in corrupt[0][1]
+    assert [row[:-1] for row in rows if row[-1] is None] == [tuple(r) for r in expected["config_changes"].rows]
 
 
 def test_a_damaged_record_just_before_a_snapshot_is_a_gap_of_one(tmp_path) -> None:
