@@ -340,3 +340,13 @@ def test_a_task_pickles_with_plain_values(tmp_path) -> None:
     task = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=1)[1]
     assert isinstance(task, InputPartition) and isinstance(task, IntervalTask)
     assert pickle.loads(pickle.dumps(task)) == task
+
+
+def test_the_docs_say_which_tables_are_per_file_and_which_per_interval() -> None:
+    text = (Path(__file__).parents[3] / "docs" / "export.md").read_text()
+    table = text.split("### Per-file and per-interval tables\n", 1)[1].strip().split("\n\n", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in table.splitlines()[2:]]
+    tasks = {cells[1].strip(): {name.strip(" `") for name in cells[0].split(", ")} for cells in rows}
+    assert tasks["one per segment file"] == {"records"}
+    assert tasks["one per snapshot interval of each cluster"] == set(STATE_TABLES) - {"gaps"}
+    assert tasks["one per cluster"] == {"gaps"}
