@@ -41,11 +41,7 @@ from metashell.spark.intervals import IntervalTask
 from metashell.spark.pushed import Pushed
 from metashell.spark.table_schema import SOURCE_TABLES, source_arrow_schema
 
-try:
-    from metashell.spark.corrupt import KraftReadError
-except ImportError:  # ds-batch's module not merged yet
-    class KraftReadError(Exception):  # type: ignore[no-redef]
-        """A task's failure: one line naming the file and byte offset."""
+from metashell.spark.corrupt import KraftReadError
 
 STATE_TABLES = tuple(table for table in SOURCE_TABLES if table != "records")
 QUORUM_TABLES = ("feature_changes", "voter_changes")  # their rows read the quorum's state before a change
