@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator
 from pyspark.sql.datasource import (EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan,
                                     LessThanOrEqual)
 
-from metashell.spark.datasource import KraftReader
+from metashell.spark.reader import KraftReader
 from metashell.spark.pushed import Pushed
 
 _ORDERED = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
