@@ -20,8 +20,8 @@ from kafka.admin import NewTopic
 
 from tests.live_cluster import CLIENT_TIMEOUT_S, bootstrap, running_cluster
 from tests.metashell.record.recorder_process import log_end_offset
-from tests.metashell.spark.stream_fixtures import (contiguous, expected_rows, parquet_rows, register, start_query,
-                                                   wait_stream)
+from tests.metashell.spark.stream_fixtures import (contiguous, expected_rows, forget_last_commit, parquet_rows,
+                                                   register, start_query, stream_end, wait_stream)
 
 pytestmark = pytest.mark.slow
 
@@ -107,6 +107,29 @@ def test_a_live_query_stopped_and_restarted_through_a_failover_loses_and_repeats
     rows = _compare(spark, cluster, out)
     assert {"before-stop", "after-failover", "while-stopped", "after-restart"} <= _topics(rows)
     assert min(r[1] for r in rows) == 0  # earliest: the log's start
+
+
+def test_a_live_micro_batch_planned_and_not_committed_is_fetched_again_the_same(spark, cluster, tmp_path):
+    fmt = register(spark)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def run(topic: str) -> None:
+        stream = spark.readStream.format(fmt).option("bootstrap.controllers", bootstrap(cluster)).load()
+        query = start_query(spark, stream, out, checkpoint, "live_replay")
+        try:
+            first = wait_stream(query, 1)
+            _change(cluster, topic)
+            wait_stream(query, max(first + 1, log_end_offset(_leader_dir(cluster))))
+        finally:
+            query.stop()
+
+    run("replay-1")
+    before = sorted(parquet_rows(spark, out))
+    forget_last_commit(checkpoint, out)  # its offsets stay: fetched again from their start and epoch
+    assert len(parquet_rows(spark, out)) <= len(before)
+    run("replay-2")
+    rows = _compare(spark, cluster, out)
+    assert set(before) <= set(rows) and {"replay-1", "replay-2"} <= _topics(rows)
 
 
 def _job(options: dict, out: Path, checkpoint: Path, stop_at: int) -> subprocess.Popen:
