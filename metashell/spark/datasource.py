@@ -106,8 +106,9 @@ class KraftReader(DataSourceReader):
             from metashell.spark.plan import narrowed
 
             pushed = narrowed(with_options(self.pushed, self.options), self.offsets)
-            tasks = [task for files in self.clusters for task in plan_intervals(files, pushed)
-                     if pushed.cluster_ids is None or files.cluster_id in pushed.cluster_ids]
+            sizes = {"records_per_task": self.options.records_per_task} if self.options.records_per_task else {}
+            tasks = [task for files in self.clusters for task in
+                     plan_intervals(files, pushed, table=self.options.table, end_offset=self.options.end_offset, **sizes)]
         # Spark needs at least one partition to run read(); an empty plan reads nothing
         return tasks or [InputPartition(None)]
 

@@ -9,6 +9,8 @@ one line (an unknown option, table or mode, an offset that is not a number), bef
     endOffset    the last offset read (inclusive; the export's ``end``): the log is read as if it
                  ended there, so a transaction still open at it has ``aborted`` null
     clusterId    the cluster id of files that have no meta.properties or archive.json beside them
+    recordsPerTask  the tables that need state: adjacent snapshot intervals are merged into one
+                 task while it spans at most this many offsets (default 100000; by file names)
     path, paths  what load() was given (paths: a JSON list, as DataFrameReader.load sends several)
 
 Streaming options (bootstrap.controllers, kafka.*, command.config, ...) are the stream
@@ -25,7 +27,7 @@ from engine.common.errors import ConfigError
 from metashell.spark.table_schema import SOURCE_TABLES
 
 MODES = ("FAILFAST", "PERMISSIVE")
-BATCH_OPTIONS = ("table", "mode", "startoffset", "endoffset", "clusterid", "path", "paths")
+BATCH_OPTIONS = ("table", "mode", "startoffset", "endoffset", "clusterid", "path", "paths", "recordspertask")
 # The stream readers' options (checked there): with streaming=True they pass here unchecked.
 STREAM_PREFIXES = ("kafka.", "bootstrap.", "command.", "stream.", "maxrecordspertrigger", "startingoffsets",
                    "failondataloss", "maxbufferbytes", "fetchtimeoutms")
@@ -43,6 +45,7 @@ class ReadOptions:
     end_offset: int | None = None
     cluster_id: str | None = None
     paths: tuple[str, ...] = ()
+    records_per_task: int | None = None  # None: metashell.spark.intervals.RECORDS_PER_TASK
 
 
 def read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
@@ -55,7 +58,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool = False) -> Read
             raise OptionError(f"option {key!r} is the streaming source's (spark.readStream.format('kraft')), "
                               "not a batch read's")
         raise OptionError(f"unknown option {key!r} for format kraft (known: table, mode, startOffset, endOffset, "
-                          "clusterId)")
+                          "clusterId, recordsPerTask)")
     table = lowered.get("table", "records") or "records"
     if table not in SOURCE_TABLES:
         raise OptionError(f"unknown table {table!r} for format kraft (known: {', '.join(SOURCE_TABLES)})")
@@ -66,7 +69,8 @@ def read_options(options: Mapping[str, str], *, streaming: bool = False) -> Read
     if start is not None and end is not None and end < start:
         raise OptionError(f"endOffset {end} is before startOffset {start}")
     cluster_id = (lowered.get("clusterid") or "").strip() or None
-    return ReadOptions(table, mode == "PERMISSIVE", start, end, cluster_id, paths_of(lowered))
+    per_task = _count(lowered, "recordspertask", "recordsPerTask")
+    return ReadOptions(table, mode == "PERMISSIVE", start, end, cluster_id, paths_of(lowered), per_task)
 
 
 def paths_of(lowered: Mapping[str, str]) -> tuple[str, ...]:
@@ -99,4 +103,17 @@ def _offset(lowered: Mapping[str, str], key: str, name: str) -> int | None:
         raise OptionError(f"option {name} must be an offset (a whole number >= 0), not {raw!r}") from None
     if value < 0:
         raise OptionError(f"option {name} must be an offset (a whole number >= 0), not {raw!r}")
+    return value
+
+
+def _count(lowered: Mapping[str, str], key: str, name: str) -> int | None:
+    raw = lowered.get(key)
+    if raw is None or str(raw).strip() == "":
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise OptionError(f"option {name} must be a whole number > 0, not {raw!r}")
     return value
