@@ -1,6 +1,10 @@
-"""A kraft stream query SIGKILLed with its Spark (the driver's process group: its JVM and Python
-workers, a lost machine) while a kraftd cluster changes, and restarted from its checkpoint in
-another process: the Parquet rows are the leader's log, record for record, every offset once."""
+"""The kraft stream beside other processes of a kraftd cluster's life:
+
+- a query SIGKILLed with its Spark (the driver's process group: its JVM and Python workers, a lost
+  machine) while the cluster changes, and restarted from its checkpoint in another process;
+- a query on the archive a ``metashell record`` process is writing as it reads.
+
+Each time the Parquet rows are the leader's log, record for record, every offset once."""
 
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.live_cluster import bootstrap, running_cluster
-from tests.metashell.record.recorder_process import log_end_offset
+from tests.metashell.record.recorder_process import RecorderProcess, log_end_offset
 from tests.metashell.spark.stream_cluster import change, compare, leader_dir, topics_of
+from tests.metashell.spark.stream_fixtures import register, start_query, wait_stream
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +73,24 @@ def test_a_sigkilled_query_restarted_from_its_checkpoint_gives_every_record_once
             second.wait(60)
     rows = compare(spark, cluster, out)
     assert {"before-kill", "at-kill", "after-kill"} <= topics_of(rows)
+
+
+def test_the_archive_a_recorder_is_writing_streams_every_record_once(spark, cluster, tmp_path):
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    recorder = RecorderProcess(bootstrap(cluster), archive)
+    try:
+        recorder.wait_held(0)  # the archive exists, with its cluster id
+        fmt = register(spark)
+        query = start_query(spark, spark.readStream.format(fmt).load(str(archive)), out, tmp_path / "checkpoint",
+                            "recorded")
+        try:
+            for topic in ("recorded-1", "recorded-2"):
+                change(cluster, topic)
+                held = recorder.wait_held(log_end_offset(leader_dir(cluster)) - 1).last_offset
+                wait_stream(query, held + 1)
+        finally:
+            query.stop()
+    finally:
+        recorder.stop()
+    rows = compare(spark, cluster, out)
+    assert {"recorded-1", "recorded-2"} <= topics_of(rows)
