@@ -146,6 +146,11 @@ class ArchiveStreamReader(DataSourceStreamReader):
             tasks.extend(self._tasks(cid, root, begin.next, stop.next - 1))
         return tasks
 
+    def reportLatestOffset(self) -> dict | None:
+        """How far the archives' durable ends were scanned (outside transactions): Spark's progress
+        shows it beside the micro-batch's end, so the lag of the query is in sight."""
+        return offset_json({cid: scan.safe for cid, scan in self._scans.items()}) if self._scans else None
+
     def read(self, partition: ArchiveTask) -> Iterator[Any]:
         return read_archive_task(partition)
 

@@ -184,6 +184,15 @@ class QuorumStreamReader(DataSourceStreamReader):
             spans = tail.scan.spans_between(first.next, stop.next - 1)
         return _chunks(cluster_id, batches, first.next, stop.next - 1, spans)
 
+    def reportLatestOffset(self) -> dict | None:
+        """The committed records the driver holds (outside transactions): Spark's progress shows it
+        beside the micro-batch's end."""
+        tail = self.tail
+        if tail is None or tail.cluster_id is None:
+            return None
+        with tail.changed:
+            return offset_json({tail.cluster_id: tail.scan.safe})
+
     def read(self, partition: QuorumTask) -> Iterator[Any]:
         return read_quorum_task(partition)
 
