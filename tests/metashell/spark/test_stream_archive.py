@@ -176,3 +176,23 @@ def test_an_hourly_available_now_job_takes_what_the_archive_holds_and_ends(spark
     archive.close()
     rows = parquet_rows(spark, out)
     assert sorted(rows) == sorted(r for r in expected_rows(archive.root, CLUSTER) if r[1] < leader.next_offset - 1)
+
+
+def test_a_damaged_segment_fails_the_query_with_its_file_and_byte_offset(spark, tmp_path):
+    fmt = register(spark)
+    leader, archive = TransactionLog(), _archive(tmp_path)
+    _commit(archive, [leader.append() for _ in range(4)])
+    archive.close()
+    segment = sorted((archive.root / "__cluster_metadata-0").glob("*.log"))[0]
+    data = bytearray(segment.read_bytes())
+    data[-5] ^= 0xFF  # a record's byte: the batch's CRC no longer matches
+    segment.write_bytes(bytes(data))
+    query = start_query(spark, spark.readStream.format(fmt).load(str(archive.root)), tmp_path / "out",
+                        tmp_path / "checkpoint", "archive_damage")
+    try:
+        with pytest.raises(Exception) as failed:
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    line = next(x for x in str(failed.value).splitlines() if "StreamError: " in x)
+    assert f"StreamError: {segment}, byte offset " in line and "CRC mismatch" in line, line
