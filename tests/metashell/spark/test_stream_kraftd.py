@@ -1,9 +1,10 @@
 """``spark.readStream.format("kraft").option("bootstrap.controllers", ...)`` against a running
 kraftd cluster (three controllers, one broker): real queries writing Parquet, stopped and
-restarted from their checkpoints while the cluster changes (topics, configs, a leader killed),
-and a micro-batch planned but not committed read again. The Parquet rows are compared record for
-record with the leader's own log directory as the export's engine reads it: every offset once,
-the same rows. (The SIGKILL of a query's whole Spark: test_stream_kill_kraftd.py.)
+restarted from their checkpoints while the cluster changes (topics, configs, a leader killed, the
+whole quorum down for a while), a micro-batch planned but not committed read again, and a query
+started at the latest offset. The Parquet rows are compared record for record with the leader's
+own log directory as the export's engine reads it: every offset once, the same rows. (A query's
+whole Spark SIGKILLed, and an archive read as a recorder writes it: test_stream_processes_kraftd.py.)
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ def test_a_live_query_stopped_and_restarted_through_a_failover_loses_and_repeats
         change(cluster, "after-failover")
         wait_stream(query, log_end_offset(leader_dir(cluster)))
         cluster.ok("start", leader)
+        controllers = [name for name in cluster.status() if name.startswith("controller")]
+        for name in controllers:  # the whole quorum down: the query waits, it does not fail
+            cluster.ok("stop", name)
+        for name in controllers:
+            cluster.ok("start", name)
+        change(cluster, "after-quorum-down")
+        wait_stream(query, log_end_offset(leader_dir(cluster)))
+        assert query.isActive
     finally:
         query.stop()
     change(cluster, "while-stopped")
@@ -50,7 +59,7 @@ def test_a_live_query_stopped_and_restarted_through_a_failover_loses_and_repeats
     finally:
         query.stop()
     rows = compare(spark, cluster, out)
-    assert {"before-stop", "after-failover", "while-stopped", "after-restart"} <= topics_of(rows)
+    assert {"before-stop", "after-failover", "after-quorum-down", "while-stopped", "after-restart"} <= topics_of(rows)
     assert min(r[1] for r in rows) == 0  # earliest: the log's start
 
 
