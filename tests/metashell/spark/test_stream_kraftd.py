@@ -103,3 +103,18 @@ def test_starting_offsets_latest_streams_what_is_committed_after_the_start(spark
     assert "after-latest" in topics_of(rows) and "before-latest" not in topics_of(rows)
     offsets = sorted(r[1] for r in rows)
     assert offsets == list(range(offsets[0], offsets[-1] + 1))
+
+
+def test_an_available_now_query_takes_what_was_committed_at_its_start_and_ends(spark, cluster, tmp_path):
+    fmt = register(spark)
+    out = tmp_path / "out"
+    change(cluster, "before-available-now")
+    query = (spark.readStream.format(fmt).option("bootstrap.controllers", bootstrap(cluster)).load()
+             .writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    try:
+        assert query.awaitTermination(120), "an availableNow query ends by itself"
+    finally:
+        query.stop()
+    rows = compare(spark, cluster, out)
+    assert "before-available-now" in topics_of(rows)  # committed before the start: in the one micro-batch
