@@ -27,7 +27,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from engine.common.errors import MetadataError
-from engine.storage.log_reader import METADATA_PARTITION_DIR, entries_by_batch, list_log_dir
+from engine.storage.log_reader import METADATA_PARTITION_DIR, LogEntry, entries_by_batch, list_log_dir
 from metashell.record.manifest import MANIFEST_FILE, Manifest, read_manifest
 from metashell.spark.corrupt import KraftReadError
 from metashell.spark.stream_offsets import (Position, StreamError, StreamOptionError, data_loss_line,
@@ -38,8 +38,34 @@ from metashell.spark.stream_transactions import Span, TransactionScan
 LOG = logging.getLogger("metashell.spark.stream")
 
 
-def _torn_tail_ok(position: int, error: MetadataError) -> None:
-    """A segment the recorder is appending to ends inside a batch: read up to it."""
+class _TornTail:
+    """The last segment, which the recorder may be appending to, can end inside a batch: it is
+    read up to there. Only past the offsets the manifest counts as durable: short of them the
+    same bytes are damage (``check``). Every other segment is read strictly."""
+
+    def __init__(self) -> None:
+        self.error: MetadataError | None = None
+
+    def __call__(self, position: int, error: MetadataError) -> None:
+        self.error = error
+
+    def check(self, read_to: int, needed: int) -> None:
+        """Raise the torn tail's error when the offsets read (to ``read_to``, exclusive) stop short
+        of ``needed`` (inclusive)."""
+        if self.error is not None and read_to <= needed:
+            raise self.error
+
+
+def _entries(path: Path, begin: int, last_segment: bool, needed: int) -> Iterator[LogEntry]:
+    """The records of a segment from ``begin`` on; see _TornTail."""
+    torn = _TornTail() if last_segment else None
+    read_to = begin
+    for batch in entries_by_batch(path, torn, False, begin=begin):
+        if batch:
+            read_to = batch[-1].offset + 1
+        yield from batch
+    if torn is not None:
+        torn.check(read_to, needed)
 
 
 @dataclass(frozen=True)
@@ -51,13 +77,13 @@ class ArchiveTask(InputPartition):
     first: int
     last: int
     spans: tuple[Span, ...]
+    last_segment: bool = False  # the archive's newest segment (see _TornTail)
 
 
 def read_archive_task(task: ArchiveTask) -> Iterator[Any]:
     """The executor's part: the task's rows as Arrow batches; a damaged segment raises one line."""
     try:
-        entries = (e for batch in entries_by_batch(Path(task.path), _torn_tail_ok, False, begin=task.first)
-                   for e in batch)
+        entries = _entries(Path(task.path), task.first, task.last_segment, task.last)
         yield from record_batches(task.cluster_id, entries, task.first, task.last, task.spans)
     except MetadataError as err:
         raise KraftReadError(err.one_line()) from None
@@ -125,7 +151,10 @@ class ArchiveStreamReader(DataSourceStreamReader):
         for cid, (root, manifest) in self._manifests().items():
             position = positions.get(cid) or self._first_position(manifest)
             position = self._check_loss(cid, position, manifest)
-            scan = self._scan(cid, root, position, manifest.last_offset)
+            try:
+                scan = self._scan(cid, root, position, manifest.last_offset)
+            except MetadataError as err:  # damage: the file and the byte offset, in one line
+                raise StreamError(err.one_line()) from None
             ends[cid] = scan.safe if scan.safe.next > position.next else position
         return offset_json(ends)
 
@@ -145,6 +174,11 @@ class ArchiveStreamReader(DataSourceStreamReader):
             begin = self._check_loss(cid, begin, manifest)
             tasks.extend(self._tasks(cid, root, begin.next, stop.next - 1))
         return tasks
+
+    def reportLatestOffset(self) -> dict | None:
+        """How far the archives' durable ends were scanned (outside transactions): Spark's progress
+        shows it beside the micro-batch's end, so the lag of the query is in sight."""
+        return offset_json({cid: scan.safe for cid, scan in self._scans.items()}) if self._scans else None
 
     def read(self, partition: ArchiveTask) -> Iterator[Any]:
         return read_archive_task(partition)
@@ -189,16 +223,19 @@ class ArchiveStreamReader(DataSourceStreamReader):
                 continue
             if base > last:
                 break
-            for batch in entries_by_batch(path, _torn_tail_ok, False, begin=scan.scanned.next):
-                if batch and batch[0].offset > last:
+            for entry in _entries(path, scan.scanned.next, following is None, last):
+                if entry.offset > last:
                     return scan
-                scan.feed(e for e in batch if e.offset <= last)
+                scan.feed((entry,))
         return scan
 
     def _tasks(self, cid: str, root: Path, first: int, last: int) -> list[ArchiveTask]:
         scan = self._scans.get(cid)
         if scan is None or not scan.covers(first, last):
-            scan = self._scan_fresh(cid, root, first, last)
+            try:
+                scan = self._scan_fresh(cid, root, first, last)
+            except MetadataError as err:
+                raise StreamError(err.one_line()) from None
         spans = scan.spans_between(first, last)
         segments = self._segments(root)
         tasks = []
@@ -207,7 +244,8 @@ class ArchiveStreamReader(DataSourceStreamReader):
             if (end is not None and end < first) or base > last:
                 continue
             lo, hi = max(first, base), last if end is None else min(last, end)
-            tasks.append(ArchiveTask(cid, str(path), lo, hi, tuple(s for s in spans if s.last >= lo and s.first <= hi)))
+            tasks.append(ArchiveTask(cid, str(path), lo, hi, tuple(s for s in spans if s.last >= lo and s.first <= hi),
+                                     end is None))
         return tasks
 
     def _scan_fresh(self, cid: str, root: Path, first: int, last: int) -> TransactionScan:

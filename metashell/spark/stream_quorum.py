@@ -91,6 +91,7 @@ class QuorumStreamReader(DataSourceStreamReader):
         self.max_buffer_bytes = int_option(options, "maxBufferBytes", DEFAULT_MAX_BUFFER_BYTES, 1)
         self.timeout_s = int_option(options, "fetchTimeoutMs", 120_000, 1) / 1000
         self.tail: QuorumTail | None = None
+        self._fresh = False  # the tail was just started: see _caught_up
         self._warned: set[str] = set()
         self._new_tail(START, probe=True).close()  # bad settings fail the query's start, in one line
         self.tail = None
@@ -112,7 +113,17 @@ class QuorumStreamReader(DataSourceStreamReader):
             if tail is not None:
                 tail.close()
             tail = self.tail = self._new_tail(start)
+            self._fresh = True
         return tail
+
+    def _caught_up(self, tail: QuorumTail) -> None:
+        """A new tail's first micro-batch takes what was committed when it started (up to
+        maxBufferBytes), not the first answer's worth: a query under Trigger.AvailableNow asks
+        for its end once. A quorum that does not answer in time is waited for by the next
+        triggers instead (the stream keeps running)."""
+        if self._fresh:
+            self._fresh = False
+            tail.wait(lambda: tail.caught_up() or tail.held_bytes >= tail.max_buffer_bytes, self.timeout_s)
 
     def _check(self, tail: QuorumTail) -> None:
         with tail.changed:
@@ -165,6 +176,7 @@ class QuorumStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit: Any = None) -> dict:
         cluster_id, position = self._position(start)
         tail = self._tail_at(position)
+        self._caught_up(tail)
         self._check(tail)
         with tail.changed:
             safe = tail.scan.safe
@@ -183,6 +195,15 @@ class QuorumStreamReader(DataSourceStreamReader):
             batches = [b for b in tail.batches if b.last >= first.next and b.first < stop.next]
             spans = tail.scan.spans_between(first.next, stop.next - 1)
         return _chunks(cluster_id, batches, first.next, stop.next - 1, spans)
+
+    def reportLatestOffset(self) -> dict | None:
+        """The committed records the driver holds (outside transactions): Spark's progress shows it
+        beside the micro-batch's end."""
+        tail = self.tail
+        if tail is None or tail.cluster_id is None:
+            return None
+        with tail.changed:
+            return offset_json({tail.cluster_id: tail.scan.safe})
 
     def read(self, partition: QuorumTask) -> Iterator[Any]:
         return read_quorum_task(partition)

@@ -99,9 +99,10 @@ def forget_last_commit(checkpoint: Path, out: Path) -> int:
     """As if the query died after planning its last micro-batch and before committing it: the
     checkpoint's commit of it and the Parquet sink's record of it go (its offsets stay), so the
     restart reads that micro-batch again from a new reader (``partitions(start, end)`` with no
-    ``latestOffset`` before it). Returns the batch id."""
-    batch = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    ``latestOffset`` before it). A stopped live query may have planned one more than it
+    committed: that one is read again anyway. Returns the batch id."""
+    batch = max(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
     for log in (checkpoint / "commits", out / "_spark_metadata"):
-        (log / str(batch)).unlink()
+        (log / str(batch)).unlink(missing_ok=True)
         (log / f".{batch}.crc").unlink(missing_ok=True)  # Hadoop's checksum beside it
     return batch

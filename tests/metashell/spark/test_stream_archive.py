@@ -4,6 +4,8 @@ rows compared, record for record, with what the export's engine reads from the a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from metashell.record.archive import Archive
@@ -42,6 +44,9 @@ def test_a_growing_archive_gives_every_record_once_across_a_restart(spark, tmp_p
         assert max(r[1] for r in parquet_rows(spark, out)) == before_transaction - 1
         _commit(archive, [leader.append(), leader.end(aborted=True), leader.append()])
         query.processAllAvailable()
+        source = query.lastProgress["sources"][0]  # the lag in sight: the latest offset beside the end
+        assert json.loads(source["latestOffset"]) == json.loads(source["endOffset"]) == \
+            {"clusters": {CLUSTER: {"next": leader.next_offset, "epoch": leader.epoch}}}
     finally:
         query.stop()
     _commit(archive, [leader.begin(), leader.append(), leader.end(), leader.append()])  # while it is stopped
@@ -147,3 +152,47 @@ def test_a_micro_batch_planned_and_not_committed_is_read_again_the_same(spark, t
         query.stop()
     archive.close()
     assert sorted(parquet_rows(spark, out)) == before == sorted(expected_rows(archive.root, CLUSTER))
+
+
+def test_an_hourly_available_now_job_takes_what_the_archive_holds_and_ends(spark, tmp_path):
+    fmt = register(spark)
+    leader, archive = TransactionLog(), _archive(tmp_path)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def run() -> None:
+        query = (spark.readStream.format(fmt).load(str(archive.root)).writeStream.format("parquet")
+                 .option("path", str(out)).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        try:
+            assert query.awaitTermination(120), "an availableNow query ends by itself"
+        finally:
+            query.stop()
+
+    _commit(archive, [leader.append(), leader.append()])
+    run()
+    assert len(parquet_rows(spark, out)) == leader.next_offset
+    _commit(archive, [leader.begin(), leader.append(), leader.end(), leader.append(), leader.begin()])
+    run()  # the next run: what came since, up to the transaction still open
+    archive.close()
+    rows = parquet_rows(spark, out)
+    assert sorted(rows) == sorted(r for r in expected_rows(archive.root, CLUSTER) if r[1] < leader.next_offset - 1)
+
+
+def test_a_damaged_segment_fails_the_query_with_its_file_and_byte_offset(spark, tmp_path):
+    fmt = register(spark)
+    leader, archive = TransactionLog(), _archive(tmp_path)
+    _commit(archive, [leader.append() for _ in range(4)])
+    archive.close()
+    segment = sorted((archive.root / "__cluster_metadata-0").glob("*.log"))[0]
+    data = bytearray(segment.read_bytes())
+    data[-5] ^= 0xFF  # a record's byte: the batch's CRC no longer matches
+    segment.write_bytes(bytes(data))
+    query = start_query(spark, spark.readStream.format(fmt).load(str(archive.root)), tmp_path / "out",
+                        tmp_path / "checkpoint", "archive_damage")
+    try:
+        with pytest.raises(Exception) as failed:
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    line = next(x for x in str(failed.value).splitlines() if "StreamError: " in x)
+    assert f"StreamError: {segment}, byte offset " in line and "CRC mismatch" in line, line
