@@ -14,6 +14,8 @@ Rows of a transaction wait for its end (as the export's do), then go out in log 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 from typing import Iterator
 
@@ -58,6 +60,8 @@ def _rows(task: RecordsTask, permissive: bool) -> Iterator[tuple]:
     last = task.base_offset - 1
     for item in _batches(task, permissive):
         if isinstance(item, Damage):
+            if item.offset is None:  # its header does not read: it begins after the last record read
+                item = _placed(item, last + 1, task, pushed)
             if _keeps_damage(pushed, task.offsets, item):
                 yield corrupt_row(width, cluster, item)
             continue
@@ -103,6 +107,24 @@ def _keeper(pushed: Pushed, offsets: frozenset[int] | None):
             return False
         return types is None or entry.record.type_name in types
     return keep
+
+
+def _placed(damage: Damage, first: int, task: RecordsTask, pushed: Pushed) -> Damage:
+    """A damage whose batch header does not read, given the first offset it may hide that the
+    scan asked for: its region runs from ``first`` to the segment's end (the next segment's base
+    offset, or the log's end), so a damage row is not lost to startOffset/endOffset because its
+    own offset is unknown. Outside the bounds (the region holds no offset asked for) it stays
+    unplaced, and so is dropped by them."""
+    nxt = task.index + 1
+    last = task.segments[nxt][0] - 1 if nxt < len(task.segments) else None
+    if pushed.offset_max is not None and first > pushed.offset_max:
+        return damage
+    if pushed.offset_min is not None and last is not None and last < pushed.offset_min:
+        return damage
+    if task.offsets is not None:
+        inside = sorted(o for o in task.offsets if o >= first and (last is None or o <= last))
+        return replace(damage, offset=inside[0]) if inside else damage
+    return replace(damage, offset=max(first, pushed.offset_min if pushed.offset_min is not None else first))
 
 
 def _keeps_damage(pushed: Pushed, offsets: frozenset[int] | None, damage: Damage) -> bool:

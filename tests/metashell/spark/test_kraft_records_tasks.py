@@ -197,3 +197,21 @@ def test_records_below_the_oldest_snapshot_are_rows_of_both(tmp_path: Path) -> N
     for end in (12, 15, 20):
         assert _without_cluster(read_rows({"path": str(node), "endOffset": str(end), "startOffset": "12"})) == \
             _export(node, start=12, end=end)
+
+
+def test_permissive_damage_without_a_readable_header_is_not_lost_to_start_offset(tmp_path: Path) -> None:
+    """A batch whose length cannot be trusted hides the rest of its segment: with startOffset
+    inside that rest the damage is still a row, placed at the first offset asked for."""
+    node = write_split_story(tmp_path / "node", STORY, roll_after={12})
+    segment = list_log_dir(node).segments[0][1]
+    pos, base = _batch_positions(segment)[4]
+    data = bytearray(segment.read_bytes())
+    data[pos + 8:pos + 12] = (0x7FFFFFF0).to_bytes(4, "big")  # the batch length: past the file's end
+    segment.write_bytes(bytes(data))
+    rows = read_rows({"path": str(node), "mode": "PERMISSIVE", "startOffset": str(base + 1)}, permissive=True)
+    corrupt = [row for row in rows if row[-1] is not None]
+    assert len(corrupt) == 1 and corrupt[0][:2] == ("story-cluster", base + 1)
+    assert corrupt[0][-1].startswith(f"{segment}, byte offset {pos}: ")
+    # startOffset past the whole first segment (0..18): the damage is not in the range asked for
+    later = read_rows({"path": str(node), "mode": "PERMISSIVE", "startOffset": "19"}, permissive=True)
+    assert all(row[-1] is None for row in later) and later
