@@ -7,7 +7,8 @@ A path may be:
   snapshots),
 - an archive (``archive.json`` beside ``__cluster_metadata-0``: ``metashell record``'s),
 - a single file: a segment (``<offset>.log``) or a snapshot (``<offset>-<epoch>.checkpoint``),
-- a glob of any of these (``/archive/*/``), or a list of them.
+- a glob of any of these (``/archive/*/``; what it matches that is not metadata is passed over,
+  with a warning line), or a list of them.
 
 Files are grouped by the log directory that holds them: a directory named whole gives all its
 files, single files only themselves. The cluster id comes from ``meta.properties`` beside the log
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -47,7 +49,7 @@ def resolve_paths(paths: Iterable[str], cluster_id: str | None = None) -> list[C
     whole: dict[str, bool] = {}  # log dir -> named whole
     files: dict[str, list[Path]] = {}  # log dir -> single files named
     for given in paths:
-        for path in _expand(given):
+        for path in _in_glob(given, _expand(given)):
             log_dir, single = _classify(path)
             key = str(log_dir)
             if key not in whole:
@@ -57,6 +59,28 @@ def resolve_paths(paths: Iterable[str], cluster_id: str | None = None) -> list[C
             elif single not in files[key]:
                 files[key].append(single)
     return [_cluster_files(Path(key), whole[key], files[key], cluster_id) for key in whole]
+
+
+def _in_glob(given: str, matches: list[Path]) -> list[Path]:
+    """The metadata a glob matches. A fleet's directory also holds other things (a README,
+    lost+found, a Spark checkpoint): those are passed over with a warning line each (on the
+    planning worker's stderr, in Spark's log), and the read fails only when nothing it matches is
+    metadata. A path named without a glob must be metadata."""
+    if not any(c in os.path.expanduser(str(given)) for c in _GLOB_CHARS):
+        return matches
+    kept, passed = [], []
+    for path in matches:
+        try:
+            _classify(path)
+        except PathError as exc:
+            passed.append(str(exc))
+            continue
+        kept.append(path)
+    if not kept:
+        raise PathError(f"{given}: the glob matches no metadata ({passed[0]})")
+    for line in passed:
+        print(f"metashell: warning: {line}: passed over (matched by {given})", file=sys.stderr)
+    return kept
 
 
 def _expand(given: str) -> list[Path]:

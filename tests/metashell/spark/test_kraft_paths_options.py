@@ -56,6 +56,21 @@ def test_a_glob_and_a_list_group_files_per_cluster(tmp_path: Path) -> None:
         len(list_log_dir(tmp_path / "fleet" / "a").segments)
 
 
+def test_a_glob_passes_over_what_is_not_metadata_with_a_warning_line(tmp_path: Path, capsys) -> None:
+    write_split_story(tmp_path / "fleet" / "a", cluster_id="cluster-a")
+    (tmp_path / "fleet" / "lost+found").mkdir()
+    (tmp_path / "fleet" / "README").write_text("the fleet's metadata")
+    assert [f.cluster_id for f in resolve_paths([str(tmp_path / "fleet" / "*")])] == ["cluster-a"]
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(line.startswith("metashell: warning: ") and "passed over" in line for line in lines)
+    assert any("lost+found" in line for line in lines) and any("README" in line for line in lines)
+    # named without a glob it is still refused, and a glob of nothing but strays fails naming one
+    with pytest.raises(PathError, match="not a metadata log directory"):
+        resolve_paths([str(tmp_path / "fleet" / "lost+found")])
+    with pytest.raises(PathError, match=r"l\*: the glob matches no metadata \(.*lost\+found"):
+        resolve_paths([str(tmp_path / "fleet" / "l*")])
+
+
 def test_an_archive_gives_its_manifests_cluster_and_the_exports_rows(tmp_path: Path) -> None:
     from metashell.export.history_tables import history_rows
 
