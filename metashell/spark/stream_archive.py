@@ -13,7 +13,11 @@ cluster id (metashell.spark.stream_offsets). An archive that appears later joins
 offset; an archive's holes (``gaps`` in archive.json: offsets the recorder never got) are passed
 over, as the archive says. Offsets the stream still needs but the archive no longer holds (its
 retention dropped them) fail the query with one line (failOnDataLoss, the default) or are
-skipped with a line saying which (failOnDataLoss=false).
+skipped with a line saying which (failOnDataLoss=false). A transaction still open at a hole (its
+End was in the offsets the recorder never got) ends there with ``aborted`` null, as the export
+says of a transaction open where a run ends. ``startingOffsets``: ``earliest`` (the default, each
+archive's first offset) or ``latest`` (each archive's durable end, at the Begin of a transaction
+open there).
 """
 
 from __future__ import annotations
