@@ -122,7 +122,8 @@ def test_starting_offsets_latest_starts_at_the_durable_end_never_inside_a_transa
     archive.commit()
     root = str(archive.root)
     assert ArchiveStreamReader([root], {}).initialOffset() == {"clusters": {CLUSTER: {"next": 0, "epoch": 0}}}
-    assert ArchiveStreamReader([root], {"startingOffsets": "earliest"}).initialOffset()["clusters"][CLUSTER]["next"] == 0
+    earliest = ArchiveStreamReader([root], {"startingOffsets": "earliest"})
+    assert earliest.initialOffset()["clusters"][CLUSTER]["next"] == 0
     reader = ArchiveStreamReader([root], {"startingOffsets": "LATEST"})
     start = reader.initialOffset()
     assert start == {"clusters": {CLUSTER: {"next": 6, "epoch": 1}}}
