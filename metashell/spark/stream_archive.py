@@ -13,7 +13,11 @@ cluster id (metashell.spark.stream_offsets). An archive that appears later joins
 offset; an archive's holes (``gaps`` in archive.json: offsets the recorder never got) are passed
 over, as the archive says. Offsets the stream still needs but the archive no longer holds (its
 retention dropped them) fail the query with one line (failOnDataLoss, the default) or are
-skipped with a line saying which (failOnDataLoss=false).
+skipped with a line saying which (failOnDataLoss=false). A transaction still open at a hole (its
+End was in the offsets the recorder never got) ends there with ``aborted`` null, as the export
+says of a transaction open where a run ends. ``startingOffsets``: ``earliest`` (the default, each
+archive's first offset) or ``latest`` (each archive's durable end, at the Begin of a transaction
+open there).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from engine.storage.log_reader import METADATA_PARTITION_DIR, LogEntry, entries_
 from metashell.record.manifest import MANIFEST_FILE, Manifest, read_manifest
 from metashell.spark.corrupt import KraftReadError
 from metashell.spark.stream_offsets import (Position, StreamError, StreamOptionError, data_loss_line,
-                                            offset_json, positions_of)
+                                            offset_json, positions_of, starting_offsets)
 from metashell.spark.stream_rows import record_batches
 from metashell.spark.stream_transactions import Span, TransactionScan
 
@@ -97,7 +101,8 @@ def archive_roots(paths: Sequence[str]) -> list[Path]:
     roots = []
     for text in paths:
         matched = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
-        roots.extend(Path(p) for p in matched if (Path(p) / MANIFEST_FILE).is_file())
+        # absolute on the driver: an executor of a standalone cluster runs in its own work dir
+        roots.extend(Path(p).absolute() for p in matched if (Path(p) / MANIFEST_FILE).is_file())
         if not glob.has_magic(text) and not (Path(text) / MANIFEST_FILE).is_file():
             raise StreamOptionError(f"{text}: not an archive (no {MANIFEST_FILE}); the kraft stream reads an "
                                     "archive of `metashell record`, or a live quorum (option bootstrap.controllers)")
@@ -109,9 +114,13 @@ class ArchiveStreamReader(DataSourceStreamReader):
         self.paths = list(paths)
         self.fail_on_data_loss = fail_on_data_loss
         self.cluster_override = options.get("clusterId") or options.get("clusterid")
+        self.starting = starting_offsets(options)
         archive_roots(self.paths)  # a bad path fails the query's start, in one line
         self._scans: dict[str, TransactionScan] = {}
         self._roots: dict[str, Path] = {}
+        # the last end handed to Spark (or handed back by it): the start of a latestOffset() asked
+        # without one, as PySpark 4.0 and 4.1 ask (the start argument came in 4.2)
+        self._handed: dict | None = None
 
     # -- the archives -------------------------------------------------------------------------
 
@@ -143,23 +152,38 @@ class ArchiveStreamReader(DataSourceStreamReader):
     # -- Spark's calls ------------------------------------------------------------------------
 
     def initialOffset(self) -> dict:
-        return offset_json({cid: self._first_position(m) for cid, (_, m) in self._manifests().items()})
+        manifests = self._manifests()
+        positions = {cid: self._first_position(m) for cid, (_, m) in manifests.items()}
+        if self.starting == "latest":
+            # each archive's durable end, or the Begin of a transaction open there
+            positions = {cid: self._safe_end(cid, root, positions[cid], manifest)
+                         for cid, (root, manifest) in manifests.items()}
+        self._handed = offset_json(positions)
+        return self._handed
 
-    def latestOffset(self, start: dict, limit: Any = None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        if start is None:
+            start = self._handed if self._handed is not None else self.initialOffset()
         positions = positions_of(start)
         ends = dict(positions)
         for cid, (root, manifest) in self._manifests().items():
             position = positions.get(cid) or self._first_position(manifest)
             position = self._check_loss(cid, position, manifest)
-            try:
-                scan = self._scan(cid, root, position, manifest.last_offset)
-            except MetadataError as err:  # damage: the file and the byte offset, in one line
-                raise StreamError(err.one_line()) from None
-            ends[cid] = scan.safe if scan.safe.next > position.next else position
-        return offset_json(ends)
+            ends[cid] = self._safe_end(cid, root, position, manifest)
+        self._handed = offset_json(ends)
+        return self._handed
+
+    def _safe_end(self, cid: str, root: Path, position: Position, manifest: Manifest) -> Position:
+        """How far a micro-batch from ``position`` may go: the durable end, outside any transaction."""
+        try:
+            scan = self._scan(cid, root, position, manifest.last_offset, manifest)
+        except MetadataError as err:  # damage: the file and the byte offset, in one line
+            raise StreamError(err.one_line()) from None
+        return scan.safe if scan.safe.next > position.next else position
 
     def partitions(self, start: dict, end: dict) -> list[ArchiveTask]:
         starts, ends = positions_of(start), positions_of(end)
+        self._handed = end  # a replayed micro-batch after a restart: the next goes on from its end
         manifests = self._manifests()
         tasks = []
         for cid, stop in ends.items():
@@ -172,7 +196,7 @@ class ArchiveStreamReader(DataSourceStreamReader):
                 raise StreamError(f"cluster {cid}: its archive is no longer among {', '.join(self.paths)}")
             root, manifest = manifests[cid]
             begin = self._check_loss(cid, begin, manifest)
-            tasks.extend(self._tasks(cid, root, begin.next, stop.next - 1))
+            tasks.extend(self._tasks(cid, root, begin.next, stop.next - 1, manifest))
         return tasks
 
     def reportLatestOffset(self) -> dict | None:
@@ -184,6 +208,8 @@ class ArchiveStreamReader(DataSourceStreamReader):
         return read_archive_task(partition)
 
     def commit(self, end: dict) -> None:
+        if self._handed is None:
+            self._handed = end
         for cid, position in positions_of(end).items():
             scan = self._scans.get(cid)
             if scan is not None:
@@ -207,8 +233,11 @@ class ArchiveStreamReader(DataSourceStreamReader):
     def _segments(self, root: Path) -> list[tuple[int, Path]]:
         return list(list_log_dir(root / METADATA_PARTITION_DIR).segments)
 
-    def _scan(self, cid: str, root: Path, position: Position, last: int) -> TransactionScan:
-        """The scan of ``cid`` from ``position``, fed up to offset ``last`` (the durable end)."""
+    def _scan(self, cid: str, root: Path, position: Position, last: int, manifest: Manifest) -> TransactionScan:
+        """The scan of ``cid`` from ``position``, fed up to offset ``last`` (the durable end). At a
+        hole of the archive (the offsets jump, or the scan stands in one of the manifest's gaps) a
+        transaction still open is cut (TransactionScan.cut): its End is in no segment, and
+        waiting for it would stall the stream for good."""
         scan = self._scans.get(cid)
         # every position Spark hands back is one this source gave out: outside any transaction,
         # so a scan that passed it goes on from where it stands
@@ -226,14 +255,18 @@ class ArchiveStreamReader(DataSourceStreamReader):
             for entry in _entries(path, scan.scanned.next, following is None, last):
                 if entry.offset > last:
                     return scan
+                if entry.offset > scan.scanned.next:
+                    scan.cut()
                 scan.feed((entry,))
+        if scan.open_first is not None and manifest.gap_for(scan.scanned.next) is not None:
+            scan.cut()  # the hole is at the durable end: the records after it are not written yet
         return scan
 
-    def _tasks(self, cid: str, root: Path, first: int, last: int) -> list[ArchiveTask]:
+    def _tasks(self, cid: str, root: Path, first: int, last: int, manifest: Manifest) -> list[ArchiveTask]:
         scan = self._scans.get(cid)
         if scan is None or not scan.covers(first, last):
             try:
-                scan = self._scan_fresh(cid, root, first, last)
+                scan = self._scan_fresh(cid, root, first, last, manifest)
             except MetadataError as err:
                 raise StreamError(err.one_line()) from None
         spans = scan.spans_between(first, last)
@@ -248,12 +281,12 @@ class ArchiveStreamReader(DataSourceStreamReader):
                                      end is None))
         return tasks
 
-    def _scan_fresh(self, cid: str, root: Path, first: int, last: int) -> TransactionScan:
+    def _scan_fresh(self, cid: str, root: Path, first: int, last: int, manifest: Manifest) -> TransactionScan:
         """A batch planned before a restart: its spans, scanned anew (the batch starts outside any
         transaction, as every micro-batch does)."""
         saved = self._scans.pop(cid, None)
         try:
-            return self._scan(cid, root, Position(first, 0), last)
+            return self._scan(cid, root, Position(first, 0), last, manifest)
         finally:
             if saved is not None:
                 self._scans[cid] = saved

@@ -8,7 +8,8 @@ the record before it: the Fetch's fetchOffset and lastFetchedEpoch), as an obser
 leader, a restarted controller, a quorum down for a while: retried with the client's backoff,
 as the recorder does), and keeps every whole committed batch's bytes as the leader served them,
 with a TransactionScan of their records (where a micro-batch may end). It stops fetching while
-it holds ``max_buffer_bytes`` (Spark drops what it committed: ``drop_below``).
+it holds ``max_buffer_bytes`` (Spark drops what it committed: ``drop_below``), unless one open
+metadata transaction fills that much (see _may_fetch).
 
 When the leader's log no longer holds the start (its log start moved past it, after a
 snapshot), the follower is told the snapshot: ``lost`` names the offsets, and, with
@@ -33,6 +34,9 @@ from metashell.spark.stream_offsets import Position
 from metashell.spark.stream_transactions import TransactionScan
 
 DEFAULT_MAX_BUFFER_BYTES = 64 * 1024 * 1024
+# how far past max_buffer_bytes one open metadata transaction may take the buffer: Spark can take
+# none of it before its End, so the tail fetches on; past this, the query fails in one line
+OPEN_TRANSACTION_FACTOR = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +93,11 @@ class QuorumTail:
             self._thread.join(10)
 
     def wait(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Until ``predicate()`` (called under the lock), an error, or ``timeout_s`` passes."""
+        """Until ``predicate()`` (called under the lock), an error, offsets lost that are not to be
+        skipped (the tail fetches nothing more: the caller fails at once), or ``timeout_s`` passes."""
         with self.changed:
-            return self.changed.wait_for(lambda: predicate() or self.error is not None, timeout_s)
+            return self.changed.wait_for(lambda: predicate() or self.error is not None or
+                                         (self.lost is not None and not self.skip_lost), timeout_s)
 
     def drop_below(self, offset: int) -> None:
         """Spark committed everything before ``offset``: its bytes may go."""
@@ -178,7 +184,7 @@ class QuorumTail:
                 self._wake.clear()
                 now = clock()
                 wake_ms = now + 1_000
-                if self.held_bytes < self.max_buffer_bytes:
+                if self._may_fetch():
                     ready = core.poll(now)
                     for message in ready.messages:
                         task = asyncio.create_task(exchange(core, client, message, settings, clock))
@@ -186,9 +192,9 @@ class QuorumTail:
                         task.add_done_callback(tasks.discard)
                     wake_ms = min(ready.next_poll_ms, wake_ms)
                 self._take(core)
-                if core.error is not None:
+                if core.error is not None or self.error is not None:
                     with self.changed:
-                        self.error = core.error
+                        self.error = self.error or core.error
                         self.changed.notify_all()
                     return
                 await wait_any(tasks, self._wake, (wake_ms - clock()) / 1000)
@@ -196,6 +202,28 @@ class QuorumTail:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _may_fetch(self) -> bool:
+        """Whether to fetch more: while less than max_buffer_bytes is held, or while one open
+        metadata transaction alone holds that much (Spark can take none of it before its End: a
+        stall otherwise), up to OPEN_TRANSACTION_FACTOR times that; past it, ``error``."""
+        with self.changed:
+            if self.held_bytes < self.max_buffer_bytes:
+                return True
+            first = self.scan.open_first
+            if first is None:
+                return False
+            open_bytes = sum(len(b.data) for b in self.batches if b.last >= first)
+            if open_bytes < self.max_buffer_bytes:
+                return False  # Spark drains what lies before its Begin first
+            cap = OPEN_TRANSACTION_FACTOR * self.max_buffer_bytes
+            if open_bytes < cap:
+                return True
+            self.error = (f"the metadata transaction from offset {first} is still open after {open_bytes} bytes, "
+                          f"more than {OPEN_TRANSACTION_FACTOR} x maxBufferBytes ({cap}): a micro-batch ends "
+                          f"outside transactions; raise option maxBufferBytes (now {self.max_buffer_bytes})")
+            self.changed.notify_all()
+            return False
 
     def _take(self, core: LogFollower) -> None:
         taken = core.take()

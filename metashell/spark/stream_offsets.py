@@ -79,6 +79,16 @@ def data_loss_line(cluster_id: str, wanted: int, available: int, where: str) -> 
             "logged), or start the query from a new checkpoint")
 
 
+def starting_offsets(options: Mapping[str, str]) -> str:
+    """Option startingOffsets: ``earliest`` (the default) or ``latest``; one line for another value."""
+    value = options.get("startingOffsets")
+    text = "earliest" if value is None else str(value).strip().lower()
+    if text not in ("earliest", "latest"):
+        raise StreamOptionError(f"option startingOffsets={value!r}: expected earliest or latest (a checkpoint "
+                                "says where a restarted query goes on)")
+    return text
+
+
 def bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
     value = options.get(name)
     if value is None:

@@ -35,7 +35,7 @@ from metashell.live.attach import load_command_config
 from metashell.spark.stream_follow import DEFAULT_MAX_BUFFER_BYTES, QuorumTail
 from metashell.spark.corrupt import KraftReadError
 from metashell.spark.stream_offsets import (START, Position, StreamError, StreamOptionError, data_loss_line,
-                                            int_option, offset_json, positions_of)
+                                            int_option, offset_json, positions_of, starting_offsets)
 from metashell.spark.stream_rows import record_batches
 from metashell.spark.stream_transactions import Span
 
@@ -84,15 +84,15 @@ class QuorumStreamReader(DataSourceStreamReader):
         self.config = client_config(options)
         self.cluster_id = options.get("clusterId") or self.config.get("cluster.id") or None
         self.fail_on_data_loss = fail_on_data_loss
-        self.starting = str(options.get("startingOffsets", "earliest")).strip().lower()
-        if self.starting not in ("earliest", "latest"):
-            raise StreamOptionError(f"option startingOffsets={options.get('startingOffsets')!r}: expected "
-                                    "earliest or latest (a checkpoint says where a restarted query goes on)")
+        self.starting = starting_offsets(options)
         self.max_buffer_bytes = int_option(options, "maxBufferBytes", DEFAULT_MAX_BUFFER_BYTES, 1)
         self.timeout_s = int_option(options, "fetchTimeoutMs", 120_000, 1) / 1000
         self.tail: QuorumTail | None = None
         self._fresh = False  # the tail was just started: see _caught_up
         self._warned: set[str] = set()
+        # the last end handed to Spark (or handed back by it): the start of a latestOffset() asked
+        # without one, as PySpark 4.0 and 4.1 ask (the start argument came in 4.2)
+        self._handed: dict | None = None
         self._new_tail(START, probe=True).close()  # bad settings fail the query's start, in one line
         self.tail = None
 
@@ -140,6 +140,7 @@ class QuorumStreamReader(DataSourceStreamReader):
 
     def _waited(self, tail: QuorumTail, ok: Any, what: str) -> None:
         if not tail.wait(ok, self.timeout_s):
+            self._check(tail)  # what stopped the tail, before "no answer"
             raise StreamError(f"{what}: no answer from the quorum at {self.bootstrap} in {self.timeout_s:g} s"
                                + (f" (last: {tail.last_failure})" if tail.last_failure else ""))
         self._check(tail)
@@ -160,7 +161,8 @@ class QuorumStreamReader(DataSourceStreamReader):
         else:
             begin = tail.begin
         self.cluster_id = tail.cluster_id
-        return offset_json({tail.cluster_id: begin})
+        self._handed = offset_json({tail.cluster_id: begin})
+        return self._handed
 
     def _position(self, offset: dict) -> tuple[str, Position]:
         positions = positions_of(offset)
@@ -173,7 +175,9 @@ class QuorumStreamReader(DataSourceStreamReader):
         self.cluster_id = cluster_id
         return cluster_id, position
 
-    def latestOffset(self, start: dict, limit: Any = None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        if start is None:
+            start = self._handed if self._handed is not None else self.initialOffset()
         cluster_id, position = self._position(start)
         tail = self._tail_at(position)
         self._caught_up(tail)
@@ -181,11 +185,13 @@ class QuorumStreamReader(DataSourceStreamReader):
         with tail.changed:
             safe = tail.scan.safe
         end = safe if safe.next > position.next else position
-        return offset_json({cluster_id: end})
+        self._handed = offset_json({cluster_id: end})
+        return self._handed
 
     def partitions(self, start: dict, end: dict) -> list[QuorumTask]:
         cluster_id, first = self._position(start)
         _, stop = self._position(end)
+        self._handed = end  # a replayed micro-batch after a restart: the next goes on from its end
         if stop.next <= first.next:
             return []
         tail = self._tail_at(first)
@@ -210,6 +216,8 @@ class QuorumStreamReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         _, position = self._position(end)
+        if self._handed is None:
+            self._handed = end
         if self.tail is not None:
             self.tail.drop_below(position.next)
 

@@ -27,11 +27,12 @@ BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTran
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A transaction from its Begin at ``first`` to its End or Abort at ``last``."""
+    """A transaction from its Begin at ``first`` to its End or Abort at ``last`` (``aborted``
+    None: the log broke off at ``last`` with the transaction still open, see TransactionScan.cut)."""
 
     first: int
     last: int
-    aborted: bool
+    aborted: bool | None
 
 
 def _held(entry: LogEntry) -> bool:
@@ -69,6 +70,16 @@ class TransactionScan:
                     self.open_first = None
             if self.open_first is None:
                 self.safe = self.scanned
+
+    def cut(self) -> None:
+        """The log breaks off after the records fed (an archive's hole: the recorder resumed at a
+        snapshot, the open transaction's End was never recorded): the open transaction ends here
+        with no outcome (null, as the export says of a transaction open where a run ends), and what
+        follows the hole starts outside any transaction, as a run from a snapshot does."""
+        if self.open_first is not None:
+            self.spans.append(Span(self.open_first, self.scanned.next - 1, None))
+            self.open_first = None
+        self.safe = self.scanned
 
     def covers(self, first: int, last: int) -> bool:
         """Whether the scan saw every record from ``first`` to ``last`` (its spans are whole there)."""
