@@ -34,7 +34,7 @@ from typing import Callable
 
 from engine.common.command_line import OneLineParser
 from engine.common.errors import ConfigError, MetadataError
-from metashell.bench.spark_logs import FleetSpec, make_fleet
+from metashell.bench.spark_logs import FleetSpec, creation_records, make_fleet
 
 TABLES = ("records", "partition_changes")
 
@@ -76,28 +76,32 @@ def build_bench_spark_parser() -> OneLineParser:
     parser.add_argument("--snapshot-every", type=int, default=250_000,
                         help="a snapshot every this many records (default 250,000)")
     parser.add_argument("--segment-mb", type=int, default=8, help="segment size in MiB (default 8)")
+    parser.add_argument("--topics", type=int, default=1_000, help="topics of 10 partitions a cluster (default 1,000)")
     parser.add_argument("--dir", help="where the fleet goes (reused when it holds the same fleet)")
     parser.add_argument("--keep", action="store_true", help="keep a fleet written to a temporary directory")
     parser.add_argument("--tables", default=",".join(TABLES), help=f"tables to time (default {','.join(TABLES)})")
     parser.add_argument("--driver-clusters", type=int, default=2,
                         help="clusters the driver-side export reads (default 2; 0 skips it)")
-    parser.add_argument("--no-local", action="store_true", help="skip local[1] and local[2]")
+    parser.add_argument("--local-masters", default="local[1],local[2]",
+                        help="the local masters the data source runs on (default local[1],local[2]; '' skips)")
     parser.add_argument("--no-standalone", action="store_true", help="skip the standalone cluster")
     parser.add_argument("--rounds", type=int, default=1, help="times each job runs in its application (default 1)")
     return parser
 
 
 def run_bench_spark(args) -> int:
-    if args.clusters < 1 or args.records < 20_000 or args.snapshot_every < 1 or args.segment_mb < 1 or args.rounds < 1:
-        raise ConfigError("--clusters, --snapshot-every, --segment-mb and --rounds must be positive, "
-                          "--records at least 20000 (the cluster's own creation takes about 12,000)")
+    if min(args.clusters, args.snapshot_every, args.segment_mb, args.rounds, args.topics) < 1:
+        raise ConfigError("--clusters, --snapshot-every, --segment-mb, --topics and --rounds must be positive")
+    if args.records <= creation_records(args.topics):
+        raise ConfigError(f"--records must be more than {creation_records(args.topics):,} "
+                          f"(the creation of {args.topics:,} topics and their partitions)")
     tables = [t for t in args.tables.split(",") if t]
     from metashell.spark.table_schema import SOURCE_TABLES
 
     for table in tables:
         if table not in SOURCE_TABLES:
             raise ConfigError(f"unknown table {table!r} (known: {', '.join(SOURCE_TABLES)})")
-    spec = FleetSpec(args.clusters, args.records, args.snapshot_every, args.segment_mb << 20)
+    spec = FleetSpec(args.clusters, args.records, args.snapshot_every, args.segment_mb << 20, topics=args.topics)
     temp = None if args.dir else Path(tempfile.mkdtemp(prefix="metashell-bench-spark-"))
     root = Path(args.dir) if args.dir else temp / "fleet"
     try:
@@ -112,9 +116,8 @@ def run_bench_spark(args) -> int:
 
 def plan_runs(args) -> list[Run]:
     runs = []
-    if not args.no_local:
-        runs += [Run("source local[1]", "local[1]", "source", args.clusters),
-                 Run("source local[2]", "local[2]", "source", args.clusters)]
+    for master in (m for m in args.local_masters.split(",") if m):
+        runs.append(Run(f"source {master}", master, "source", args.clusters))
     if args.driver_clusters > 0:
         runs.append(Run("driver export local[2]", "local[2]", "driver", min(args.driver_clusters, args.clusters)))
     if not args.no_standalone:

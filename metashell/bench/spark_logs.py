@@ -51,6 +51,12 @@ class FleetSpec:
     seed: int = 1
 
 
+def creation_records(topics: int, partitions: int = 10) -> int:
+    """The records that create the cluster: metadata.version, the brokers registered and
+    unfenced, each topic with its config and partitions."""
+    return 1 + 2 * BROKERS + topics * (2 + partitions)
+
+
 def cluster_id(index: int) -> str:
     return f"bench-cluster-{index:03d}"
 
