@@ -15,13 +15,30 @@ import pytest
 
 from metashell.bench.spark_cluster import REPO, ClusterDidNotStart, StandaloneCluster, driver_env
 
-__all__ = ["REPO", "StandaloneCluster", "driver_env", "executor_of", "standalone_cluster"]
+__all__ = ["REPO", "StandaloneCluster", "demo_node", "driver_env", "executor_of", "rows_of", "standalone_cluster"]
 
 
 def executor_of(cwd: str) -> str:
     """``worker-N/EXECUTOR_ID`` of a Python worker's working directory on our cluster."""
     path = Path(cwd)
     return f"{path.parent.parent.name}/{path.name}"
+
+
+def demo_node(directory: Path) -> Path:
+    """The demo's log as a node directory: a meta.properties beside it names its cluster."""
+    from engine.storage.meta_properties import MetaProperties, write_meta_properties
+    from metashell.demo.shell_demo import write_demo_log_dir
+
+    write_meta_properties(write_demo_log_dir(directory), MetaProperties(1, "demo-cluster", node_id=1))
+    return directory
+
+
+def rows_of(df) -> list[str]:
+    """A DataFrame's rows, each as sorted-key JSON, sorted: two reads compared as multisets
+    (pyspark.testing's comparison imports pyspark.pandas, which the installed pandas may break)."""
+    import json
+
+    return sorted(json.dumps(row.asDict(recursive=True), sort_keys=True, default=str) for row in df.collect())
 
 
 def start_or_fail(work: Path, **kwargs) -> StandaloneCluster:

@@ -107,7 +107,11 @@ def history_dataframe(log_dir: Any, table: str = "records", spark: Any = None, *
 def source_dataframe(paths: Any, table: str, spark: Any, *, start: int | None = None,
                      end: int | None = None) -> Any:
     """``spark.read.format("kraft").option("table", table).load(paths)``, the source registered
-    in ``spark`` first (a Connect session too); ``start``/``end`` as startOffset/endOffset."""
+    in ``spark`` first (a Connect session too); ``start``/``end`` as startOffset/endOffset.
+
+    One directory that nothing names the cluster of (no meta.properties or archive.json: a bare
+    copy of __cluster_metadata-0, a generated log) is still exported, its cluster_id null: the
+    source wants an id for such files (option clusterId), so it gets a stand-in, replaced here."""
     import metashell.spark
 
     reader = metashell.spark.register(spark).read.format("kraft").option("table", table)
@@ -115,7 +119,31 @@ def source_dataframe(paths: Any, table: str, spark: Any, *, start: int | None = 
         reader = reader.option("startOffset", str(start))
     if end is not None:
         reader = reader.option("endOffset", str(end))
-    return reader.load([str(p) for p in paths] if isinstance(paths, (list, tuple)) else str(paths))
+    if isinstance(paths, (list, tuple)):
+        return reader.load([str(p) for p in paths])
+    unnamed = _names_no_cluster(Path(paths))
+    frame = reader.option("clusterId", UNNAMED_CLUSTER).load(str(paths)) if unnamed else reader.load(str(paths))
+    if not unnamed:
+        return frame
+    from pyspark.sql import functions as F
+
+    return frame.select(*(F.lit(None).cast("string").alias(c) if c == "cluster_id" else F.col(c) for c in frame.columns))
+
+
+UNNAMED_CLUSTER = "-"  # the clusterId stand-in of source_dataframe, never seen in its rows
+
+
+def _names_no_cluster(path: Path) -> bool:
+    """Whether ``path``, a directory, has no meta.properties or archive.json to name its cluster."""
+    if not path.is_dir():
+        return False
+    from engine.storage.log_reader import list_log_dir
+    from metashell.spark.paths import cluster_id_of
+
+    try:
+        return cluster_id_of(list_log_dir(path).path) is None
+    except Exception:  # noqa: BLE001 - the source says what is wrong with the directory, in one line
+        return False
 
 
 def export(df: Any, out_dir: Any, fmt: str = "parquet", table: str | None = None) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, corpus_unavailable
-from tests.spark_standalone import REPO, driver_env
+from tests.spark_standalone import REPO, demo_node, driver_env, rows_of
 
 pytestmark = pytest.mark.slow  # a Spark Connect server: a JVM of its own
 
@@ -43,11 +43,10 @@ CHILD = textwrap.dedent('''
 ''')
 
 
-def test_the_source_through_spark_connect(spark, tmp_path: Path, demo_log_dir: Path) -> None:
-    from pyspark.testing import assertDataFrameEqual
-
+def test_the_source_through_spark_connect(spark, tmp_path: Path) -> None:
     import metashell.spark
 
+    demo_log_dir = demo_node(tmp_path / "demo")
     nodes = [str(demo_log_dir)]
     if CORPUS.is_dir():
         nodes.append(str(CORPUS / "weebee-io__backend"))
@@ -67,7 +66,7 @@ def test_the_source_through_spark_connect(spark, tmp_path: Path, demo_log_dir: P
     for name, table, paths in jobs:
         local = spark.read.format("kraft").option("table", table).load(paths)
         assert local.count() > 0
-        assertDataFrameEqual(spark.read.parquet(str(out / name)), local, checkRowOrder=False)
+        assert rows_of(spark.read.parquet(str(out / name))) == rows_of(local)
     exported = [json.loads(line) for f in sorted((out / "export" / "config_changes").glob("part-*.json"))
                 for line in f.read_text().splitlines()]
     expected = spark.read.format("kraft").option("table", "config_changes").load(str(demo_log_dir)).count()

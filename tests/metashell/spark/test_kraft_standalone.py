@@ -7,8 +7,9 @@ corpus's real Kafka directories and the demo's log, ``records`` (a task a segmen
 where each row was made: the Python worker's working directory (a standalone worker runs each
 executor in WORK_DIR/APP_ID/EXECUTOR_ID) and the file metashell was imported from. The tests
 compare the rows with the suite's local session reading the same paths, and check that the
-tasks ran on both workers' executors. A second application ships metashell as a wheel
-(``spark.submit.pyFiles``, as docs/spark-cluster.md tells) and its executors import it from there.
+tasks ran on both workers' executors. A second application ships metashell as a wheel (named
+.zip, in ``spark.submit.pyFiles``, as docs/spark-cluster.md tells) and its executors import it
+from there.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, corpus_unavailable
-from tests.spark_standalone import REPO, driver_env, executor_of, standalone_cluster  # noqa: F401 - a fixture
+from tests.spark_standalone import REPO, demo_node, driver_env, executor_of, rows_of, standalone_cluster  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow  # JVMs: a master, two workers, their executors and a driver
 
@@ -54,10 +55,10 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
-def _nodes(demo_log_dir: Path) -> list[str]:
+def _nodes(demo_node: Path) -> list[str]:
     if not CORPUS.is_dir():
         corpus_unavailable()
-    return [*(str(CORPUS / node) for node in CORPUS_NODES), str(demo_log_dir)]
+    return [*(str(CORPUS / node) for node in CORPUS_NODES), str(demo_node)]
 
 
 def _drive(cluster, out: Path, jobs: list, conf: dict | None = None, pythonpath: str | Path = REPO) -> Path:
@@ -71,11 +72,9 @@ def _drive(cluster, out: Path, jobs: list, conf: dict | None = None, pythonpath:
 
 
 @pytest.fixture(scope="module")
-def cluster_reads(standalone_cluster, tmp_path_factory, _generated):  # noqa: F811 - the fixture imported above
+def cluster_reads(standalone_cluster, tmp_path_factory):  # noqa: F811 - the fixture imported above
     """One application on the cluster, each table of every node read once: {name: (parquet dir, paths)}."""
-    from metashell.demo.shell_demo import write_demo_log_dir
-
-    nodes = _nodes(_generated("demo", write_demo_log_dir))
+    nodes = _nodes(demo_node(tmp_path_factory.mktemp("demo-node")))
     out = tmp_path_factory.mktemp("standalone-reads") / "out"
     jobs = [("records", "records", nodes), ("partition_changes", "partition_changes", nodes)]
     _drive(standalone_cluster, out, jobs)
@@ -83,15 +82,13 @@ def cluster_reads(standalone_cluster, tmp_path_factory, _generated):  # noqa: F8
 
 
 def _same_rows_as_local(spark, written: Path, table: str, paths: list[str]) -> list:
-    from pyspark.testing import assertDataFrameEqual
-
     import metashell.spark
 
     got = spark.read.parquet(str(written))
     local = metashell.spark.register(spark).read.format("kraft").option("table", table).load(paths)
     assert got.columns[:-1] == local.columns
     assert local.count() > 0
-    assertDataFrameEqual(got.drop("_where"), local, checkRowOrder=False)
+    assert rows_of(got.drop("_where")) == rows_of(local)
     return [row["_where"] for row in got.select("_where").collect()]
 
 
@@ -106,7 +103,7 @@ def test_partition_changes_on_the_cluster_are_the_local_rows(spark, cluster_read
     written, paths, table = cluster_reads["partition_changes"]
     _same_rows_as_local(spark, written, table, paths)
     by_cluster = spark.read.parquet(str(written)).groupBy("cluster_id").count().collect()
-    assert len(by_cluster) == len(paths)  # three nodes, three clusters (the demo's id is null)
+    assert len(by_cluster) == len(paths)  # three nodes, three clusters
 
 
 @pytest.mark.corpus
@@ -121,7 +118,8 @@ def test_the_tasks_ran_on_both_workers(spark, cluster_reads, standalone_cluster)
 
 @pytest.fixture(scope="session")
 def metashell_wheel(tmp_path_factory) -> Path:
-    """metashell built as a wheel (``pip wheel``), once a session, from a copy of the sources."""
+    """metashell built as a wheel (``pip wheel``), once a session, from a copy of the sources;
+    its copy named .zip."""
     work = tmp_path_factory.mktemp("wheel")
     source = work / "src"
     source.mkdir()
@@ -133,13 +131,16 @@ def metashell_wheel(tmp_path_factory) -> Path:
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         pytest.fail(f"pip wheel failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}", pytrace=False)
-    return next((work / "dist").glob("metashell-*.whl"))
+    wheel = next((work / "dist").glob("metashell-*.whl"))
+    # PySpark puts .zip, .egg and .jar py-files on the workers' sys.path, not .whl: a pure-Python
+    # wheel is a zip, shipped under that name (docs/spark-cluster.md)
+    return Path(shutil.copy2(wheel, wheel.with_suffix(".zip")))
 
 
 @pytest.mark.corpus
 def test_a_wheel_shipped_with_py_files_is_what_the_executors_import(spark, standalone_cluster, metashell_wheel,  # noqa: F811
-                                                                    tmp_path, demo_log_dir) -> None:
-    nodes = _nodes(demo_log_dir)
+                                                                    tmp_path) -> None:
+    nodes = _nodes(demo_node(tmp_path / "demo"))
     out = _drive(standalone_cluster, tmp_path / "out", [("records", "records", nodes)],
                  {"spark.submit.pyFiles": str(metashell_wheel)})
     imported = {w.split("|")[1] for w in _same_rows_as_local(spark, out / "records", "records", nodes)}
