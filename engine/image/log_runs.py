@@ -101,7 +101,7 @@ def runs_of(starts: Sequence[int], scan: LogScan) -> tuple[tuple[int, int], ...]
             if gap.resume is None or gap.resume > start + 1:
                 end = min(end, gap.first - 1)
         end = max(end, start)
-        if runs and start <= runs[-1][1] + 1:
+        if runs and start <= runs[-1][1]:  # its replay begins where the run has come to: one run
             runs[-1] = (runs[-1][0], max(runs[-1][1], end))
         else:
             runs.append((start, end))

@@ -165,6 +165,24 @@ def run_spans(listing: LogDirListing, scan: LogScan, *, strict: bool = True) -> 
     return spans, tuple(gaps)
 
 
+def snapshot_in_run(listing: LogDirListing, end_offset: int, image: MetadataImage,
+                    scan: LogScan | None = None) -> MetadataImage:
+    """``image``, the snapshot ending at ``end_offset``, with the quorum a replay of the run that
+    reaches it stands at there (as ``Run.start_near`` gives it): the control records of the run's
+    segments before it (Kafka's snapshots do not carry its leader changes, nor kraft.version 0),
+    never those before a gap; a run that starts at this snapshot after a gap starts with its own.
+    Scans the log (``scan_log``) unless ``scan`` is given."""
+    spans, _ = run_spans(listing, scan if scan is not None else scan_log(listing))
+    for index, (first, last) in enumerate(spans):
+        if first <= end_offset - 1 <= last:
+            if index > 0 and first == end_offset - 1:
+                return image
+            begin, start = (0, None) if index == 0 else (first + 1, _snapshot_image(listing, first + 1))
+            quorum = quorum_before(listing, end_offset, begin=begin, start=start)
+            return replace(image, quorum=with_snapshot_voters(quorum, image.quorum))
+    return image
+
+
 def _snapshot_image(listing: LogDirListing, end_offset: int) -> MetadataImage | None:
     for snapshot_id, path in listing.snapshots:
         if snapshot_id.end_offset == end_offset:

@@ -11,6 +11,8 @@ front end loads its image meanwhile (metashell.export.spark_start).
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from typing import Any, Callable
 
@@ -34,6 +36,8 @@ LOCAL_CONFIG = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # the kraft data source (metashell.spark) takes Spark's filters on offsets, times and types
+    "spark.sql.python.filterPushdown.enabled": "true",
 }
 # A small export's JVM lives seconds: C2's compiles cost more CPU than they ever win back, on
 # two cores they compete with the export itself, and a parallel collector's threads are idle.
@@ -186,6 +190,11 @@ def launch_session(sql: Any, master: str, warn: Callable[[str], None], java_opti
     from metashell.export.spark_quiet import JvmDidNotStart, launch_quiet_gateway
 
     conf = SparkConf().setAppName("metashell-export").setMaster(master).setAll(list(LOCAL_CONFIG.items()))
+    if not os.environ.get("PYSPARK_PYTHON"):
+        # Python workers (the kraft data source's tasks) run this interpreter, with metashell and
+        # pyarrow, not whatever ``python3`` is first on PATH (pyspark's SparkContext reads the
+        # variable when it starts)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     pump = None
     if SparkContext._gateway is None:  # a JVM of ours; else this process's JVM is reused
         try:

@@ -17,11 +17,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def register(spark: Any) -> Any:
-    """Register the kraft data source in ``spark`` (a classic or a Spark Connect session)."""
-    from metashell.spark.datasource import KraftDataSource
+def register(spark: Any, pushdown: bool | None = None) -> Any:
+    """Register the kraft data source in ``spark`` (a classic or a Spark Connect session).
+    ``pushdown``: take Spark's filters (None: where the session's Spark can do it safely,
+    metashell.spark.datasource.pushdown_safe)."""
+    from metashell.spark.datasource import KraftDataSource, KraftPushdownSource, pushdown_safe
 
-    spark.dataSource.register(KraftDataSource)
+    if pushdown is None:
+        pushdown = pushdown_safe(spark)
+    spark.dataSource.register(KraftPushdownSource if pushdown else KraftDataSource)
     return spark
 
 
@@ -29,4 +33,9 @@ def session(master: str | None = None, remote: str | None = None) -> Any:
     """A SparkSession (metashell.export.get_spark's) with the kraft data source registered."""
     from metashell.export.spark_session import get_spark
 
-    return register(get_spark(master=master, remote=remote))
+    spark = get_spark(master=master, remote=remote)
+    try:  # the source's filter pushdown (PySpark 4.1+); LOCAL_CONFIG sets it in sessions of ours
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    except Exception:  # noqa: BLE001 - a Spark without the setting: the rows are filtered by Spark
+        pass
+    return register(spark)
