@@ -360,9 +360,8 @@ export --history [TABLE] --out DIR [--format F]
 """, _export_arguments)
 def _export(session: Session, args: argparse.Namespace) -> int:
     import time
-    from pathlib import Path
 
-    from metashell.export import export, table_dataframe
+    from metashell.export import table_dataframe
     from metashell.export.spark_session import get_spark, preflight
 
     preflight()  # what Spark lacks is said before the rows are built
@@ -380,24 +379,40 @@ def _export(session: Session, args: argparse.Namespace) -> int:
             return _export_from_source(session, args, step)
         step("building rows…")
         table = _history_table(session, args.history)
-    else:
-        if not args.path:
-            raise ShellError("give a PATH to export (e.g. /topics) or --history")
-        matches = session.paths(args.path)
-        if len(matches) > 1:
-            raise ShellError(f"{args.path}: matches {len(matches)} nodes; export takes one")
-        session.node(matches[0])  # there, or one line saying what is not
-        from metashell.export.tables import table_for
+        cluster_id = getattr(getattr(session.source, "feed", None), "cluster_id", None)
+        return _write(session, _with_cluster_id(table_dataframe(table, get_spark()), cluster_id), table, args, step)
+    if not args.path:
+        raise ShellError("give a PATH to export (e.g. /topics) or --history")
+    matches = session.paths(args.path)
+    if len(matches) > 1:
+        raise ShellError(f"{args.path}: matches {len(matches)} nodes; export takes one")
+    session.node(matches[0])  # there, or one line saying what is not
+    from metashell.export.tables import table_for
 
-        step("building rows…")
-        table = table_for(session.image, matches[0], show_secrets=session.show_secrets)
-    frame = table_dataframe(table, get_spark())
+    step("building rows…")
+    table = table_for(session.image, matches[0], show_secrets=session.show_secrets)
+    return _write(session, table_dataframe(table, get_spark()), table, args, step)
+
+
+def _write(session: Session, frame: Any, table: Any, args: argparse.Namespace, step: Any) -> int:
+    from pathlib import Path
+
+    from metashell.export import export
+
     out, name = Path(args.out), args.table or table.kind
     step("writing…")
     export(frame, out, args.format, table=name)
     step("done")
     _exported(session, len(table.rows), table.kind, out / name, args.format)
     return 0
+
+
+def _with_cluster_id(frame: Any, cluster_id: str | None) -> Any:
+    """A live history table with the data source's cluster_id column first (the quorum's id as
+    the attachment learnt it; null if it has not), so that it unions with the files' tables."""
+    from pyspark.sql import functions as F
+
+    return frame.select(F.lit(cluster_id).cast("string").alias("cluster_id"), "*")
 
 
 def _export_from_source(session: Session, args: argparse.Namespace, step: Any) -> int:
