@@ -37,7 +37,7 @@ CHILD = textwrap.dedent('''
     assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
     for name, table, paths in jobs:
         spark.read.format("kraft").option("table", table).load(paths).write.parquet(os.path.join(out, name))
-    code = run(["export", "--log-dir", export_dir, "--history", "config_changes", "--out", os.path.join(out, "export"),
+    code = run(["export", "--log-dir", export_dir, "--history", "topic_changes", "--out", os.path.join(out, "export"),
                 "--format", "json", "--remote", f"sc://localhost:{port}"])
     sys.exit(code)
 ''')
@@ -52,7 +52,7 @@ def test_the_source_through_spark_connect(spark, tmp_path: Path) -> None:
         nodes.append(str(CORPUS / "weebee-io__backend"))
     elif __import__("os").environ.get("CI") == "true":
         corpus_unavailable()
-    jobs = [("records", "records", nodes), ("config_changes", "config_changes", nodes)]
+    jobs = [("records", "records", nodes), ("topic_changes", "topic_changes", nodes)]
     out = tmp_path / "out"
     for _attempt in range(3):
         done = subprocess.run([sys.executable, "-c", CHILD, str(out), json.dumps(jobs), str(demo_log_dir)],
@@ -67,8 +67,8 @@ def test_the_source_through_spark_connect(spark, tmp_path: Path) -> None:
         local = spark.read.format("kraft").option("table", table).load(paths)
         assert local.count() > 0
         assert rows_of(spark.read.parquet(str(out / name))) == rows_of(local)
-    exported = [json.loads(line) for f in sorted((out / "export" / "config_changes").glob("part-*.json"))
+    exported = [json.loads(line) for f in sorted((out / "export" / "topic_changes").glob("part-*.json"))
                 for line in f.read_text().splitlines()]
-    expected = spark.read.format("kraft").option("table", "config_changes").load(str(demo_log_dir)).count()
+    expected = spark.read.format("kraft").option("table", "topic_changes").load(str(demo_log_dir)).count()
     assert len(exported) == expected > 0
-    assert f"exported {expected} rows of config_changes" in done.stdout
+    assert f"exported {expected} rows of topic_changes" in done.stdout
