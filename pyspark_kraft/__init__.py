@@ -8,6 +8,6 @@ import error leaves no DefaultSource rather than raise.
 """
 
 try:
-    from metashell.spark.datasource import KraftDataSource as DefaultSource
+    from metashell.spark.datasource import KraftDataSource as DefaultSource  # noqa: F401
 except ImportError:  # pragma: no cover - metashell without pyspark's datasource API (pyspark < 4.0)
     pass

@@ -5,7 +5,9 @@ as every history does): from the earliest point the directory can rebuild (offse
 oldest snapshot the segments continue from: the partitions and brokers that snapshot holds are
 known from the first row on) up to the first gap (an archive's hole, or damage), then from the
 snapshot after each gap, from that snapshot's own image. The rows after a gap are there; none
-speaks across it (the gaps are the ``gaps`` table's). It gives five tables: ``records`` (every record replayed, its JSON with secrets redacted),
+speaks across it (the gaps are the ``gaps`` table's). The ``records`` table also holds what the segments
+keep below that earliest point (a segment straddling the oldest snapshot): those rows need no state
+(``records_before_replay``). It gives five tables: ``records`` (every record replayed, its JSON with secrets redacted),
 ``partition_changes`` (partition creations and changes, and the partitions a ClearElrRecord
 cleared, with the partition's state after each), ``broker_fencing`` (registrations, fencing,
 controlled shutdown, cordoned log directories), ``controller_registrations`` (controllers
@@ -72,11 +74,33 @@ def history_rows(log_dir: Path | str, *, start: int | None = None, end: int | No
     kinds = wanted & set(RECORD_TABLES)
     if kinds:
         rows: dict[str, list[tuple]] = {kind: [] for kind in RECORD_TABLES if kind in kinds}
+        if "records" in kinds:
+            rows["records"].extend(records_before_replay(found, start=start, end=end))
         for run in runs:
             for kind, table in history_rows_of(run.image, run.batches(), start=start, end=end, tables=kinds).items():
                 rows[kind].extend(table.rows)
         out.update({kind: Table(kind, column_names(kind), kind_rows) for kind, kind_rows in rows.items()})
     return {kind: out[kind] for kind in HISTORY_TABLES if kind in out}
+
+
+def records_before_replay(found, *, start: int | None = None, end: int | None = None) -> list[tuple]:
+    """The records rows of what the segments hold before the earliest point a replay starts: the
+    records below the oldest snapshot the log was cut back to (a segment that straddles it keeps
+    them; Kafka's log start offset moved past them, its files still hold them). They need no state:
+    their ``aborted`` is the markers' (metashell.history.transactions.marker_outcomes), and an
+    operator auditing the files finds every record they hold, as the kraft data source gives it."""
+    from engine.image.metadata_loader import segment_batches
+    from metashell.history.transactions import marker_outcomes
+
+    segments = found.listing.segments
+    if not found.runs or not segments or segments[0][0] >= found.runs[0].begin:
+        return []
+    before = found.runs[0].begin - 1
+    last = before if end is None else min(before, end)
+    entries = (entry for batch in segment_batches(found.listing, segments[0][0], [], end=end + 1 if end is not None
+                                                  else None) for entry in batch)
+    return [records_row(entry, aborted) for entry, aborted in marker_outcomes(entries, stop_after=last)
+            if start is None or entry.offset >= start]
 
 
 def history_rows_of(start_image: MetadataImage, batches: Iterable[list[LogEntry]], *, start: int | None = None,

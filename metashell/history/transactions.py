@@ -29,7 +29,10 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from engine.image.change_set import EMPTY_CHANGE_SET, ChangeSet
 from engine.image.metadata_delta import ABORTED, APPLIED, PENDING, MetadataDelta
+from engine.records.metadata_record_serde import ControlRecord, UnknownRecord
 from engine.storage.log_reader import LogEntry
+
+BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"
 
 
 class RecordOutcome(NamedTuple):
@@ -125,3 +128,49 @@ def replay_outcomes(replay: TransactionReplay, batches: Iterable[list[LogEntry]]
                 break
             yield from replay.replay(entry)
     yield from replay.finish()
+
+
+# -- the same outcomes from the markers alone (no state: the records table's ``aborted``) ---------
+
+def marker_of(entry: LogEntry) -> str | None:
+    """BEGIN, END or ABORT for a transaction marker, None for any other record."""
+    record = entry.record
+    if entry.control or isinstance(record, (ControlRecord, UnknownRecord)):
+        return None
+    name = getattr(record, "record_name", None)
+    return name if name in (BEGIN, END, ABORT) else None
+
+
+def in_transactions(entry: LogEntry) -> bool:
+    """Whether an open transaction holds this record: MetadataDelta's rule (control records and
+    records of unknown types never)."""
+    return not (entry.control or isinstance(entry.record, (ControlRecord, UnknownRecord)))
+
+
+def marker_outcomes(entries: Iterable[LogEntry], *, open_at_start: bool = False,
+                    stop_after: int | None = None) -> Iterator[tuple[LogEntry, bool | None]]:
+    """(entry, aborted) in log order, by the markers alone: what ``replay_outcomes`` says of
+    ``aborted`` without replaying any state (a Begin inside a transaction and an End or Abort
+    outside one are skipped, as MetadataDelta skips them). ``open_at_start``: a transaction is open
+    before the first entry. ``stop_after``: no entry past this offset is yielded; the entries after
+    it are read only to settle a transaction still open there."""
+    waiting: list[tuple[LogEntry, bool]] | None = [] if open_at_start else None
+    for entry in entries:
+        marker = marker_of(entry)
+        if stop_after is not None and entry.offset > stop_after and waiting is None:
+            return
+        if waiting is None:
+            if marker == BEGIN:
+                waiting = [(entry, True)]
+            else:
+                yield entry, False
+            continue
+        waiting.append((entry, in_transactions(entry)))
+        if marker in (END, ABORT):
+            aborted = marker == ABORT
+            yield from ((e, aborted if held else False) for e, held in waiting
+                        if stop_after is None or e.offset <= stop_after)
+            waiting = None
+    for e, held in waiting or ():
+        if stop_after is None or e.offset <= stop_after:
+            yield e, None if held else False

@@ -1,5 +1,5 @@
 """Damage, as the kraft data source reports it: the engine's one line
-(``<file>: byte offset <n>: <reason>``, engine.common.errors.MetadataError.one_line).
+(``<file>, byte offset <n>: <reason>``, engine.common.errors.MetadataError.one_line).
 
 FAILFAST (the default): the task fails with ``KraftReadError`` whose message is that line alone,
 so Spark's error, which quotes the Python exception, carries it. PERMISSIVE: the damage becomes
@@ -28,7 +28,7 @@ class KraftReadError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Damage:
-    line: str  # <file>: byte offset <n>: <reason>
+    line: str  # <file>, byte offset <n>: <reason>
     offset: int | None  # the damaged batch's base offset, when its header reads
     resume_at: int | None  # the byte position after the damaged batch, when reading can go on there
 

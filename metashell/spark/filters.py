@@ -25,7 +25,8 @@ _ORDERED = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
 
 def push(pushed: Pushed, found: Filter) -> Pushed | None:
     """``pushed`` narrowed by ``found``, or None when this filter is not one taken."""
-    column = found.attribute[0] if len(found.attribute) == 1 else None
+    attribute = getattr(found, "attribute", ())  # Not, for one, has a child, no attribute
+    column = attribute[0] if len(attribute) == 1 else None
     if column in ("offset", "timestamp_ms"):
         return _ranged(pushed, column, found)
     if column in ("type", "cluster_id"):
@@ -71,7 +72,7 @@ def _ranged(pushed: Pushed, column: str, found: Filter) -> Pushed | None:
 
 def offsets_of(found: Filter) -> frozenset[int] | None:
     """The offsets of ``offset IN (...)``, when every value is a whole number (nulls match nothing)."""
-    if isinstance(found, In) and found.attribute == ("offset",) \
+    if isinstance(found, In) and getattr(found, "attribute", None) == ("offset",) \
             and all(_whole(v) or v is None for v in found.value):
         return frozenset(v for v in found.value if v is not None)
     return None
@@ -82,9 +83,10 @@ class PushdownReader(KraftReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         exact = self.options.table == "records"
+        columns = set(self._columns())
         for found in filters:
-            columns = self._columns()
-            if len(found.attribute) != 1 or found.attribute[0] not in columns:
+            attribute = getattr(found, "attribute", ())
+            if len(attribute) != 1 or attribute[0] not in columns:
                 yield found
                 continue
             offsets = offsets_of(found)

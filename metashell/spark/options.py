@@ -29,7 +29,8 @@ from metashell.spark.table_schema import SOURCE_TABLES
 MODES = ("FAILFAST", "PERMISSIVE")
 BATCH_OPTIONS = ("table", "mode", "startoffset", "endoffset", "clusterid", "path", "paths", "recordspertask")
 # The stream readers' options (checked there): with streaming=True they pass here unchecked.
-STREAM_PREFIXES = ("kafka.", "bootstrap.", "command.", "stream.", "maxrecordspertrigger", "startingoffsets")
+STREAM_PREFIXES = ("kafka.", "bootstrap.", "command.", "stream.", "maxrecordspertrigger", "startingoffsets",
+                   "failondataloss", "maxbufferbytes", "fetchtimeoutms")
 
 
 class OptionError(ConfigError):

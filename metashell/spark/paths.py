@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Iterable
 
 from engine.common.errors import MetadataError, StorageError
-from engine.storage.log_reader import METADATA_PARTITION_DIR, list_log_dir, resolve_metadata_dir
+from engine.storage.log_reader import list_log_dir, resolve_metadata_dir
 from engine.storage.log_segment import parse_segment_name
 from engine.storage.meta_properties import META_PROPERTIES_FILE, read_meta_properties
 from engine.storage.snapshot_writer import parse_snapshot_name
-from metashell.spark.cluster_files import ClusterFiles, SegmentFile, SnapshotFile, cluster_files_of
+from metashell.spark.cluster_files import ClusterFiles, SegmentFile, cluster_files_of
 
 _GLOB_CHARS = ("*", "?", "[")
 ARCHIVE_MANIFEST = "archive.json"
@@ -132,6 +132,3 @@ def all_segments(files: ClusterFiles) -> tuple[SegmentFile, ...]:
     listing = list_log_dir(Path(files.log_dir))
     return tuple(SegmentFile(base, str(path)) for base, path in listing.segments)
 
-
-__all__ = ["PathError", "resolve_paths", "cluster_id_of", "all_segments", "METADATA_PARTITION_DIR",
-           "SnapshotFile"]

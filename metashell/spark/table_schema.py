@@ -11,7 +11,7 @@ from typing import Any
 from metashell.export.schemas import COLUMNS, HISTORY_TABLES, _arrow_type, _spark_type
 
 CLUSTER_ID = ("cluster_id", "string", "the cluster's id: the node's meta.properties, or the archive's manifest")
-CORRUPT = ("_corrupt", "string", "PERMISSIVE mode only: '<file>: byte offset <n>: <reason>' for damage; "
+CORRUPT = ("_corrupt", "string", "PERMISSIVE mode only: '<file>, byte offset <n>: <reason>' for damage; "
                                  "null in every row read whole")
 # The tables the data source serves: the export's history tables (records, the record tables and
 # the change tables); an image's subtree stays the driver's (metashell.export.to_dataframe).

@@ -21,42 +21,39 @@ never part of a transaction.
 
 from __future__ import annotations
 
+import mmap
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from engine.common.errors import MetadataError
-from engine.records.metadata_record_serde import ControlRecord, UnknownRecord
 from engine.storage.log_reader import LogEntry, entries_by_batch
-from engine.storage.log_segment import read_segment_bytes
+from metashell.history.transactions import ABORT, BEGIN, END, in_transactions, marker_of  # noqa: F401 (re-exported)
 
-BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"
 # a record value's first bytes: frame version 1, then the api key (one byte below 64)
 _MARKER_FRAMES = (b"\x01\x17", b"\x01\x18", b"\x01\x19")
 
 
-def marker_of(entry: LogEntry) -> str | None:
-    """BEGIN, END or ABORT for a transaction marker, None for any other record."""
-    record = entry.record
-    if entry.control or isinstance(record, (ControlRecord, UnknownRecord)):
-        return None
-    name = getattr(record, "record_name", None)
-    return name if name in (BEGIN, END, ABORT) else None
-
-
-def in_transactions(entry: LogEntry) -> bool:
-    """Whether an open transaction holds this record (control and unknown records never)."""
-    return not (entry.control or isinstance(entry.record, (ControlRecord, UnknownRecord)))
-
-
 def may_hold_markers(path: str) -> bool:
     """False only when no record of the file can be a transaction marker: no marker frame in its
-    bytes (a quick scan in C; a match is then decoded to be sure)."""
+    bytes (a scan in C over the mapped file; a match is then decoded to be sure). Cached per
+    worker process by the file's size and time: each task of a log asks of the files before it."""
     try:
-        buf = read_segment_bytes(Path(path))
-    except MetadataError:
+        stat = Path(path).stat()
+    except OSError:
         return False
-    return any(frame in buf for frame in _MARKER_FRAMES)
+    return _may_hold_markers(path, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _may_hold_markers(path: str, size: int, mtime_ns: int) -> bool:
+    if size == 0:
+        return False
+    try:
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            return any(mapped.find(frame) != -1 for frame in _MARKER_FRAMES)
+    except (OSError, ValueError):
+        return False
 
 
 def _entries(path: str, end: int | None) -> Iterator[LogEntry]:
@@ -93,14 +90,11 @@ def summary(path: str) -> tuple[str | None, int | None, int | None]:
 
 def open_before(segments: Sequence[tuple[int, str]], index: int) -> bool:
     """Whether a metadata transaction is open at segment ``index``'s first offset."""
-    expected = segments[index][0]  # the offset the segment before must end just before
-    for base, path in reversed(segments[:index]):
+    for _, path in reversed(segments[:index]):
         if not may_hold_markers(path):
-            expected = base
             continue
         last_marker, _, last = summary(path)
         if last_marker is None:
-            expected = base
             continue
         # open only if nothing between that segment and ours breaks the log (a hole: the
         # segments after it start a replay of their own, with no transaction open)

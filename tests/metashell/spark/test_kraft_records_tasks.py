@@ -173,3 +173,27 @@ def test_a_torn_tail_of_the_active_segment_is_not_damage(tmp_path: Path) -> None
     segment.write_bytes(data + data[last_pos:last_pos + (len(data) - last_pos) // 2])
     assert read_rows({"path": str(node)}) == clean
     assert read_rows({"path": str(node), "mode": "PERMISSIVE"}, permissive=True) == [r + (None,) for r in clean]
+
+
+def test_records_below_the_oldest_snapshot_are_rows_of_both(tmp_path: Path) -> None:
+    """A log cut back to a snapshot keeps, in the segment that straddles it, records below it:
+    the source and the export both give them (their aborted by the markers)."""
+    from engine.image.image_writer import image_records
+    from engine.image.metadata_loader import load_log_dir
+    from engine.storage.metadata_log import MetadataLog
+    from engine.storage.snapshot_writer import SnapshotId
+
+    node = write_split_story(tmp_path / "node", STRADDLING)
+    image, _ = load_log_dir(node, offset=12)
+    with MetadataLog.create(node, fsync_policy="never") as log:
+        log.write_snapshot(SnapshotId(16, 1), image_records(image), last_contained_log_timestamp_ms=1, now_ms=1)
+    for base, path in list_log_dir(node).segments:
+        if base < 11:
+            path.unlink()
+    exported = _export(node)
+    assert [row[0] for row in exported][:6] == [11, 12, 13, 14, 15, 16]
+    assert [row[-1] for row in exported][:5] == [True, True, False, True, True]
+    assert _without_cluster(read_rows({"path": str(node)})) == exported
+    for end in (12, 15, 20):
+        assert _without_cluster(read_rows({"path": str(node), "endOffset": str(end), "startOffset": "12"})) == \
+            _export(node, start=12, end=end)
