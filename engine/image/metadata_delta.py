@@ -139,6 +139,11 @@ class MetadataDelta:
         read only, and only until the next ``replay``."""
         return self._delta("topics").partitions(topic_id)
 
+    def configs_delta(self) -> Any:
+        """The configs' delta (made if no record has changed a config yet): ``value_now`` reads a
+        config as this delta stands."""
+        return self._delta("configs")
+
     def changed_topic_ids(self) -> list:
         """The topics this delta created, changed or removed (``apply`` rebuilds only these)."""
         topics = self._deltas.get("topics")

@@ -44,6 +44,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
+from engine.common.config_resource import BROKER_DEFAULT, topic_resource
 from engine.common.kafka_uuid import uuid_to_kafka
 from engine.image.change_set import Change, ChangeSet
 from engine.image.metadata_delta import MetadataDelta
@@ -192,9 +193,19 @@ class _Rows:
     def _after(self, topic_id, partition_id) -> tuple:
         after = self.delta.partitions(topic_id).get(partition_id)
         if after is None:  # not there: deleted, or its creation aborted or pending
-            return (None,) * 6
+            return (None,) * 7
         return (after.leader, after.leader_epoch, after.partition_epoch, list(after.isr), list(after.replicas),
-                list(after.elr))
+                list(after.elr), self._min_isr(self.replay.topic_name(topic_id)))
+
+    def _min_isr(self, topic: str | None) -> int:
+        """min.insync.replicas as the delta stands (the dashboard's rule: engine.image.min_isr):
+        a config changed in the same transaction counts."""
+        configs = self.delta.configs_delta()
+        for resource in ((topic_resource(topic),) if topic is not None else ()) + (BROKER_DEFAULT,):
+            value = configs.value_now("configs", (resource, "min.insync.replicas"))
+            if value is not None and value.isdigit():
+                return int(value)
+        return 1
 
     def _broker_after(self, broker_id: int, epoch: int) -> tuple[bool | None, bool | None]:
         """(fenced, in controlled shutdown) after the record; null unless the broker is registered

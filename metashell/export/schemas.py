@@ -162,6 +162,9 @@ COLUMNS: dict[str, tuple[tuple[str, Any, str], ...]] = {
         ("isr_after", INT_ARRAY, "ISR after the record"),
         ("replicas_after", INT_ARRAY, "replicas after the record"),
         ("elr_after", INT_ARRAY, "ELR after the record"),
+        ("min_isr_after", "int", "min.insync.replicas in force for the topic after the record: the topic's "
+                                 "config, else the cluster's (the brokers' default), else 1 (a broker's "
+                                 "server.properties is not in the metadata)"),
         ("aborted", "boolean", "in a metadata transaction (KIP-868) that was aborted, its markers included: it "
                                "changed nothing; null: in one still open where the log ends (not applied)"),
     ),

@@ -70,6 +70,10 @@ def plan_intervals(files: ClusterFiles, pushed: Pushed = Pushed(), *, records_pe
     if table == "gaps":
         return [IntervalTask(files.cluster_id, files.log_dir, 0, None, None, windows=windows, first=True,
                              pushed=pushed, end_offset=end_offset)]
+    if windows is not None:  # single files: the intervals are the directory's, the rows the files'
+        from metashell.spark.cluster_files import cluster_files_of
+
+        files = cluster_files_of(files.log_dir, files.cluster_id)
     earliest = earliest_by_name(files)
     later = [s for s in files.snapshots if s.end_offset > earliest]
     starts: list[tuple[int, str | None]] = [(earliest, None)] + [(s.end_offset, s.path) for s in later]

@@ -28,7 +28,7 @@ start), keeping only its own range's rows. Damage the replay meets is a gap, as 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from engine.common.errors import MetadataError
 from engine.image.log_holes import LogHoleError
@@ -41,11 +41,7 @@ from metashell.spark.intervals import IntervalTask
 from metashell.spark.pushed import Pushed
 from metashell.spark.table_schema import SOURCE_TABLES, source_arrow_schema
 
-try:
-    from metashell.spark.corrupt import KraftReadError
-except ImportError:  # ds-batch's module not merged yet
-    class KraftReadError(Exception):  # type: ignore[no-redef]
-        """A task's failure: one line naming the file and byte offset."""
+from metashell.spark.corrupt import KraftReadError
 
 STATE_TABLES = tuple(table for table in SOURCE_TABLES if table != "records")
 QUORUM_TABLES = ("feature_changes", "voter_changes")  # their rows read the quorum's state before a change
@@ -65,10 +61,7 @@ def read_interval(task: IntervalTask, table: str, permissive: bool = False) -> I
     permissive)``, in log order."""
     if table not in STATE_TABLES:
         raise ValueError(f"table {table!r} is not one that needs state (known: {', '.join(STATE_TABLES)})")
-    if table == "gaps":
-        rows = _gap_rows(task) if task.first else []
-    else:
-        rows = _interval_rows(task, table, permissive)
+    rows = interval_rows(task, table, permissive)
     keep = _keeper(table, task.pushed)
     rows = [row for row in rows if keep(row)]
     yield from arrow_batches(rows, table, task.cluster_id, permissive)
@@ -77,46 +70,63 @@ def read_interval(task: IntervalTask, table: str, permissive: bool = False) -> I
 def interval_rows(task: IntervalTask, table: str, permissive: bool = False) -> list[tuple]:
     """The task's rows of ``table`` as tuples of the export's columns (``_corrupt`` last when
     ``permissive``), before the pushed filters: what ``read_interval`` turns into batches."""
-    return _gap_rows(task) if table == "gaps" else _interval_rows(task, table, permissive)
+    return interval_tables(task, [table], permissive)[table]
+
+
+def interval_tables(task: IntervalTask, tables: Iterable[str], permissive: bool = False) -> dict[str, list[tuple]]:
+    """``interval_rows`` of several tables from one replay of the task's range."""
+    tables = list(tables)
+    gaps = _gap_rows(task) if task.first and "gaps" in tables else []
+    out = {"gaps": [(*row, None) for row in gaps] if permissive else gaps} if "gaps" in tables else {}
+    replayed = [table for table in tables if table != "gaps"]
+    if replayed:
+        out.update(_interval_rows(task, replayed, permissive))
+    return {table: out[table] for table in tables}
 
 
 # -- the replay ---------------------------------------------------------------------------------
 
-def _interval_rows(task: IntervalTask, table: str, permissive: bool) -> list[tuple]:
+def _interval_rows(task: IntervalTask, tables: list[str], permissive: bool) -> dict[str, list[tuple]]:
     listing = list_log_dir(Path(task.log_dir))
-    at_record = 1 if table in CHANGE_TABLES else 0  # the record's own offset: which task's row it is
-    width = len(column_names(table))
-    out: list[tuple] = []
+    quorum = any(table in QUORUM_TABLES for table in tables)
+    out: dict[str, list[tuple]] = {table: [] for table in tables}
+
+    def corrupt(offset: int, line: str) -> None:  # a PERMISSIVE row in each table
+        for table in tables:
+            out[table].append((offset, *([None] * (len(column_names(table)) - 1)), line))
+
     points = [(task.begin, task.snapshot)] + list(task.restarts)
     index: int | None = 0
     while index is not None:
         begin, path = points[index]
-        start = _start(task, table, listing, begin, path, permissive, out, width)
+        start = _start(task, quorum, listing, begin, path, permissive, corrupt)
         if start is None:  # PERMISSIVE, and nothing before it reads: on at the next snapshot
             index = index + 1 if index + 1 < len(points) else None
             continue
-        rows, damage, reached, inside = _replay(listing, table, *start, task.end, task.end_offset)
+        found, damage, reached, inside = _replay(listing, tables, *start, task.end, task.end_offset)
         if inside:  # the snapshot stands inside a transaction (never Kafka's): from an older point
-            start = _older_start(task, table, listing, begin)
+            start = _older_start(task, quorum, listing, begin)
             if start is not None:
-                rows, damage, reached, _ = _replay(listing, table, *start, task.end, task.end_offset)
-        for row in rows:
-            offset = row[at_record]
-            if offset >= begin and (task.end is None or offset < task.end) and _in_windows(task, offset):
-                out.append((*row, None) if permissive else row)
+                found, damage, reached, _ = _replay(listing, tables, *start, task.end, task.end_offset)
+        for table in tables:
+            at_record = 1 if table in CHANGE_TABLES else 0  # the record's own offset: which task's row it is
+            for row in found[table]:
+                offset = row[at_record]
+                if offset >= begin and (task.end is None or offset < task.end) and _in_windows(task, offset):
+                    out[table].append((*row, None) if permissive else row)
         if not damage or (task.end is not None and reached + 1 >= task.end):
             break
         if permissive and not isinstance(damage[0], LogHoleError):
-            out.append(_corrupt_row(width, reached + 1, damage[0].one_line()))
+            corrupt(reached + 1, damage[0].one_line())
         # the export's next run: the first snapshot past the gap (its state is past the damage)
         index = next((j for j in range(index + 1, len(points)) if points[j][0] > reached + 1), None)
     return out
 
 
-def _replay(listing: LogDirListing, table: str, image: MetadataImage, replay_from: int, end: int | None,
-            end_offset: int | None) -> tuple[list[tuple], list[MetadataError], int, bool]:
-    """(rows of ``table`` replayed from ``image`` at ``replay_from`` up to ``end``, read on while a
-    transaction is open there, the log taken to end at ``end_offset`` (the export's ``end``); the
+def _replay(listing: LogDirListing, tables: list[str], image: MetadataImage, replay_from: int, end: int | None,
+            end_offset: int | None) -> tuple[dict[str, list[tuple]], list[MetadataError], int, bool]:
+    """(rows of ``tables`` replayed from ``image`` at ``replay_from`` up to ``end``, read on while
+    a transaction is open there, the log taken to end at ``end_offset`` (the export's ``end``); the
     damage that stopped it; the last offset replayed; whether a transaction's end marker came
     before any begin: the start stood inside a transaction)."""
     from metashell.export.history_tables import history_rows_of
@@ -124,25 +134,25 @@ def _replay(listing: LogDirListing, table: str, image: MetadataImage, replay_fro
     damage: list[MetadataError] = []
     seen = {"reached": replay_from - 1, "inside": False}
     batches = _until_closed(segment_batches(listing, replay_from, [], damage=damage), end, seen)
-    rows = history_rows_of(image, batches, end=end_offset, tables=[table])[table].rows
-    return rows, damage, seen["reached"], seen["inside"]
+    found = history_rows_of(image, batches, end=end_offset, tables=tables)
+    return {table: found[table].rows for table in tables}, damage, seen["reached"], seen["inside"]
 
 
-def _start(task: IntervalTask, table: str, listing: LogDirListing, begin: int, path: str | None,
-           permissive: bool, out: list[tuple], width: int) -> tuple[MetadataImage, int] | None:
+def _start(task: IntervalTask, quorum: bool, listing: LogDirListing, begin: int, path: str | None,
+           permissive: bool, corrupt: Callable[[int, str], None]) -> tuple[MetadataImage, int] | None:
     """(image, first offset to replay) for rows from ``begin``: the snapshot ``path`` (None: the
     directory's earliest point, as the export's first run); in PERMISSIVE mode, when it does not
     read, a ``_corrupt`` row and an older snapshot that reads, or the log's start."""
     try:
-        return _image_at(task, table, listing, begin, path)
+        return _image_at(task, quorum, listing, begin, path)
     except MetadataError as exc:
         if not permissive:
             raise KraftReadError(exc.one_line()) from None
-        out.append(_corrupt_row(width, begin, exc.one_line()))
-    return _older_start(task, table, listing, begin)
+        corrupt(begin, exc.one_line())
+    return _older_start(task, quorum, listing, begin)
 
 
-def _older_start(task: IntervalTask, table: str, listing: LogDirListing,
+def _older_start(task: IntervalTask, quorum: bool, listing: LogDirListing,
                  begin: int) -> tuple[MetadataImage, int] | None:
     """The newest start before ``begin`` that reads: an older snapshot the segments continue
     from, or the log's start; None when there is none."""
@@ -152,7 +162,7 @@ def _older_start(task: IntervalTask, table: str, listing: LogDirListing,
         if first_segment is None or first_segment > end_offset:
             break  # the segments do not continue from it
         try:
-            return _image_at(task, table, listing, end_offset, older_path)
+            return _image_at(task, quorum, listing, end_offset, older_path)
         except MetadataError:
             continue
     if first_segment == 0 and begin > 0:
@@ -160,13 +170,15 @@ def _older_start(task: IntervalTask, table: str, listing: LogDirListing,
     return None
 
 
-def _image_at(task: IntervalTask, table: str, listing: LogDirListing, begin: int,
+def _image_at(task: IntervalTask, quorum: bool, listing: LogDirListing, begin: int,
               path: str | None) -> tuple[MetadataImage, int]:
+    """The image to replay from and its first offset; ``quorum``: with the quorum the run
+    stands at there (kraft.version and voters, which the quorum tables' rows read)."""
     if path is None:
         found = replay_start(Path(task.log_dir), earliest=True)
         return found.image, found.begin
     image = load_snapshot(Path(path))[0]
-    if table in QUORUM_TABLES:
+    if quorum:
         image = snapshot_in_run(listing, begin, image)
     return image, begin
 
@@ -193,11 +205,6 @@ def _until_closed(batches: Iterable[list[LogEntry]], end: int | None, seen: dict
 
 def _in_windows(task: IntervalTask, offset: int) -> bool:
     return task.windows is None or any(lo <= offset and (hi is None or offset < hi) for lo, hi in task.windows)
-
-
-def _corrupt_row(width: int, offset: int, line: str) -> tuple:
-    """A PERMISSIVE row: the offset where the damage starts, the line, every other column null."""
-    return (offset, *([None] * (width - 1)), line)
 
 
 # -- gaps -----------------------------------------------------------------------------------------

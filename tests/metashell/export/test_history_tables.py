@@ -124,3 +124,21 @@ def test_a_partition_row_says_what_the_record_states_and_the_state_after() -> No
         2, [1, 2], [1, 2, 3], 1)
     assert (second["type"], second["topic"], second["partition"], second["leader"], second["replicas"]) == (
         "PARTITION_RECORD", "new", 1, 1, [1, 2, 3])
+
+
+def _min_isr_config(resource: str, value: str | None) -> m.ConfigRecordV0:
+    """min.insync.replicas of topic ``resource`` (or, "", the cluster's default)."""
+    return m.ConfigRecordV0(resource_type=i8(2 if resource else 4), resource_name=resource,
+                            name="min.insync.replicas", value=value)
+
+
+def test_min_isr_after_follows_the_topic_then_the_cluster_default_then_one() -> None:
+    change = m.PartitionChangeRecordV0(partition_id=i32(1), topic_id=PAY, isr=(i32(1), i32(2)))
+    tables = history_rows_of(_start(), _batches(
+        [change],  # 0: nothing set: 1
+        [_min_isr_config("", "2"), change],  # 1-2: the cluster's default
+        [_min_isr_config("pay", "3"), change],  # 3-4: the topic's own wins
+        [BEGIN, _min_isr_config("pay", None), change, END],  # 5-8: removed in the transaction: the default again
+    ))
+    rows = [dict(zip(tables["partition_changes"].columns, row)) for row in tables["partition_changes"].rows]
+    assert [(r["offset"], r["min_isr_after"]) for r in rows] == [(0, 1), (2, 2), (4, 3), (7, 2)]

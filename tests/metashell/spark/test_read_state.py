@@ -27,7 +27,7 @@ from metashell.export.history_tables import history_rows
 from metashell.spark.cluster_files import cluster_files_of
 from metashell.spark.intervals import IntervalTask, plan_intervals
 from metashell.spark.pushed import Pushed
-from metashell.spark.read_state import STATE_TABLES, interval_rows, read_interval
+from metashell.spark.read_state import STATE_TABLES, interval_rows, interval_tables, read_interval
 from tests.metashell.export.test_change_tables import SCRIPT, T0, kraft_version, voters
 
 CORPUS_DIRS = ["Danielowo2000__BigDataTechnologies-Version-2__tarball-3.5.0", "djsoler__Big_Data_Proye_Docker",
@@ -42,16 +42,25 @@ def task_rows(log_dir: Path, table: str, *, records_per_task: int = 1, pushed: P
 
 
 def assert_export_rows(log_dir: Path, *, records_per_task: int = 1, min_tasks: int = 1) -> None:
+    """Every table's rows from the plan's tasks (each task replays once for all of them, as
+    ``read_interval`` does for one) are the export's."""
     expected = history_rows(log_dir, tables=STATE_TABLES)
-    tasks = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=records_per_task)
+    files = cluster_files_of(log_dir, "c")
+    tasks = plan_intervals(files, records_per_task=records_per_task)
     assert len(tasks) >= min_tasks
+    got: dict[str, list[tuple]] = {table: [] for table in STATE_TABLES}
+    for task in tasks:
+        for table, rows in interval_tables(task, STATE_TABLES).items():
+            got[table].extend(rows)
+    assert got["gaps"] == [tuple(row) for row in expected["gaps"].rows]
     for table in STATE_TABLES:
-        assert task_rows(log_dir, table, records_per_task=records_per_task) == \
-            [tuple(row) for row in expected[table].rows], table
+        assert got[table] == [tuple(row) for row in expected[table].rows], table
+    for table in ("partition_changes", "topic_changes"):  # one table alone: its own replay
+        assert task_rows(log_dir, table, records_per_task=records_per_task) == got[table], table
 
 
 def write_script_log(directory: Path, snapshots: list[int], *, kafka_like: bool = True,
-                     rolls: tuple[int, ...] = (12, 24)) -> Path:
+                     rolls: tuple[int, ...] = (12, 25)) -> Path:
     """The scripted history with a snapshot at each end offset of ``snapshots`` (the image the
     log replays to there, written from one replay before any snapshot exists)."""
     offset = 0
@@ -149,6 +158,17 @@ def test_a_long_log_with_a_snapshot_every_few_hundred_records(tmp_path) -> None:
     assert_export_rows(archive, records_per_task=1, min_tasks=20)
 
 
+def test_a_log_whose_segments_start_at_a_snapshot(tmp_path) -> None:
+    # Kafka deleted the segments before its snapshot at 12 (and keeps an older one at 10): the
+    # history starts at the snapshot the segments continue from, as the export's first run
+    log_dir = write_script_log(tmp_path / "log", [10, 12, 20, 30])
+    (log_dir / "__cluster_metadata-0" / "00000000000000000000.log").unlink()
+    tasks = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=1)
+    assert [(t.begin, t.end) for t in tasks] == [(12, 20), (20, 30), (30, None)]
+    assert tasks[0].snapshot is None  # replay_start's earliest point: the snapshot at 12
+    assert_export_rows(log_dir)
+
+
 def _flip(segment: Path, at: int) -> None:
     data = bytearray(segment.read_bytes())
     data[at] ^= 0xFF
@@ -176,6 +196,12 @@ def test_a_damaged_log_gives_the_export_rows(tmp_path, records_per_task) -> None
     assert [(g[0], g[1]) for g in expected["gaps"].rows] == [(6, 10)]
     assert 6 not in [r[0] for r in expected["config_changes"].rows]
     assert_export_rows(log_dir, records_per_task=records_per_task)
+    # PERMISSIVE: the damage is also a row, at the offset where the replay stopped
+    tasks = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=records_per_task)
+    rows = [row for task in tasks for row in interval_rows(task, "config_changes", permissive=True)]
+    corrupt = [(row[0], row[-1]) for row in rows if row[-1] is not None]
+    assert len(corrupt) == 1 and corrupt[0][0] == 6 and f"{segment}, byte offset " in corrupt[0][1]
+    assert [row[:-1] for row in rows if row[-1] is None] == [tuple(r) for r in expected["config_changes"].rows]
 
 
 def test_a_damaged_record_just_before_a_snapshot_is_a_gap_of_one(tmp_path) -> None:
@@ -283,6 +309,26 @@ def test_gaps_come_from_the_first_task_only(tmp_path) -> None:
     assert len(tasks) == 1
     rows = [row for task in tasks for batch in read_interval(task, "gaps") for row in batch.to_pylist()]
     assert [(r["cluster_id"], r["first_offset"], r["resume_offset"]) for r in rows] == [("c", 12, 18)]
+    permissive = [row for batch in read_interval(tasks[0], "gaps", True) for row in batch.to_pylist()]
+    assert [(r["first_offset"], r["_corrupt"]) for r in permissive] == [(12, None)]
+    others = plan_intervals(cluster_files_of(archive, "c"), records_per_task=1)[1:]  # the other tasks: none
+    assert others and not [row for task in others for batch in read_interval(task, "gaps") for row in batch.to_pylist()]
+
+
+def test_single_segment_files_give_the_rows_of_their_records(tmp_path) -> None:
+    # load() given one segment file: the rows of the records it holds (offsets 12-24), the state
+    # replayed from the snapshot before them all the same
+    from dataclasses import replace
+
+    log_dir = write_script_log(tmp_path / "log", [10, 20], rolls=(12, 25))
+    files = cluster_files_of(log_dir, "c")
+    one = replace(files, segments=files.segments[1:2])
+    tasks = plan_intervals(one, records_per_task=1)
+    assert [(t.begin, t.end) for t in tasks] == [(10, 20), (20, None)]
+    every = history_rows(log_dir, tables=["config_changes", "partition_changes"])
+    for table, at in (("config_changes", 1), ("partition_changes", 0)):
+        want = [tuple(r) for r in every[table].rows if 12 <= r[at] < 25]
+        assert want and [r for task in tasks for r in interval_rows(task, table)] == want
 
 
 def test_a_task_pickles_with_plain_values(tmp_path) -> None:
@@ -294,3 +340,13 @@ def test_a_task_pickles_with_plain_values(tmp_path) -> None:
     task = plan_intervals(cluster_files_of(log_dir, "c"), records_per_task=1)[1]
     assert isinstance(task, InputPartition) and isinstance(task, IntervalTask)
     assert pickle.loads(pickle.dumps(task)) == task
+
+
+def test_the_docs_say_which_tables_are_per_file_and_which_per_interval() -> None:
+    text = (Path(__file__).parents[3] / "docs" / "export.md").read_text()
+    table = text.split("### Per-file and per-interval tables\n", 1)[1].strip().split("\n\n", 1)[0]
+    rows = [line.strip("|").split(" | ") for line in table.splitlines()[2:]]
+    tasks = {cells[1].strip(): {name.strip(" `") for name in cells[0].split(", ")} for cells in rows}
+    assert tasks["one per segment file"] == {"records"}
+    assert tasks["one per snapshot interval of each cluster"] == set(STATE_TABLES) - {"gaps"}
+    assert tasks["one per cluster"] == {"gaps"}

@@ -32,7 +32,7 @@ def _expected(log_dir: Path, table: str, cluster_id: str, **bounds) -> list[dict
 def test_state_tables_of_a_log_with_snapshots_are_the_export(kraft, tmp_path) -> None:
     # every table's rows are compared without Spark (test_read_state.py); here a few through it
     log_dir = write_script_log(tmp_path / "log", [5, 10, 15, 20, 25, 30])
-    for table in ("partition_changes", "topic_changes", "voter_changes", "gaps"):
+    for table in ("partition_changes", "voter_changes", "gaps"):
         df = kraft.read.format("kraft").option("table", table).option("clusterId", "c") \
             .option("recordsPerTask", "5").load(str(log_dir))
         if table == "partition_changes":
