@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 
 DASHBOARD_COMMANDS = ("dash", "demo")
-BENCH_COMMANDS = ("dash", "export", "attach", "log")  # metashell bench NAME
+BENCH_COMMANDS = ("dash", "export", "attach", "log", "spark")  # metashell bench NAME
 
 # metashell --help: the shell's options below, and first every command this entry point takes
 # (run() dispatches them by their first words; tests/metashell/shell/test_cli_help.py keeps them in step)
@@ -67,7 +67,7 @@ commands:
   metashell record --bootstrap-controller HOST:PORT[,...] [--command-config FILE] --archive DIR
                    [--retention-ms MS] [--snapshot-every-records N] | record --status DIR
         a flight recorder: keeps every committed batch of the metadata log (docs/recorder.md)
-  metashell bench dash | bench export | bench attach | bench log
+  metashell bench dash | bench export | bench attach | bench log | bench spark
         measurements (docs/performance.md)
 Each command takes --help; inside the shell, help lists its commands and man COMMAND tells more."""
 

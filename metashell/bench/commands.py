@@ -12,7 +12,7 @@ from engine.common.errors import ConfigError
 
 
 def run_bench(name: str, argv: Sequence[str]) -> int:
-    """One benchmark by its name (dash, export, attach, log) with the words after it."""
+    """One benchmark by its name (dash, export, attach, log, spark) with the words after it."""
     if name == "dash":
         return _bench_dash(build_bench_parser().parse_args(argv))
     if name == "export":
@@ -23,6 +23,9 @@ def run_bench(name: str, argv: Sequence[str]) -> int:
     if name == "log":
         from metashell.bench.log import build_bench_log_parser, run_bench_log
         return run_bench_log(build_bench_log_parser().parse_args(argv))
+    if name == "spark":
+        from metashell.bench.spark import build_bench_spark_parser, run_bench_spark
+        return run_bench_spark(build_bench_spark_parser().parse_args(argv))
     raise ConfigError(f"unknown bench: {name}")  # metashell.cli refuses a mistyped name before this
 
 

@@ -3,11 +3,14 @@
     to_dataframe(source, "/topics")          partitions (or brokers, voters, configs, ...)
     history_dataframe(log_dir, "records")    records, partition_changes, broker_fencing,
                                              controller_registrations, leader_changes; the change
-                                             tables: config_changes, acl_changes, ..., and gaps
+                                             tables: config_changes, acl_changes, ..., and gaps:
+                                             the kraft data source (metashell.spark), cluster_id first
     history_dataframe(log_dir, offsets=[..]) partitions at each offset (as_of_offset column)
     export(df, out_dir, "parquet")           parquet, json, csv or orc, written by Spark
 
-DataFrames are built from Arrow tables with the typed schemas of metashell.export.schemas.
+An image's tables are built in the driver, as Arrow tables with the typed schemas of
+metashell.export.schemas; a log's history tables are read by the kraft data source on the
+executors (its schemas: metashell.spark.table_schema).
 CSV cannot hold arrays or structs: ``export`` writes them as JSON text in CSV.
 """
 
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 FORMATS = ("parquet", "json", "csv", "orc")
 
 __all__ = ["ExportError", "FORMATS", "SCHEMA_DOCS", "Table", "export", "get_spark", "history_dataframe",
-           "load_image", "table_dataframe", "table_for", "to_dataframe"]
+           "load_image", "source_dataframe", "table_dataframe", "table_for", "to_dataframe"]
 
 
 def __getattr__(name: str) -> Any:
@@ -83,8 +86,12 @@ def to_dataframe(source: Any, path: str = "/topics", spark: Any = None, *, offse
 
 
 def history_dataframe(log_dir: Any, table: str = "records", spark: Any = None, *, start: int | None = None,
-                      end: int | None = None, offsets: Iterable[int] | None = None) -> Any:
-    """A history table of a log directory; with ``offsets``, the partitions at each offset."""
+                      end: int | None = None, offsets: Iterable[int] | None = None, driver: bool = False) -> Any:
+    """A history table of a log directory or archive (or a node directory, or a list or glob
+    of them): the kraft data source's DataFrame (``spark.read.format("kraft")``, decoded on the
+    executors, ``cluster_id`` first). With ``offsets``, the partitions at each offset (built in
+    the driver). ``driver=True``: the table decoded and replayed in this process and handed to
+    Spark as Arrow, the export's schema without ``cluster_id`` (the way before the data source)."""
     from metashell.export.history_tables import HISTORY_TABLES, history_rows, images_at
 
     spark = spark or get_spark()
@@ -92,7 +99,51 @@ def history_dataframe(log_dir: Any, table: str = "records", spark: Any = None, *
         return table_dataframe(images_at(log_dir, offsets), spark)
     if table not in HISTORY_TABLES:
         raise ExportError(f"unknown history table {table!r} (known: {', '.join(HISTORY_TABLES)})")
-    return table_dataframe(history_rows(log_dir, start=start, end=end, tables=[table])[table], spark)
+    if driver:
+        return table_dataframe(history_rows(log_dir, start=start, end=end, tables=[table])[table], spark)
+    return source_dataframe(log_dir, table, spark, start=start, end=end)
+
+
+def source_dataframe(paths: Any, table: str, spark: Any, *, start: int | None = None,
+                     end: int | None = None) -> Any:
+    """``spark.read.format("kraft").option("table", table).load(paths)``, the source registered
+    in ``spark`` first (a Connect session too); ``start``/``end`` as startOffset/endOffset.
+
+    One directory that nothing names the cluster of (no meta.properties or archive.json: a bare
+    copy of __cluster_metadata-0, a generated log) is still exported, its cluster_id null: the
+    source wants an id for such files (option clusterId), so it gets a stand-in, replaced here."""
+    import metashell.spark
+
+    reader = metashell.spark.register(spark).read.format("kraft").option("table", table)
+    if start is not None:
+        reader = reader.option("startOffset", str(start))
+    if end is not None:
+        reader = reader.option("endOffset", str(end))
+    if isinstance(paths, (list, tuple)):
+        return reader.load([str(p) for p in paths])
+    unnamed = _names_no_cluster(Path(paths))
+    frame = reader.option("clusterId", UNNAMED_CLUSTER).load(str(paths)) if unnamed else reader.load(str(paths))
+    if not unnamed:
+        return frame
+    from pyspark.sql import functions as F
+
+    return frame.select(*(F.lit(None).cast("string").alias(c) if c == "cluster_id" else F.col(c) for c in frame.columns))
+
+
+UNNAMED_CLUSTER = "-"  # the clusterId stand-in of source_dataframe, never seen in its rows
+
+
+def _names_no_cluster(path: Path) -> bool:
+    """Whether ``path``, a directory, has no meta.properties or archive.json to name its cluster."""
+    if not path.is_dir():
+        return False
+    from engine.storage.log_reader import list_log_dir
+    from metashell.spark.paths import cluster_id_of
+
+    try:
+        return cluster_id_of(list_log_dir(path).path) is None
+    except Exception:  # noqa: BLE001 - the source says what is wrong with the directory, in one line
+        return False
 
 
 def export(df: Any, out_dir: Any, fmt: str = "parquet", table: str | None = None) -> Path:

@@ -70,6 +70,13 @@ def _written(path: Path) -> Path:
     return path
 
 
+# A failing task is logged by the executor, the scheduler and the writer, each with the task's
+# whole Python traceback, and then raised to the driver, where the export says it in one line
+# (metashell.export.spark_failure): these loggers' lines about it are repeats.
+TASK_FAILURE_LOGGERS = ("Executor:", "TaskSetManager:", "FileFormatWriter:", "Utils:", "DataWritingSparkTask:")
+TASK_FAILURE_WORDS = ("Exception in task", "Aborting task", "Aborting job", "aborting job", "aborted.")
+
+
 def spark_line(line: str) -> str | None:
     """What one line of the JVM's output tells the user, or None for noise."""
     line = line.rstrip()
@@ -77,6 +84,8 @@ def spark_line(line: str) -> str | None:
         return None
     if line.startswith(TAG):
         level, _, rest = line[len(TAG):].partition(" ")
+        if rest.startswith(TASK_FAILURE_LOGGERS) and any(word in rest for word in TASK_FAILURE_WORDS):
+            return None
         return f"Spark {level.lower()}: {rest.strip()}"
     return f"Spark: {line}"
 

@@ -349,7 +349,8 @@ export --history [TABLE] --out DIR [--format F]
   under DIR/NAME (NAME: the table's kind, e.g. partitions, unless --table), through Spark:
   a local session unless one is active. Secrets stay redacted unless the shell was started
   with --show-secrets. --history writes a table of the whole log instead (default:
-  records); it needs a log directory (--log-dir), or, live, it is what the session
+  records); it needs a log directory or archive (--log-dir), read by the kraft data
+  source on Spark's executors (cluster_id first), or, live, it is what the session
   fetched since attach. CSV flattens lists to JSON text.
   docs/export.md has the schemas and example analyses.
 
@@ -359,10 +360,9 @@ export --history [TABLE] --out DIR [--format F]
 """, _export_arguments)
 def _export(session: Session, args: argparse.Namespace) -> int:
     import time
-    from pathlib import Path
 
-    from metashell.export import export, table_dataframe
-    from metashell.export.spark_session import after_local_export, get_spark, preflight
+    from metashell.export import table_dataframe
+    from metashell.export.spark_session import get_spark, preflight
 
     preflight()  # what Spark lacks is said before the rows are built
     started = time.perf_counter()
@@ -375,28 +375,81 @@ def _export(session: Session, args: argparse.Namespace) -> int:
     if args.history:
         if args.path:
             raise ShellError("give either PATH or --history, not both")
+        if not session.source.live and session.source.log_dir is not None:
+            return _export_from_source(session, args, step)
         step("building rows…")
         table = _history_table(session, args.history)
-    else:
-        if not args.path:
-            raise ShellError("give a PATH to export (e.g. /topics) or --history")
-        matches = session.paths(args.path)
-        if len(matches) > 1:
-            raise ShellError(f"{args.path}: matches {len(matches)} nodes; export takes one")
-        session.node(matches[0])  # there, or one line saying what is not
-        from metashell.export.tables import table_for
+        cluster_id = getattr(getattr(session.source, "feed", None), "cluster_id", None)
+        return _write(session, _with_cluster_id(table_dataframe(table, get_spark()), cluster_id), table, args, step)
+    if not args.path:
+        raise ShellError("give a PATH to export (e.g. /topics) or --history")
+    matches = session.paths(args.path)
+    if len(matches) > 1:
+        raise ShellError(f"{args.path}: matches {len(matches)} nodes; export takes one")
+    session.node(matches[0])  # there, or one line saying what is not
+    from metashell.export.tables import table_for
 
-        step("building rows…")
-        table = table_for(session.image, matches[0], show_secrets=session.show_secrets)
-    frame = table_dataframe(table, get_spark())
+    step("building rows…")
+    table = table_for(session.image, matches[0], show_secrets=session.show_secrets)
+    return _write(session, table_dataframe(table, get_spark()), table, args, step)
+
+
+def _write(session: Session, frame: Any, table: Any, args: argparse.Namespace, step: Any) -> int:
+    from pathlib import Path
+
+    from metashell.export import export
+
     out, name = Path(args.out), args.table or table.kind
     step("writing…")
     export(frame, out, args.format, table=name)
     step("done")
-    rows = len(table.rows)
-    session.out(f"exported {rows} row{'' if rows == 1 else 's'} of {table.kind} to {out / name} ({args.format})")
-    after_local_export(lambda line: session.err(f"metashell: {line}"))
+    _exported(session, len(table.rows), table.kind, out / name, args.format)
     return 0
+
+
+def _with_cluster_id(frame: Any, cluster_id: str | None) -> Any:
+    """A live history table with the data source's cluster_id column first (the quorum's id as
+    the attachment learnt it; null if it has not), so that it unions with the files' tables."""
+    from pyspark.sql import functions as F
+
+    return frame.select(F.lit(cluster_id).cast("string").alias("cluster_id"), "*")
+
+
+def _export_from_source(session: Session, args: argparse.Namespace, step: Any) -> int:
+    """A history table of a log directory or archive: read by the kraft data source, decoded
+    on the executors (metashell.spark), written by Spark; its rows counted from what was written."""
+    from pathlib import Path
+
+    from metashell.export import export, source_dataframe
+    from metashell.export.spark_failure import is_spark_failure, spark_failure
+    from metashell.export.spark_session import get_spark
+
+    spark = get_spark()
+    out, name = Path(args.out), args.table or args.history
+    step("reading and writing…")
+    try:
+        target = export(source_dataframe(session.source.log_dir, args.history, spark), out, args.format, table=name)
+        rows = _written_rows(spark, target, args.format)
+    except Exception as exc:
+        if is_spark_failure(exc):
+            raise spark_failure(exc, f"{session.source.log_dir}: {args.history}") from None
+        raise
+    step("done")
+    _exported(session, rows, args.history, target, args.format)
+    return 0
+
+
+def _written_rows(spark: Any, target: Any, fmt: str) -> int:
+    """The rows Spark wrote under ``target`` (Parquet and ORC answer from their footers)."""
+    reader = spark.read.format(fmt)
+    return reader.option("header", "true").load(str(target)).count() if fmt == "csv" else reader.load(str(target)).count()
+
+
+def _exported(session: Session, rows: int, kind: str, target: Any, fmt: str) -> None:
+    from metashell.export.spark_session import after_local_export
+
+    session.out(f"exported {rows} row{'' if rows == 1 else 's'} of {kind} to {target} ({fmt})")
+    after_local_export(lambda line: session.err(f"metashell: {line}"))
 
 
 def _history_table(session: Session, kind: str) -> Any:

@@ -22,7 +22,9 @@ from engine.image.metadata_delta import MetadataDelta
 from engine.image.metadata_image import MetadataImage
 from metashell.demo.shell_demo import write_demo_log_dir
 from tests.broker_records import broker_fencing as _fence, broker_registration as _broker
+from engine.storage.meta_properties import read_meta_properties
 from metashell.export import export, history_dataframe, to_dataframe
+from metashell.spark.table_schema import source_spark_schema
 from metashell.export.history_tables import history_rows
 from metashell.export.schemas import COLUMNS, SCHEMA_DOCS, spark_schema
 from metashell.export.spark_session import ExportError
@@ -113,10 +115,15 @@ def test_corpus_tables_equal_the_tree(spark, node: str) -> None:
 def test_corpus_history(spark, node: str) -> None:
     log_dir = CORPUS / node
     entries = {e.offset: e for e in read_log_dir(log_dir, use_snapshot=False)}
-    records = history_dataframe(log_dir, "records", spark)
-    assert records.schema == spark_schema("records")
+    records = history_dataframe(log_dir, "records", spark)  # the kraft data source: cluster_id first
+    assert records.schema == source_spark_schema("records")
     assert records.count() == len(entries)
+    assert {r.cluster_id for r in records.select("cluster_id").distinct().collect()} == {
+        read_meta_properties(log_dir).cluster_id}
     changes = history_dataframe(log_dir, "partition_changes", spark).collect()
+    # the data source's rows are the driver-side export's, in the same order, cluster_id aside
+    assert [tuple(plain(v) for v in r)[1:] for r in changes] == collected(
+        history_dataframe(log_dir, "partition_changes", spark, driver=True))
     assert len(changes) == sum(e.record.type_name in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
                                for e in entries.values())
     for row in changes[:: max(1, len(changes) // 25)]:

@@ -86,8 +86,8 @@ def test_docs_tree_table_has_every_root_node() -> None:
 @pytest.mark.parametrize("argv, line", [
     (["dahs", "--log-dir", "/nonexistent"], "metashell: unknown command: dahs (did you mean dash?)"),
     (["exprt", "--demo", "/topics"], "metashell: unknown command: exprt (did you mean export?)"),
-    (["bench"], "metashell: bench needs one of: dash, export, attach, log (metashell bench dash --help)"),
-    (["bench", "dsh"], "metashell: unknown bench: dsh (did you mean dash?); give one of: dash, export, attach, log"),
+    (["bench"], "metashell: bench needs one of: dash, export, attach, log, spark (metashell bench dash --help)"),
+    (["bench", "dsh"], "metashell: unknown bench: dsh (did you mean dash?); give one of: dash, export, attach, log, spark"),
 ])
 def test_a_mistyped_subcommand_is_named_before_the_source_is_asked_for(argv: list[str], line: str) -> None:
     done = _metashell(*argv)
