@@ -61,7 +61,11 @@ ALLOWED_METASHELL = {
     "metashell.source": {"metashell.live"},
     # the history asked by path (change items, log and diff's sources, the index): over the tree's layout
     "metashell.history": {"metashell.tree"},
-    "metashell.export": {"metashell.tree", "metashell.source", "metashell.history"},
+    # the export's history front end (history_dataframe, --history) reads through the kraft data source
+    "metashell.export": {"metashell.tree", "metashell.source", "metashell.history", "metashell.spark"},
+    # the kraft data source: the export's schemas and row printers (its modules, not its front end:
+    # no module cycle), metadata transactions, and the recorder's follower for the live stream
+    "metashell.spark": {"metashell.export", "metashell.history", "metashell.live", "metashell.record"},
     "metashell.shell": {"metashell.tree", "metashell.source", "metashell.export", "metashell.history"},
     "metashell.dashboard": {"metashell.tree", "metashell.source", "metashell.live", "metashell.history"},
     # the flight recorder: the live attachment's follower and settings, writing an archive (and
@@ -71,7 +75,8 @@ ALLOWED_METASHELL = {
     "metashell.demo": set(),
     # benchmarks that span the others (the attach bench: a seeded quorum, a load, an attached tool)
     "metashell.bench": {"metashell.tree", "metashell.source", "metashell.live", "metashell.export",
-                        "metashell.dashboard", "metashell.history", "metashell.shell", "metashell.record"},
+                        "metashell.dashboard", "metashell.history", "metashell.shell", "metashell.record",
+                        "metashell.spark"},
 }
 
 
