@@ -10,7 +10,7 @@ client's reconnect backoff for as long as it runs.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from typing import Awaitable, Callable
 
 from engine.admin import quorum_client
 from engine.common.api_keys import ApiKeys
@@ -86,6 +86,52 @@ async def describe_cluster_id(client: KafkaClient, addresses: list[Address], tim
             return str(response.cluster_id), ""
         why = f"{quorum_client.format_address(address)} answered DescribeCluster with error {response.error_code}"
     return None, why
+
+
+async def ask_cluster_id(client: KafkaClient, addresses: list[Address], settings: FollowerSettings, *,
+                         stopped: Callable[[], bool], failed: Callable[[int, str], None],
+                         sleep: Callable[[float], Awaitable[None]], step_s: float, max_s: float) -> str | None:
+    """describe_cluster_id asked until a controller answers (a quorum down is waited for, never
+    given up on): ``failed(failures so far, why)`` after each miss, then ``sleep`` a backoff
+    growing by ``step_s`` up to ``max_s``; None once ``stopped()``."""
+    failures = 0
+    while not stopped():
+        cluster_id, why = await describe_cluster_id(client, addresses, min(settings.request_timeout_ms, 5_000))
+        if cluster_id is not None:
+            return cluster_id
+        failed(failures, why)
+        failures += 1
+        await sleep(min(step_s * failures, max_s))
+    return None
+
+
+class Exchanges:
+    """The core's requests under way, each on a task of its own (a slow FetchSnapshot does not hold
+    up the next Fetch to another controller): the follower loop's wire, the recorder's and the
+    live stream's."""
+
+    def __init__(self, core: LogFollower, client: KafkaClient, settings: FollowerSettings,
+                 clock_ms: Callable[[], int]):
+        self._core, self._client, self._settings, self._clock_ms = core, client, settings, clock_ms
+        self._tasks: set[asyncio.Task] = set()
+
+    def poll(self, now_ms: int) -> int:
+        """Send what the core asks for now; when it wants to be polled next."""
+        ready = self._core.poll(now_ms)
+        for message in ready.messages:
+            task = asyncio.create_task(exchange(self._core, self._client, message, self._settings, self._clock_ms))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return ready.next_poll_ms
+
+    async def wait(self, wake: asyncio.Event, timeout_s: float) -> None:
+        """Until an exchange ends, ``wake`` is set, or ``timeout_s`` passes."""
+        await wait_any(self._tasks, wake, timeout_s)
+
+    async def cancel(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 async def wait_any(tasks: set[asyncio.Task], wake: asyncio.Event, timeout_s: float) -> None:

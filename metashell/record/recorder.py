@@ -38,7 +38,7 @@ from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 from metashell.live.attach import connection_settings, follower_settings
 from metashell.record.archive import DEFAULT_SEGMENT_BYTES, Archive, ArchiveWriteError
 from metashell.record.record_index import DEFAULT_INDEX_INTERVAL_MS, IndexKeeper
-from metashell.record.link import describe_cluster_id, exchange, new_client, wait_any
+from metashell.record.link import Exchanges, ask_cluster_id, new_client
 from metashell.record.snapshot_records import kraft_control_records
 
 DEFAULT_SNAPSHOT_EVERY_RECORDS = 20_000
@@ -172,17 +172,13 @@ class Recorder:
         asked until a controller answers; None when stopped first."""
         if self._configured_cluster_id:
             return self._configured_cluster_id
-        failures = 0
-        while not self._stop.is_set():
-            cluster_id, why = await describe_cluster_id(client, self._addresses,
-                                                        min(self._follower_settings.request_timeout_ms, 5_000))
-            if cluster_id is not None:
-                return cluster_id
+
+        def failed(failures: int, why: str) -> None:
             if failures % 10 == 0:
                 self._log(f"waiting for the quorum at {self.s.bootstrap}: {why}")
-            failures += 1
-            await self._sleep(min(1.0 * failures, 10.0))
-        return None
+
+        return await ask_cluster_id(client, self._addresses, self._follower_settings, stopped=self._stop.is_set,
+                                    failed=failed, sleep=self._sleep, step_s=1.0, max_s=10.0)
 
     async def _sleep(self, seconds: float) -> None:
         try:
@@ -191,31 +187,24 @@ class Recorder:
             pass
 
     async def _follow(self, core: LogFollower, client) -> None:
-        tasks: set[asyncio.Task] = set()
-        settings, clock = self._follower_settings, self._clock_ms
+        clock = self._clock_ms
+        exchanges = Exchanges(core, client, self._follower_settings, clock)
         try:
             while not self._stop.is_set():
                 self._wake.clear()
                 now = clock()
                 wake_ms = now + self.s.write_retry_ms
                 if self._write_failing is None:
-                    ready = core.poll(now)
-                    for message in ready.messages:
-                        task = asyncio.create_task(exchange(core, client, message, settings, clock))
-                        tasks.add(task)
-                        task.add_done_callback(tasks.discard)
-                    wake_ms = min(ready.next_poll_ms, now + self.s.progress_interval_ms)
+                    wake_ms = min(exchanges.poll(now), now + self.s.progress_interval_ms)
                     self._take(core)
                 self._write()
                 self._housekeeping(core)
                 if core.error is not None:
                     self.error = core.error
                     return
-                await wait_any(tasks, self._wake, (wake_ms - clock()) / 1000)
+                await exchanges.wait(self._wake, (wake_ms - clock()) / 1000)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await exchanges.cancel()
 
     # -- what the follower hands over -------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from engine.admin import quorum_client
 from engine.net.security_config import client_security
 from engine.raft.log_follower import LogFollower
 from metashell.live.attach import connection_settings, follower_settings
-from metashell.record.link import describe_cluster_id, exchange, new_client, wait_any
+from metashell.record.link import Exchanges, ask_cluster_id, new_client
 from metashell.spark.stream_offsets import Position
 from metashell.spark.stream_transactions import TransactionScan
 
@@ -157,17 +157,12 @@ class QuorumTail:
                 await client.close()
 
     async def _describe(self, client: Any) -> str | None:
-        failures = 0
-        while not self._stop.is_set():
-            cluster_id, why = await describe_cluster_id(client, self._addresses,
-                                                        min(self._follower_settings.request_timeout_ms, 5_000))
-            if cluster_id is not None:
-                return cluster_id
+        def failed(failures: int, why: str) -> None:
             with self.changed:
                 self.last_failure = why
-            failures += 1
-            await self._sleep(min(0.5 * failures, 5.0))
-        return None
+
+        return await ask_cluster_id(client, self._addresses, self._follower_settings, stopped=self._stop.is_set,
+                                    failed=failed, sleep=self._sleep, step_s=0.5, max_s=5.0)
 
     async def _sleep(self, seconds: float) -> None:
         self._wake.clear()
@@ -177,31 +172,24 @@ class QuorumTail:
             pass
 
     async def _follow(self, core: LogFollower, client: Any) -> None:
-        tasks: set[asyncio.Task] = set()
-        settings, clock = self._follower_settings, self._clock_ms
+        clock = self._clock_ms
+        exchanges = Exchanges(core, client, self._follower_settings, clock)
         try:
             while not self._stop.is_set():
                 self._wake.clear()
                 now = clock()
                 wake_ms = now + 1_000
                 if self._may_fetch():
-                    ready = core.poll(now)
-                    for message in ready.messages:
-                        task = asyncio.create_task(exchange(core, client, message, settings, clock))
-                        tasks.add(task)
-                        task.add_done_callback(tasks.discard)
-                    wake_ms = min(ready.next_poll_ms, wake_ms)
+                    wake_ms = min(exchanges.poll(now), wake_ms)
                 self._take(core)
                 if core.error is not None or self.error is not None:
                     with self.changed:
                         self.error = self.error or core.error
                         self.changed.notify_all()
                     return
-                await wait_any(tasks, self._wake, (wake_ms - clock()) / 1000)
+                await exchanges.wait(self._wake, (wake_ms - clock()) / 1000)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await exchanges.cancel()
 
     def _may_fetch(self) -> bool:
         """Whether to fetch more: while less than max_buffer_bytes is held, or while one open
