@@ -7,11 +7,13 @@ import shutil
 from pathlib import Path
 
 from engine.storage.meta_properties import MetaProperties, write_meta_properties
+from metashell.export.history_tables import history_rows
 from metashell.spark.options import read_options
 from metashell.spark.paths import resolve_paths
 from metashell.spark.plan import RecordsTask, plan_records
 from metashell.spark.pushed import Pushed
 from metashell.spark.read_records import read_records
+from tests.metashell.export.spark_rows import collected
 from tests.metashell.history.history_script import STORY, write_story
 
 
@@ -60,3 +62,21 @@ def write_whole_story(directory: Path) -> Path:
 def copy_node(source: Path, target: Path) -> Path:
     shutil.copytree(source, target)
     return target
+
+
+def export_records(directory: Path, **bounds) -> list[tuple]:
+    """The export's records rows of ``directory`` (what the source must give, cluster_id aside)."""
+    return [tuple(row) for row in history_rows(directory, tables=["records"], **bounds)["records"].rows]
+
+
+def read_kraft(spark, *paths, **options):
+    """spark.read.format("kraft") with ``options``, loading one path or several."""
+    reader = spark.read.format("kraft")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load(list(paths) if len(paths) > 1 else paths[0])
+
+
+def sorted_rows(df) -> list[tuple]:
+    """A DataFrame's rows without cluster_id, by offset."""
+    return sorted(collected(df.drop("cluster_id")), key=lambda row: row[0])

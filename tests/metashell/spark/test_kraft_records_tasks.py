@@ -11,14 +11,13 @@ import pytest
 from engine.records import metadata_records as m
 from engine.records.kio_codec import i8
 from engine.storage.log_reader import list_log_dir, read_batch_headers
-from metashell.export.history_tables import history_rows
 from metashell.spark import transaction_edges
 from metashell.spark.corrupt import KraftReadError
 from metashell.spark.pushed import Pushed
 from tests.conftest import CORPUS, corpus_params
 from tests.metashell.history.history_script import STORY, _leader
-from tests.metashell.spark.kraft_source_fixtures import (plan, read_rows, rows_of, write_split_story,
-                                                          write_whole_story)
+from tests.metashell.spark.kraft_source_fixtures import (export_records, plan, read_rows, rows_of,
+                                                          write_split_story, write_whole_story)
 
 CORPUS_DIRS = sorted(str(p.parent) for p in CORPUS.glob("**/__cluster_metadata-0")) if CORPUS.is_dir() else []
 BEGIN, END, ABORT = m.BeginTransactionRecordV0(name="t"), m.EndTransactionRecordV0(), m.AbortTransactionRecordV0()
@@ -39,10 +38,6 @@ STRADDLING = STORY[:9] + [
 ]
 
 
-def _export(directory: Path, **bounds) -> list[tuple]:
-    return [tuple(row) for row in history_rows(directory, tables=["records"], **bounds)["records"].rows]
-
-
 def _without_cluster(rows: list[tuple]) -> list[tuple]:
     return [row[1:] for row in rows]
 
@@ -50,7 +45,7 @@ def _without_cluster(rows: list[tuple]) -> list[tuple]:
 @pytest.mark.parametrize("node", corpus_params(CORPUS_DIRS))
 def test_corpus_records_are_the_exports_rows_led_by_the_cluster_id(node: str) -> None:
     rows = read_rows({"path": node})
-    assert _without_cluster(rows) == _export(Path(node))
+    assert _without_cluster(rows) == export_records(Path(node))
     meta_cluster = (Path(node) / "meta.properties").read_text()
     assert {row[0] for row in rows} == {next(line.split("=", 1)[1] for line in meta_cluster.splitlines()
                                              if line.startswith("cluster.id="))}
@@ -59,7 +54,7 @@ def test_corpus_records_are_the_exports_rows_led_by_the_cluster_id(node: str) ->
 def test_demo_logs_are_the_exports_rows(demo_log_dir: Path, dashboard_demo_dir: Path) -> None:
     for directory in (demo_log_dir, dashboard_demo_dir):
         rows = read_rows({"path": str(directory), "clusterId": "demo"})
-        assert _without_cluster(rows) == _export(directory)
+        assert _without_cluster(rows) == export_records(directory)
         assert rows and {row[0] for row in rows} <= {"demo", *_meta_cluster(directory)}
 
 
@@ -73,8 +68,8 @@ def test_transactions_straddling_files_have_the_exports_aborted(tmp_path: Path) 
     split = write_split_story(tmp_path / "split", STRADDLING)
     whole = write_split_story(tmp_path / "whole", STRADDLING, roll_after=set())
     assert len(list_log_dir(split).segments) == len(STRADDLING)
-    expected = _export(whole)
-    assert _without_cluster(read_rows({"path": str(split)})) == expected == _export(split)
+    expected = export_records(whole)
+    assert _without_cluster(read_rows({"path": str(split)})) == expected == export_records(split)
     aborted = {row[0]: row[-1] for row in expected}
     # the aborted transaction's records and markers, the control record inside it, the stray End,
     # the committed one, the open one
@@ -86,12 +81,12 @@ def test_transactions_straddling_files_have_the_exports_aborted(tmp_path: Path) 
 
 def test_end_and_start_offsets_read_the_log_as_the_export_does(tmp_path: Path) -> None:
     split = write_split_story(tmp_path / "split", STRADDLING)
-    last = _export(split)[-1][0]
+    last = export_records(split)[-1][0]
     for end in range(0, last + 1):
-        assert _without_cluster(read_rows({"path": str(split), "endOffset": str(end)})) == _export(split, end=end), end
+        assert _without_cluster(read_rows({"path": str(split), "endOffset": str(end)})) == export_records(split, end=end), end
     for start in range(0, last + 1, 3):
         assert _without_cluster(read_rows({"path": str(split), "startOffset": str(start)})) == \
-            _export(split, start=start), start
+            export_records(split, start=start), start
 
 
 def test_offsets_skip_files_by_their_names(tmp_path: Path) -> None:
@@ -113,7 +108,7 @@ def test_a_log_without_transactions_reads_no_neighbour(tmp_path: Path, monkeypat
     real = transaction_edges._entries
     monkeypatch.setattr(transaction_edges, "_entries", lambda path, end: (opened.append(path), real(path, end))[1])
     tasks = plan({"path": str(split)})
-    assert _without_cluster(rows_of(tasks[5:6])) == [row for row in _export(split) if row[0] == tasks[5].base_offset]
+    assert _without_cluster(rows_of(tasks[5:6])) == [row for row in export_records(split) if row[0] == tasks[5].base_offset]
     assert opened == []
 
 
@@ -190,13 +185,13 @@ def test_records_below_the_oldest_snapshot_are_rows_of_both(tmp_path: Path) -> N
     for base, path in list_log_dir(node).segments:
         if base < 11:
             path.unlink()
-    exported = _export(node)
+    exported = export_records(node)
     assert [row[0] for row in exported][:6] == [11, 12, 13, 14, 15, 16]
     assert [row[-1] for row in exported][:5] == [True, True, False, True, True]
     assert _without_cluster(read_rows({"path": str(node)})) == exported
     for end in (12, 15, 20):
         assert _without_cluster(read_rows({"path": str(node), "endOffset": str(end), "startOffset": "12"})) == \
-            _export(node, start=12, end=end)
+            export_records(node, start=12, end=end)
 
 
 def test_permissive_damage_without_a_readable_header_is_not_lost_to_start_offset(tmp_path: Path) -> None:
