@@ -94,26 +94,22 @@ def paths_of(lowered: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def _offset(lowered: Mapping[str, str], key: str, name: str) -> int | None:
-    raw = lowered.get(key)
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise OptionError(f"option {name} must be an offset (a whole number >= 0), not {raw!r}") from None
-    if value < 0:
-        raise OptionError(f"option {name} must be an offset (a whole number >= 0), not {raw!r}")
-    return value
+    return _whole_number(lowered, key, name, 0, "an offset (a whole number >= 0)")
 
 
 def _count(lowered: Mapping[str, str], key: str, name: str) -> int | None:
+    return _whole_number(lowered, key, name, 1, "a whole number > 0")
+
+
+def _whole_number(lowered: Mapping[str, str], key: str, name: str, least: int, what: str) -> int | None:
+    """The option as a whole number >= ``least``; None when unset or blank; else one line saying ``what``."""
     raw = lowered.get(key)
     if raw is None or str(raw).strip() == "":
         return None
     try:
         value = int(str(raw).strip())
     except ValueError:
-        value = 0
-    if value < 1:
-        raise OptionError(f"option {name} must be a whole number > 0, not {raw!r}")
+        value = None
+    if value is None or value < least:
+        raise OptionError(f"option {name} must be {what}, not {raw!r}") from None
     return value
