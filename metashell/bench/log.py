@@ -32,11 +32,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from engine.common.command_line import OneLineParser
+from metashell.bench.work_dir import bench_root
 
 QUERIES = ("log /configs/TOPIC/X/retention.ms", "log /configs/TOPIC/X/retention.ms -n 10",
            "log /topics/X/0", "log /topics/X/0 -n 10")
@@ -66,21 +66,10 @@ def run_bench_log(args) -> int:
         from engine.common.errors import ConfigError
 
         raise ConfigError("--records must be at least 20000 (the cluster's own creation takes about 10,000)")
-    temp = None
-    if args.dir:
-        root = Path(args.dir)
-    else:
-        temp = Path(tempfile.mkdtemp(prefix="metashell-bench-log-"))
-        root = temp / "archive"
-    try:
+    with bench_root(args.dir, prefix="metashell-bench-log-", name="archive", keep=args.keep) as root:
         bench_log(root, args.records, keep_index=args.keep_index, tail=max(args.tail_records, 5_000))
         if args.kafka_libs:
             beside_kafka(root, [Path(libs) for libs in args.kafka_libs], max(args.rounds, 1))
-    finally:
-        if temp is not None and not args.keep:
-            shutil.rmtree(temp, ignore_errors=True)
-        elif temp is not None:
-            print(f"kept: {root}")
     return 0
 
 

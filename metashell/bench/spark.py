@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Callable
 from engine.common.command_line import OneLineParser
 from engine.common.errors import ConfigError, MetadataError
 from metashell.bench.spark_logs import FleetSpec, creation_records, make_fleet
+from metashell.bench.work_dir import bench_root
 
 TABLES = ("records", "partition_changes")
 
@@ -102,15 +101,8 @@ def run_bench_spark(args) -> int:
         if table not in SOURCE_TABLES:
             raise ConfigError(f"unknown table {table!r} (known: {', '.join(SOURCE_TABLES)})")
     spec = FleetSpec(args.clusters, args.records, args.snapshot_every, args.segment_mb << 20, topics=args.topics)
-    temp = None if args.dir else Path(tempfile.mkdtemp(prefix="metashell-bench-spark-"))
-    root = Path(args.dir) if args.dir else temp / "fleet"
-    try:
+    with bench_root(args.dir, prefix="metashell-bench-spark-", name="fleet", keep=args.keep) as root:
         bench_spark(root, spec, tables, runs=plan_runs(args), rounds=args.rounds)
-    finally:
-        if temp is not None and not args.keep:
-            shutil.rmtree(temp, ignore_errors=True)
-        elif temp is not None:
-            print(f"kept: {root}")
     return 0
 
 
