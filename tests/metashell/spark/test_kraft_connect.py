@@ -1,5 +1,5 @@
 """The kraft data source through Spark Connect: a local Spark Connect server in a child process
-(its own JVM, as tests/metashell/export/test_export_connect.py starts one), the source
+(its own JVM: tests/spark_connect.py), the source
 registered on the Connect session (``metashell.spark.register``: ``spark.dataSource.register``
 sends the class to the server), ``records`` and a change table read through it and written by
 the server to Parquet; ``metashell export --history ... --remote`` through the same server.
@@ -9,14 +9,12 @@ The rows are compared with the suite's local session reading the same directorie
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CORPUS, corpus_unavailable
+from tests.spark_connect import run_beside_connect_server
 from tests.spark_standalone import REPO, demo_node, driver_env, rows_of
 
 pytestmark = pytest.mark.slow  # a Spark Connect server: a JVM of its own
@@ -24,12 +22,8 @@ pytestmark = pytest.mark.slow  # a Spark Connect server: a JVM of its own
 pytest.importorskip("pyspark.sql.connect.session", reason="pyspark's connect client is not installed "
                     "(pip install 'metashell[connect]')")
 
-CHILD = textwrap.dedent('''
-    import json, os, socket, sys
-    probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close()
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-    ConnectSession._start_connect_server("local[2]", {"spark.connect.grpc.binding.port": str(port),
-                                                      "spark.ui.enabled": "false"})
+CHILD = '''
+    import json, os
     import metashell.spark
     from metashell.cli import run
     out, jobs, export_dir = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
@@ -40,7 +34,7 @@ CHILD = textwrap.dedent('''
     code = run(["export", "--log-dir", export_dir, "--history", "topic_changes", "--out", os.path.join(out, "export"),
                 "--format", "json", "--remote", f"sc://localhost:{port}"])
     sys.exit(code)
-''')
+'''
 
 
 def test_the_source_through_spark_connect(spark, tmp_path: Path) -> None:
@@ -54,13 +48,8 @@ def test_the_source_through_spark_connect(spark, tmp_path: Path) -> None:
         corpus_unavailable()
     jobs = [("records", "records", nodes), ("topic_changes", "topic_changes", nodes)]
     out = tmp_path / "out"
-    for _attempt in range(3):
-        done = subprocess.run([sys.executable, "-c", CHILD, str(out), json.dumps(jobs), str(demo_log_dir)],
-                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-                              env=driver_env(REPO), cwd=tmp_path)
-        # a free port probed, then taken by another process before the JVM binds it: try another
-        if not any(sign in done.stderr for sign in ("Address already in use", "BindException", "Failed to bind")):
-            break
+    done = run_beside_connect_server(CHILD, [str(out), json.dumps(jobs), str(demo_log_dir)], timeout=300,
+                                     cwd=tmp_path, env=driver_env(REPO))
     assert done.returncode == 0, done.stderr[-3000:]
     metashell.spark.register(spark)
     for name, table, paths in jobs:
