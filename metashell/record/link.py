@@ -1,5 +1,6 @@
 """The recorder's wire: engine.raft.log_follower's core over engine.net's KafkaClient, on the
-recorder's own asyncio loop (no thread: the recorder does nothing else).
+recorder's own asyncio loop (no thread: the recorder does nothing else); the live stream's tail
+(metashell.spark.stream_follow) runs the same loop (follow_loop) on a thread of its own.
 
 It is the live attachment's wire (metashell.live.attach: the same Fetch version choice, the same
 refusal of an address that is no controller, the same fatal refusal of a login), without its
@@ -132,6 +133,35 @@ class Exchanges:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def follow_loop(core: LogFollower, client: KafkaClient, settings: FollowerSettings, clock_ms: Callable[[], int],
+                      wake: asyncio.Event, stopped: Callable[[], bool],
+                      step: Callable[[Exchanges, int], int | None]) -> None:
+    """The follower's loop, the recorder's and the live stream's: ``step(exchanges, now)`` polls
+    the core through ``exchanges`` and takes what it handed over, saying when to step again (ms,
+    on ``clock_ms``) or None to end; between steps the loop sleeps until an exchange ends,
+    ``wake`` is set, or that time. Until ``stopped()``; the exchanges under way are cancelled."""
+    exchanges = Exchanges(core, client, settings, clock_ms)
+    try:
+        while not stopped():
+            wake.clear()
+            wake_ms = step(exchanges, clock_ms())
+            if wake_ms is None:
+                return
+            await exchanges.wait(wake, (wake_ms - clock_ms()) / 1000)
+    finally:
+        await exchanges.cancel()
+
+
+def wake_from_thread(loop: asyncio.AbstractEventLoop | None, wake: asyncio.Event | None) -> None:
+    """Set ``wake`` from another thread (the loop's own Event is not thread-safe); nothing when the
+    loop has not started yet or has closed meanwhile (nothing waits then)."""
+    if loop is not None and wake is not None and not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(wake.set)
+        except RuntimeError:
+            pass  # closed between the check and the call
 
 
 async def wait_any(tasks: set[asyncio.Task], wake: asyncio.Event, timeout_s: float) -> None:

@@ -38,7 +38,7 @@ from engine.storage.snapshot_writer import SnapshotBuilder, SnapshotId
 from metashell.live.attach import connection_settings, follower_settings
 from metashell.record.archive import DEFAULT_SEGMENT_BYTES, Archive, ArchiveWriteError
 from metashell.record.record_index import DEFAULT_INDEX_INTERVAL_MS, IndexKeeper
-from metashell.record.link import Exchanges, ask_cluster_id, new_client
+from metashell.record.link import Exchanges, ask_cluster_id, follow_loop, new_client, wake_from_thread
 from metashell.record.snapshot_records import kraft_control_records
 
 DEFAULT_SNAPSHOT_EVERY_RECORDS = 20_000
@@ -126,12 +126,7 @@ class Recorder:
 
     def _index_done(self) -> None:
         """From the index's thread: wake the loop, whose writes waited for the update to end."""
-        loop, wake = self._loop, self._wake
-        if loop is not None and wake is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(wake.set)
-            except RuntimeError:
-                pass  # the loop closed meanwhile: nothing waits
+        wake_from_thread(self._loop, self._wake)
 
     async def _run_open(self) -> int:
         loop = self._loop = asyncio.get_running_loop()
@@ -187,24 +182,19 @@ class Recorder:
             pass
 
     async def _follow(self, core: LogFollower, client) -> None:
-        clock = self._clock_ms
-        exchanges = Exchanges(core, client, self._follower_settings, clock)
-        try:
-            while not self._stop.is_set():
-                self._wake.clear()
-                now = clock()
-                wake_ms = now + self.s.write_retry_ms
-                if self._write_failing is None:
-                    wake_ms = min(exchanges.poll(now), now + self.s.progress_interval_ms)
-                    self._take(core)
-                self._write()
-                self._housekeeping(core)
-                if core.error is not None:
-                    self.error = core.error
-                    return
-                await exchanges.wait(self._wake, (wake_ms - clock()) / 1000)
-        finally:
-            await exchanges.cancel()
+        def step(exchanges: Exchanges, now: int) -> int | None:
+            wake_ms = now + self.s.write_retry_ms
+            if self._write_failing is None:
+                wake_ms = min(exchanges.poll(now), now + self.s.progress_interval_ms)
+                self._take(core)
+            self._write()
+            self._housekeeping(core)
+            if core.error is not None:
+                self.error = core.error
+                return None
+            return wake_ms
+
+        await follow_loop(core, client, self._follower_settings, self._clock_ms, self._wake, self._stop.is_set, step)
 
     # -- what the follower hands over -------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from engine.admin import quorum_client
 from engine.net.security_config import client_security
 from engine.raft.log_follower import LogFollower
 from metashell.live.attach import connection_settings, follower_settings
-from metashell.record.link import Exchanges, ask_cluster_id, new_client
+from metashell.record.link import Exchanges, ask_cluster_id, follow_loop, new_client, wake_from_thread
 from metashell.spark.stream_offsets import Position
 from metashell.spark.stream_transactions import TransactionScan
 
@@ -121,12 +121,7 @@ class QuorumTail:
         return self.high_watermark >= 0 and self.scan.scanned.next >= self.high_watermark
 
     def _poke(self) -> None:
-        loop, wake = self._loop, self._wake
-        if loop is not None and wake is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(wake.set)
-            except RuntimeError:
-                pass
+        wake_from_thread(self._loop, self._wake)
 
     # -- the thread -------------------------------------------------------------------------------
 
@@ -172,24 +167,19 @@ class QuorumTail:
             pass
 
     async def _follow(self, core: LogFollower, client: Any) -> None:
-        clock = self._clock_ms
-        exchanges = Exchanges(core, client, self._follower_settings, clock)
-        try:
-            while not self._stop.is_set():
-                self._wake.clear()
-                now = clock()
-                wake_ms = now + 1_000
-                if self._may_fetch():
-                    wake_ms = min(exchanges.poll(now), wake_ms)
-                self._take(core)
-                if core.error is not None or self.error is not None:
-                    with self.changed:
-                        self.error = self.error or core.error
-                        self.changed.notify_all()
-                    return
-                await exchanges.wait(self._wake, (wake_ms - clock()) / 1000)
-        finally:
-            await exchanges.cancel()
+        def step(exchanges: Exchanges, now: int) -> int | None:
+            wake_ms = now + 1_000
+            if self._may_fetch():
+                wake_ms = min(exchanges.poll(now), wake_ms)
+            self._take(core)
+            if core.error is not None or self.error is not None:
+                with self.changed:
+                    self.error = self.error or core.error
+                    self.changed.notify_all()
+                return None
+            return wake_ms
+
+        await follow_loop(core, client, self._follower_settings, self._clock_ms, self._wake, self._stop.is_set, step)
 
     def _may_fetch(self) -> bool:
         """Whether to fetch more: while less than max_buffer_bytes is held, or while one open
