@@ -22,7 +22,7 @@ import glob
 import os
 import sys
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from engine.common.errors import MetadataError, StorageError
 from engine.storage.log_reader import list_log_dir, resolve_metadata_dir
@@ -133,21 +133,23 @@ def cluster_id_of(log_dir: Path) -> str | None:
     if (parent / ARCHIVE_MANIFEST).is_file():
         from metashell.record.manifest import read_manifest
 
-        try:
-            manifest = read_manifest(parent)
-        except MetadataError as exc:
-            raise PathError(exc.one_line()) from None
-        if manifest.cluster_id:
-            return manifest.cluster_id
+        cluster_id = _cluster_id_in(read_manifest, parent)
+        if cluster_id:
+            return cluster_id
     for where in (parent, Path(log_dir)):
         if (where / META_PROPERTIES_FILE).is_file():
-            try:
-                meta = read_meta_properties(where)
-            except MetadataError as exc:
-                raise PathError(exc.one_line()) from None
-            if meta.cluster_id:
-                return meta.cluster_id
+            cluster_id = _cluster_id_in(read_meta_properties, where)
+            if cluster_id:
+                return cluster_id
     return None
+
+
+def _cluster_id_in(read: Callable[[Path], Any], where: Path) -> str | None:
+    """``read(where).cluster_id`` (archive.json's or meta.properties'), a damaged file as PathError."""
+    try:
+        return read(where).cluster_id
+    except MetadataError as exc:
+        raise PathError(exc.one_line()) from None
 
 
 def all_segments(files: ClusterFiles) -> tuple[SegmentFile, ...]:
