@@ -97,6 +97,19 @@ def test_a_directory_without_a_cluster_id_needs_the_option(tmp_path: Path) -> No
     assert {row[0] for row in read_rows({"path": str(node), "clusterId": "given"})} == {"given"}
 
 
+@pytest.mark.parametrize("name, text, words", [
+    ("meta.properties", "version=banana\n", "meta.properties: 'version' is not a 32-bit integer"),
+    ("archive.json", "{not json", "archive.json: not an archive manifest"),
+])
+def test_a_damaged_cluster_id_file_is_one_line_naming_it(tmp_path: Path, name: str, text: str, words: str) -> None:
+    node = write_split_story(tmp_path / "node")
+    (node / "meta.properties").unlink()
+    (node / name).write_text(text)
+    with pytest.raises(PathError) as raised:
+        resolve_paths([str(node)])
+    assert str(raised.value).startswith(str(node / name)) and words in str(raised.value) and "\n" not in str(raised.value)
+
+
 @pytest.mark.parametrize("bad, words", [
     ("missing", "missing: no such file or directory"),
     ("nothing-*", "nothing-*: the glob matches nothing"),
