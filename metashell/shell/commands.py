@@ -379,7 +379,9 @@ def _export(session: Session, args: argparse.Namespace) -> int:
             return _export_from_source(session, args, step)
         step("building rows…")
         table = _history_table(session, args.history)
-        cluster_id = getattr(getattr(session.source, "feed", None), "cluster_id", None)
+        cluster_id = session.source.cluster_id(wait_s=CLUSTER_ID_WAIT_S)
+        if cluster_id is None:
+            session.err("metashell: note: the leader has not told the cluster id yet: cluster_id is null")
         return _write(session, _with_cluster_id(table_dataframe(table, get_spark()), cluster_id), table, args, step)
     if not args.path:
         raise ShellError("give a PATH to export (e.g. /topics) or --history")
@@ -405,6 +407,10 @@ def _write(session: Session, frame: Any, table: Any, args: argparse.Namespace, s
     step("done")
     _exported(session, len(table.rows), table.kind, out / name, args.format)
     return 0
+
+
+# how long a live --history export waits for the leader's DescribeCluster (asked once a second)
+CLUSTER_ID_WAIT_S = 5.0
 
 
 def _with_cluster_id(frame: Any, cluster_id: str | None) -> Any:

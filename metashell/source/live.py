@@ -30,6 +30,7 @@ refresh keeps what it left as it was.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple, Protocol
 
@@ -185,6 +186,17 @@ class LiveSource:
         """Wait up to ``timeout_s`` for something committed, then take it (True when the history changed)."""
         self.changed.wait(timeout_s)
         return self.poll()
+
+    def cluster_id(self, wait_s: float = 0.0) -> str | None:
+        """The cluster's id as the attachment learnt it (the command config's cluster.id, or the
+        leader's DescribeCluster, asked about once a second after attaching); waits up to
+        ``wait_s`` for that answer. None if it has not come."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            found = getattr(self.feed, "cluster_id", None)
+            if found is not None or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.05)
 
     def notify(self) -> None:
         """Something to drain (called from the feed's thread): wake ``wait``, and the watcher once

@@ -14,6 +14,7 @@ from typing import Iterator
 import pytest
 from kafka.admin import NewTopic
 
+from engine.cluster.layout import load_layout
 from metashell import cli
 from metashell.export.change_tables import change_rows
 from metashell.export.schemas import column_names
@@ -46,7 +47,10 @@ def test_live_change_tables_are_the_log_directorys_up_to_what_was_fetched(cluste
         for kind in ("config_changes", "topic_changes", "broker_changes"):
             assert session.run_line(f"export --history {kind} --out {tmp_path}") == 0, lines
             fetched = session.source.history.last_offset  # what the export read (the session may grow after)
-            live = sorted(collected(spark.read.parquet(str(tmp_path / kind))), key=repr)
+            written = collected(spark.read.parquet(str(tmp_path / kind)))
+            # cluster_id first, as the data source's tables have it: the quorum's own id
+            assert {row[0] for row in written} == {load_layout(cluster.root).cluster_id}, kind
+            live = sorted((row[1:] for row in written), key=repr)
             assert live == sorted(_rows(change_rows(log_dir, end=fetched)[kind]), key=repr), kind
             assert lines[-1] == f"exported {len(live)} row{'' if len(live) == 1 else 's'} of {kind} to " \
                                 f"{tmp_path / kind} (parquet)"
