@@ -133,10 +133,23 @@ def _spark_session():
 def spark(_spark_session):
     """One local SparkSession for the whole run (skipped, saying why, without pyspark or Java).
     The export front ends find it active and reuse it; a test must leave it active."""
+    _keep_active(_spark_session)
     yield _spark_session
     from pyspark.sql import SparkSession
 
+    _keep_active(_spark_session)
     assert SparkSession.getActiveSession() is _spark_session, "this test stopped or replaced the shared SparkSession"
+
+
+def _keep_active(session) -> None:
+    """The JVM keeps the active session per JVM thread, and py4j may hand this Python thread a new
+    JVM thread after a long test (its connection replaced): there the shared session, still
+    running, is not active. Make it active again; a session stopped by a test stays stopped (and
+    the assertion after the test says so)."""
+    from pyspark.sql import SparkSession
+
+    if SparkSession.getActiveSession() is None and not session.sparkContext._jsc.sc().isStopped():
+        SparkSession._get_j_spark_session_class(session._jvm).setActiveSession(session._jsparkSession)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -44,6 +44,10 @@ ALLOWED = {
     "metashell/tree/tree_layout.py::redact_record_json": "prints a record's JSON with its secrets redacted",
     "metashell/bench/dash.py::write_bench_history": "writes the synthetic history it measures",
     "metashell/bench/attach_tool.py::load_requests": "finds its own load's records in what it fetched",
+    "metashell/history/transactions.py::marker_of": "a metadata transaction (KIP-868) is framed by its marker "
+                                                   "records: where it begins and ends, not what it changed",
+    "metashell/spark/read_records.py::_keeper": "the type filter Spark pushed: the records table's printed "
+                                                "`type` column, compared as SQL would",
 }
 
 _KIND_ATTRIBUTES = {"record_name", "type_name", "control_type"}

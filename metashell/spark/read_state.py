@@ -37,6 +37,7 @@ from engine.image.metadata_loader import load_snapshot, replay_start, segment_ba
 from engine.image.run_replay import log_runs, snapshot_in_run
 from engine.storage.log_reader import LogDirListing, LogEntry, list_log_dir
 from metashell.export.schemas import CHANGE_TABLES, column_names
+from metashell.history.transactions import ABORT, BEGIN, END, marker_of
 from metashell.spark.intervals import IntervalTask
 from metashell.spark.pushed import Pushed
 from metashell.spark.table_schema import SOURCE_TABLES, source_arrow_schema
@@ -46,7 +47,6 @@ from metashell.spark.corrupt import KraftReadError
 STATE_TABLES = tuple(table for table in SOURCE_TABLES if table != "records")
 QUORUM_TABLES = ("feature_changes", "voter_changes")  # their rows read the quorum's state before a change
 BATCH_ROWS = 8192  # rows per Arrow batch handed to Spark
-_OPENS, _CLOSES = "BeginTransactionRecord", ("EndTransactionRecord", "AbortTransactionRecord")
 
 
 def type_column(table: str) -> str | None:
@@ -192,10 +192,10 @@ def _until_closed(batches: Iterable[list[LogEntry]], end: int | None, seen: dict
         if end is not None and batch and batch[0].offset >= end and not open_:
             return
         for entry in batch:
-            name = getattr(entry.record, "record_name", None)
-            if name == _OPENS:
+            name = marker_of(entry)
+            if name == BEGIN:
                 open_ = begun = True
-            elif name in _CLOSES:
+            elif name in (END, ABORT):
                 seen["inside"] = seen["inside"] or not begun
                 open_ = False
         if batch:

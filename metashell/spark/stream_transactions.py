@@ -20,9 +20,9 @@ from typing import Iterable, Sequence
 
 from engine.records.metadata_record_serde import UnknownRecord
 from engine.storage.log_reader import LogEntry
+from metashell.history.transactions import ABORT, BEGIN, END, marker_of
 from metashell.spark.stream_offsets import Position
 
-BEGIN, END, ABORT = "BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ class TransactionScan:
                 continue  # the scan already holds it (a batch read again)
             self.scanned = Position(entry.offset + 1, entry.leader_epoch)
             if _held(entry):
-                name = entry.record.record_name
+                name = marker_of(entry)
                 if self.open_first is None:
                     if name == BEGIN:
                         self.open_first = entry.offset
